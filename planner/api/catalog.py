@@ -1,0 +1,62 @@
+"""`GET /api/v1/models`, `/models/{id}`, `/gpus`, `/gpus/{id}`: the catalog, read-only.
+
+Model ids contain a slash (`meta-llama/Llama-3.1-8B`), hence the `:path` converter. An unknown id
+in the path is a 404 problem naming the id and how to list the known ones.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Path
+
+from planner import catalog
+from planner.api.problems import ProblemException, problem_from_plan_error, problem_responses
+from planner.catalog import CatalogModel, GpuEntry
+from planner.core.errors import UnknownIdError
+
+router = APIRouter(tags=["catalog"])
+
+_Id = Annotated[str, Path(min_length=1, max_length=200)]
+
+
+def _not_found(exc: UnknownIdError, param: str) -> ProblemException:
+    problem = problem_from_plan_error(exc, status=404)
+    errors = [e.model_copy(update={"loc": ["path", param], "field": param}) for e in problem.errors]
+    return ProblemException(problem.model_copy(update={"errors": errors}))
+
+
+@router.get("/models", operation_id="list_models", summary="Catalog models")
+async def list_models() -> list[CatalogModel]:
+    return catalog.list_models()
+
+
+@router.get(
+    "/models/{model_id:path}",
+    operation_id="get_model",
+    summary="One catalog model by id (ids contain a slash)",
+    responses=problem_responses(404, 422),
+)
+async def get_model(model_id: _Id) -> CatalogModel:
+    try:
+        return catalog.get_model(model_id)
+    except UnknownIdError as exc:
+        raise _not_found(exc, "model_id") from None
+
+
+@router.get("/gpus", operation_id="list_gpus", summary="Catalog GPUs")
+async def list_gpus() -> list[GpuEntry]:
+    return catalog.list_gpus()
+
+
+@router.get(
+    "/gpus/{gpu_id}",
+    operation_id="get_gpu",
+    summary="One catalog GPU by id",
+    responses=problem_responses(404, 422),
+)
+async def get_gpu(gpu_id: _Id) -> GpuEntry:
+    try:
+        return catalog.get_gpu(gpu_id)
+    except UnknownIdError as exc:
+        raise _not_found(exc, "gpu_id") from None

@@ -1,0 +1,59 @@
+"""Prometheus metrics, in a registry owned by one app (so tests can build many apps).
+
+Labels are bounded: route *templates* (never raw paths), a fixed method set, status codes, and
+plan outcomes. With several uvicorn workers each process has its own registry; scrape each
+worker (or run one worker per container, the documented deployment).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram
+from prometheus_client import generate_latest as _generate_latest
+
+PlanOutcome = Literal["ok", "invalid", "unplannable"]
+
+_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+# Sub-millisecond to seconds: a plan takes well under 10 ms, a sweep up to about a second.
+_BUCKETS_SECONDS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
+
+CONTENT_TYPE = CONTENT_TYPE_LATEST
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.requests = Counter(
+            "kvplan_http_requests",
+            "HTTP requests answered, by method, route template and status.",
+            ("method", "route", "status"),
+            registry=self.registry,
+        )
+        self.latency = Histogram(
+            "kvplan_http_request_duration_seconds",
+            "Time to answer, by method and route template.",
+            ("method", "route"),
+            buckets=_BUCKETS_SECONDS,
+            registry=self.registry,
+        )
+        self.plans = Counter(
+            "kvplan_plans",
+            "Plans computed (sweep points included), by outcome: ok, invalid (request "
+            "rejected), unplannable (a core PlanError).",
+            ("outcome",),
+            registry=self.registry,
+        )
+        for outcome in ("ok", "invalid", "unplannable"):
+            self.plans.labels(outcome)  # export zeros, so rates work from the first scrape
+
+    def observe_request(self, method: str, route: str, status: int, seconds: float) -> None:
+        method = method if method in _METHODS else "OTHER"
+        self.requests.labels(method, route, str(status)).inc()
+        self.latency.labels(method, route).observe(seconds)
+
+    def count_plan(self, outcome: PlanOutcome, n: int = 1) -> None:
+        self.plans.labels(outcome).inc(n)
+
+    def exposition(self) -> bytes:
+        return _generate_latest(self.registry)

@@ -1,0 +1,46 @@
+"""OpenAPI for bodies the routes parse themselves (strict JSON, see `body.py`).
+
+Such routes take the raw `Request`, so FastAPI does not see their body model; `json_body` names
+it in the operation and `install_openapi` adds its schema (and the problem schema every error
+response points at) to `components`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+from pydantic import BaseModel
+from pydantic.json_schema import JsonSchemaMode, models_json_schema
+
+_REF = "#/components/schemas/{model}"
+
+
+def json_body(schema_name: str) -> dict[str, Any]:
+    """`openapi_extra` for a required `application/json` body of a component schema."""
+    return {
+        "requestBody": {
+            "required": True,
+            "content": {"application/json": {"schema": {"$ref": _REF.format(model=schema_name)}}},
+        }
+    }
+
+
+def install_openapi(app: FastAPI, extra: list[tuple[type[BaseModel], JsonSchemaMode]]) -> None:
+    def build() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = get_openapi(
+                title=app.title,
+                version=app.version,
+                description=app.description,
+                routes=app.routes,
+            )
+            _, top = models_json_schema(extra, ref_template=_REF)
+            components = schema.setdefault("components", {}).setdefault("schemas", {})
+            for name, definition in top.get("$defs", {}).items():
+                components.setdefault(name, definition)
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = build  # type: ignore[method-assign]

@@ -1,0 +1,101 @@
+"""Operations endpoints, unversioned: `/healthz`, `/readyz`, `/metrics`.
+
+`/metrics` is a plain route, not a mounted ASGI app: a mount answers `GET /metrics` with a 307 to
+`/metrics/`, which scrapers that do not follow redirects read as a failure (research B.13).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import anyio
+import anyio.to_thread
+from fastapi import APIRouter, Request
+from fastapi.responses import Response
+from pydantic import BaseModel
+
+from planner import catalog
+from planner.api.metrics import CONTENT_TYPE, Metrics
+from planner.api.problems import ProblemException, make_problem, problem_responses
+from planner.api.schemas import ProblemError
+
+router = APIRouter(tags=["ops"])
+
+STORE_PING_TIMEOUT_SECONDS = 2.0
+
+
+class Health(BaseModel):
+    status: Literal["ok"] = "ok"
+
+
+class Readiness(BaseModel):
+    status: Literal["ready"] = "ready"
+    checks: dict[str, str]
+
+
+@router.get("/healthz", operation_id="healthz", summary="Liveness: the process answers")
+async def healthz() -> Health:
+    return Health()
+
+
+def _catalog_check() -> str | None:
+    try:
+        return None if catalog.ready() else "catalog is empty"
+    except Exception as exc:  # any load failure means "not ready", with its reason
+        return f"catalog failed to load: {type(exc).__name__}"
+
+
+async def _store_check(request: Request) -> str | None:
+    if not getattr(request.app.state, "store_required", False):
+        return None
+    store = getattr(request.app.state, "store", None)
+    if store is None:
+        return "calibration store is not open"
+    try:
+        with anyio.fail_after(STORE_PING_TIMEOUT_SECONDS):
+            await anyio.to_thread.run_sync(store.ping)
+    except Exception as exc:
+        return f"calibration store unreachable: {type(exc).__name__}"
+    return None
+
+
+@router.get(
+    "/readyz",
+    operation_id="readyz",
+    summary="Readiness: catalog loaded and calibration store reachable",
+    responses=problem_responses(503),
+)
+async def readyz(request: Request) -> Readiness:
+    failures = {
+        name: reason
+        for name, reason in (("catalog", _catalog_check()), ("store", await _store_check(request)))
+        if reason is not None
+    }
+    if failures:
+        raise ProblemException(
+            make_problem(
+                503,
+                "; ".join(f"{k}: {v}" for k, v in failures.items()),
+                title="Not ready",
+                slug="not-ready",
+                errors=[
+                    ProblemError(loc=["checks", k], field=f"checks.{k}", msg=v)
+                    for k, v in failures.items()
+                ],
+            ),
+            headers={"Retry-After": "5"},
+        )
+    checks = {"catalog": "ok", "store": "ok" if request.app.state.store_required else "absent"}
+    return Readiness(checks=checks)
+
+
+@router.get(
+    "/metrics",
+    operation_id="metrics",
+    summary="Prometheus metrics (text exposition format)",
+    response_class=Response,
+    responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}}}},
+)
+async def metrics(request: Request) -> Response:
+    registry: Metrics = request.app.state.metrics
+    return Response(content=registry.exposition(), media_type=CONTENT_TYPE)

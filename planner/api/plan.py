@@ -1,0 +1,62 @@
+"""`POST /api/v1/plan`: the contract. Body → `PlanRequest` → `core.plan` → `Plan`.
+
+The response is `Plan.model_dump_json()` verbatim, the same bytes `kvplan plan --request` prints.
+The handler is `async def`: a plan is microseconds to a millisecond of pure CPU, and a thread hop
+would cost more than it (research B.4).
+"""
+
+from __future__ import annotations
+
+import anyio.to_thread
+from fastapi import APIRouter, Request
+from fastapi.responses import Response
+
+from planner.api.body import read_json_body
+from planner.api.metrics import Metrics
+from planner.api.openapi import json_body
+from planner.api.problems import ProblemException, problem_responses
+from planner.core.errors import PlanError, UnknownIdError
+from planner.core.plan import plan
+from planner.core.schema import Plan, PlanRequest
+
+router = APIRouter(tags=["plan"])
+
+BODY_ERRORS = problem_responses(400, 413, 415, 422)
+
+
+async def calibration_for(request: PlanRequest, http_request: Request) -> object | None:
+    """The stored calibration named by `calibration_id`, looked up off the event loop."""
+    if request.calibration_id is None:
+        return None
+    store = getattr(http_request.app.state, "store", None)
+    if store is None:
+        raise UnknownIdError(
+            ("calibration_id",), "no calibration store is open on this server; omit the field"
+        )
+    # TODO(lead): align with planner.store's lookup method (assumed `get(id)`, raising
+    # UnknownIdError for a missing id).
+    return await anyio.to_thread.run_sync(store.get, request.calibration_id)
+
+
+@router.post(
+    "/plan",
+    operation_id="plan",
+    summary="Plan the KV cache of one model on one GPU under one engine",
+    response_model=Plan,
+    responses=BODY_ERRORS,
+    openapi_extra=json_body("PlanRequest"),
+)
+async def post_plan(http_request: Request) -> Response:
+    metrics: Metrics = http_request.app.state.metrics
+    try:
+        request = await read_json_body(http_request, PlanRequest)
+    except ProblemException:
+        metrics.count_plan("invalid")
+        raise
+    try:
+        result = plan(request, calibration=await calibration_for(request, http_request))
+    except PlanError:
+        metrics.count_plan("unplannable")
+        raise
+    metrics.count_plan("ok")
+    return Response(content=result.model_dump_json(), media_type="application/json")

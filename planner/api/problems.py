@@ -1,0 +1,174 @@
+"""Every error the service answers, as `application/problem+json` (RFC 9457), mapped here once.
+
+Core errors (`PlanError` and subclasses), request validation, JSON syntax, HTTP errors (404,
+405, 413, 415, 503) and unexpected failures all leave through `problem_response`, so clients
+parse one shape: `type`, `title`, `status`, `detail`, and `errors[]` with `loc`, `field`, `msg`.
+"""
+
+from __future__ import annotations
+
+import http
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.responses import Response
+
+from planner.api.schemas import PROBLEM_MEDIA_TYPE, Problem, ProblemError
+from planner.api.security import SECURITY_HEADERS
+from planner.core.errors import FieldProblem, PlanError
+
+logger = logging.getLogger("planner.api")
+
+_PROBLEM_REF = {"$ref": "#/components/schemas/Problem"}
+
+
+def problem_type(slug: str) -> str:
+    """Our problem types are URNs: stable names that promise no page behind them."""
+    return f"urn:kvplan:problem:{slug}"
+
+
+def field_of(loc: Sequence[str | int]) -> str:
+    """`("requests", 3, "count")` → `requests[3].count` (same rule as the CLI's errors)."""
+    return FieldProblem(tuple(loc), "").field
+
+
+def problem_response(problem: Problem, headers: Mapping[str, str] | None = None) -> Response:
+    return Response(
+        content=problem.model_dump_json(exclude_none=True),
+        status_code=problem.status,
+        media_type=PROBLEM_MEDIA_TYPE,
+        headers=dict(headers or {}),
+    )
+
+
+def make_problem(
+    status: int,
+    detail: str,
+    *,
+    title: str | None = None,
+    slug: str | None = None,
+    errors: Iterable[ProblemError] = (),
+) -> Problem:
+    """A problem; without `slug` the type is about:blank and the title the HTTP phrase."""
+    phrase = http.HTTPStatus(status).phrase
+    return Problem(
+        type=problem_type(slug) if slug else "about:blank",
+        title=title or phrase,
+        status=status,
+        detail=detail,
+        errors=list(errors),
+    )
+
+
+class ProblemException(Exception):
+    """Raise anywhere in a request to answer with this problem."""
+
+    def __init__(self, problem: Problem, headers: Mapping[str, str] | None = None) -> None:
+        super().__init__(problem.detail)
+        self.problem = problem
+        self.headers = dict(headers or {})
+
+
+def errors_from_pydantic(errors: Iterable[Mapping[str, Any]]) -> list[ProblemError]:
+    """Pydantic error dicts → `errors[]`, never echoing the input (it may hold secrets)."""
+    out = []
+    for error in errors:
+        loc = [part if isinstance(part, int) else str(part) for part in error.get("loc", ())]
+        msg = str(error.get("msg", "invalid value"))
+        if error.get("type") == "extra_forbidden":
+            msg = "unknown field; remove it (see the request schema for the accepted fields)"
+        out.append(ProblemError(loc=loc, field=field_of(loc), msg=msg))
+    return out
+
+
+def problem_from_plan_error(exc: PlanError, status: int = 422) -> Problem:
+    return make_problem(
+        status,
+        exc.detail,
+        title=exc.title,
+        slug=exc.type_slug,
+        errors=[
+            ProblemError(loc=list(p.loc), field=p.field, msg=p.msg) for p in exc.problems
+        ],
+    )
+
+
+def validation_problem(errors: Iterable[Mapping[str, Any]]) -> Problem:
+    items = errors_from_pydantic(errors)
+    detail = "; ".join(f"{e.field or '(body)'}: {e.msg}" for e in items[:5])
+    if len(items) > 5:
+        detail += f"; and {len(items) - 5} more"
+    return make_problem(422, detail, title="Invalid request", slug="validation", errors=items)
+
+
+async def _on_plan_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, PlanError)
+    return problem_response(problem_from_plan_error(exc))
+
+
+async def _on_problem(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, ProblemException)
+    return problem_response(exc.problem, exc.headers)
+
+
+async def _on_validation(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, RequestValidationError)
+    return problem_response(validation_problem(exc.errors()))
+
+
+async def _on_http(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, StarletteHTTPException)
+    detail = exc.detail if isinstance(exc.detail, str) else http.HTTPStatus(exc.status_code).phrase
+    if exc.status_code == 404 and detail == "Not Found":
+        detail = f"no route for {request.url.path}; see /api/v1/openapi.json"
+    elif exc.status_code == 405:
+        allowed = (exc.headers or {}).get("Allow", "")
+        detail = f"{request.method} is not allowed here; allowed: {allowed or 'none'}"
+    return problem_response(make_problem(exc.status_code, detail), exc.headers)
+
+
+async def _on_unexpected(request: Request, exc: Exception) -> Response:
+    # Logged with its traceback (never the body); the client gets no internals.
+    logger.error("unhandled error", exc_info=exc)
+    problem = make_problem(
+        500, "the server failed to answer this request; quote the X-Request-ID header"
+    )
+    headers = dict(SECURITY_HEADERS)
+    request_id = getattr(request.state, "request_id", None)
+    if isinstance(request_id, str):
+        headers["X-Request-ID"] = request_id
+    return problem_response(problem, headers)
+
+
+def install_problem_handlers(app: FastAPI) -> None:
+    app.add_exception_handler(PlanError, _on_plan_error)
+    app.add_exception_handler(ProblemException, _on_problem)
+    app.add_exception_handler(RequestValidationError, _on_validation)
+    app.add_exception_handler(StarletteHTTPException, _on_http)
+    app.add_exception_handler(Exception, _on_unexpected)
+
+
+_DESCRIPTIONS = {
+    400: "Malformed JSON (syntax, trailing characters, NaN/Infinity, not UTF-8).",
+    404: "Unknown id or path.",
+    405: "Method not allowed; see the Allow header.",
+    413: "Request body larger than KVPLAN_MAX_BODY_BYTES (default 1 MiB).",
+    415: "Body is not application/json.",
+    422: "Well-formed but invalid: `errors` names each field and what would work.",
+    503: "Not ready: the catalog or the calibration store is unavailable.",
+}
+
+
+def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI `responses=` entries for these statuses, each a problem+json body."""
+    return {
+        status: {
+            "description": _DESCRIPTIONS.get(status, http.HTTPStatus(status).phrase),
+            "content": {PROBLEM_MEDIA_TYPE: {"schema": _PROBLEM_REF}},
+        }
+        for status in statuses
+    }

@@ -1,0 +1,132 @@
+"""The ASGI app: `create_app(settings)` builds one; nothing is created at import time.
+
+Layers, outermost first: observation (request id, access log, metrics) → security headers →
+body limit → FastAPI (problem+json handlers, routers). uvicorn runs `create_app_from_env` as a
+factory, so each worker builds its own app from the environment.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from fastapi import APIRouter, FastAPI
+from fastapi.staticfiles import StaticFiles
+
+from planner import __version__
+from planner.api import catalog as catalog_api
+from planner.api import docs as docs_api
+from planner.api import lab as lab_api
+from planner.api import ops as ops_api
+from planner.api import plan as plan_api
+from planner.api import sweep as sweep_api
+from planner.api.limits import BodyLimitMiddleware
+from planner.api.metrics import Metrics
+from planner.api.observe import ObserveMiddleware
+from planner.api.openapi import install_openapi
+from planner.api.problems import install_problem_handlers, problem_responses
+from planner.api.schemas import Problem, SweepRequest
+from planner.api.security import SecurityHeadersMiddleware
+from planner.core.schema import PlanRequest
+from planner.settings import Settings, load_settings
+
+logger = logging.getLogger("planner.app")
+
+API_PREFIX = "/api/v1"
+
+# ---- Routers under /api/v1 -----------------------------------------------------------------
+# The lead adds routers here as their modules land (e.g. `planner.api.calibrations.router`,
+# which reads `app.state.settings.admin_token` and `app.state.store`).
+V1_ROUTERS: tuple[APIRouter, ...] = (
+    plan_api.router,
+    sweep_api.router,
+    catalog_api.router,
+    lab_api.router,
+)
+# ---------------------------------------------------------------------------------------------
+
+# Statuses any request can meet: wrong method, body over the limit, invalid parameters.
+_COMMON_ERRORS = problem_responses(405, 413, 422)
+
+
+def static_dir() -> Path:
+    """`static/` of a source checkout, else the copy the wheel ships as `planner/_static`."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here.parent / "static", here / "_static"):
+        if candidate.is_dir():
+            return candidate
+    raise RuntimeError("static/ not found next to the planner package; reinstall kvplan")
+
+
+def _open_store(settings: Settings) -> object | None:
+    """The calibration store, when this build has one (`planner.store`)."""
+    if importlib.util.find_spec("planner.store") is None:
+        return None
+    store_module = importlib.import_module("planner.store")
+    # TODO(lead): pass settings.database_url once Store takes it.
+    return store_module.Store(settings.data_dir)  # type: ignore[no-any-return]
+
+
+@asynccontextmanager
+async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
+    settings: Settings = app.state.settings
+    logger.info("starting", extra={"config": settings.public_summary()})
+    store = _open_store(settings)
+    app.state.store = store
+    try:
+        yield
+    finally:
+        app.state.store = None
+        close = getattr(store, "close", None)
+        if callable(close):
+            close()
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings if settings is not None else load_settings()
+    metrics = Metrics()
+    app = FastAPI(
+        title="kvplan",
+        version=__version__,
+        description="KV-cache capacity planner for LLM inference. Errors are "
+        "application/problem+json (RFC 9457).",
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=f"{API_PREFIX}/openapi.json",
+        lifespan=_lifespan,
+        responses=_COMMON_ERRORS,
+    )
+    app.state.settings = settings
+    app.state.metrics = metrics
+    app.state.store = None
+    # /readyz requires the store once this build has one (opened by the lifespan).
+    app.state.store_required = importlib.util.find_spec("planner.store") is not None
+
+    install_problem_handlers(app)
+    v1 = APIRouter(prefix=API_PREFIX)
+    for router in V1_ROUTERS:
+        v1.include_router(router)
+    app.include_router(v1)
+    app.include_router(ops_api.router)
+    app.include_router(docs_api.router)
+    app.mount("/static", StaticFiles(directory=static_dir()), name="static")
+
+    # add_middleware wraps: the last added is the outermost.
+    app.add_middleware(BodyLimitMiddleware, max_body_bytes=settings.max_body_bytes)
+    app.add_middleware(SecurityHeadersMiddleware)
+    app.add_middleware(ObserveMiddleware, metrics=metrics)
+
+    install_openapi(
+        app,
+        [(PlanRequest, "validation"), (SweepRequest, "validation"), (Problem, "serialization")],
+    )
+    return app
+
+
+def create_app_from_env() -> FastAPI:
+    """uvicorn factory (`--factory planner.app:create_app_from_env`)."""
+    return create_app(load_settings())

@@ -1,0 +1,35 @@
+"""The `kvplan` command line.
+
+Each subcommand lives in its own module and registers itself on `app`; this module only wires
+them together. Exit codes: 0 ok, 1 a check failed (e.g. `lab`), 2 bad input (problem+json on
+stderr, never a traceback).
+"""
+
+from __future__ import annotations
+
+import typer
+
+app = typer.Typer(
+    name="kvplan",
+    help="KV-cache capacity planner for LLM inference.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def _register() -> None:
+    # Imported here so `planner.cli` stays cheap to import and each command owns its module.
+    from planner.cli import lab as _lab
+    from planner.cli import plan as _plan
+    from planner.cli import serve as _serve
+
+    for module in (_plan, _lab, _serve):
+        module.register(app)
+
+
+_register()
+
+
+def main() -> None:
+    app()

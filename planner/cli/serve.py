@@ -1,0 +1,68 @@
+"""`kvplan serve`: run the REST service and page with uvicorn.
+
+Settings come from `KVPLAN_*`; flags override them. A bad setting exits 2 with a problem+json
+on stderr naming the variable, before anything binds a port.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Annotated
+
+import typer
+
+from planner.logs import logging_config
+from planner.settings import SettingsError, load_settings
+
+GRACEFUL_SHUTDOWN_SECONDS = 10
+
+
+def serve(
+    host: Annotated[str | None, typer.Option(help="Bind address [env KVPLAN_HOST].")] = None,
+    port: Annotated[int | None, typer.Option(help="TCP port [env KVPLAN_PORT].")] = None,
+    workers: Annotated[
+        int, typer.Option(min=1, max=64, help="Worker processes (each has its own metrics).")
+    ] = 1,
+) -> None:
+    """Serve the API, page, /docs and /metrics."""
+    overrides: dict[str, object] = {}
+    if host is not None:
+        overrides["host"] = host
+    if port is not None:
+        overrides["port"] = port
+    try:
+        settings = load_settings(**overrides)
+    except SettingsError as exc:
+        problem = {
+            "type": "urn:kvplan:problem:invalid-settings",
+            "title": "Invalid settings",
+            "status": 2,
+            "detail": str(exc),
+        }
+        sys.stderr.write(json.dumps(problem) + "\n")
+        raise typer.Exit(2) from None
+
+    import uvicorn
+
+    # Workers rebuild settings from the environment; keep the flags' values visible to them.
+    os.environ["KVPLAN_HOST"] = settings.host
+    os.environ["KVPLAN_PORT"] = str(settings.port)
+    uvicorn.run(
+        "planner.app:create_app_from_env",
+        factory=True,
+        host=settings.host,
+        port=settings.port,
+        workers=workers,
+        log_config=logging_config(settings.log_level),
+        log_level=settings.log_level,
+        access_log=False,
+        server_header=False,
+        proxy_headers=False,
+        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
+    )
+
+
+def register(app: typer.Typer) -> None:
+    app.command("serve")(serve)

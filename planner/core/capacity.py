@@ -1,0 +1,242 @@
+"""From a KV budget to blocks, requests that fit, tokens, and the longest context.
+
+One `Pool` per engine models how the engine carves its budget (engine_rules.md §1.3, §2, §3, §4):
+how many allocation units there are, how many a request of `ctx` tokens needs, and what the
+engine's own start-up log would print.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from planner.core.engines import EngineRules, SlidingPolicy
+from planner.core.errors import FieldError
+from planner.core.kv import layer_bytes_per_token, page_bytes, request_kv_bytes
+from planner.core.model import LayerSpec, cdiv
+from planner.core.units import KVDtype
+
+MAX_CONTEXT_SEARCH = 1 << 24
+
+
+@dataclass(frozen=True, slots=True)
+class KVGroup:
+    """Layers sharing one block table (vLLM KV-cache group; one pool elsewhere)."""
+
+    kind: str
+    spec: LayerSpec
+    layers: int
+    padding_layers: int
+    block_size: int
+
+    def blocks_needed(self, ctx: int, mnbt: int) -> int:
+        """Blocks the engine reserves for one request of `ctx` tokens (vLLM admission rule)."""
+        bs = self.block_size
+        w = self.spec.window_tokens
+        if self.kind == "sliding" and w is not None:
+            return cdiv(min(w - 1 + mnbt, ctx), bs) + 1
+        if self.kind == "chunked" and w is not None:
+            return cdiv(min(w + mnbt, ctx), bs)
+        return cdiv(ctx, bs)
+
+
+@dataclass(frozen=True, slots=True)
+class Pool:
+    """An engine's KV pool for one rank: units (blocks or token slots) and per-request need."""
+
+    engine: str
+    groups: tuple[KVGroup, ...]
+    num_blocks: int
+    reserved_blocks: int
+    unit_tokens: int  # tokens per allocation unit (block size; 1 for token pools)
+    mnbt: int
+    specs: tuple[LayerSpec, ...]
+    dtype: KVDtype
+    policy: SlidingPolicy
+    budget_bytes: int
+    per_token_bytes: int  # all layers of this rank, full length
+    swa_pool_tokens: int | None = None  # SGLang hybrid SWA pool
+
+    def blocks_per_request(self, ctx: int) -> int:
+        if self.engine == "transformers":
+            return cdiv(request_kv_bytes(self.specs, self.dtype, ctx, self.policy),
+                        max(1, self.per_token_bytes))
+        if self.engine == "trtllm" and any(g.kind != "full" and g.kind != "mla"
+                                           for g in self.groups):
+            return sum(_cyclic_blocks(g, ctx) for g in self.groups)
+        if self.engine == "sglang":
+            return cdiv(ctx, self.unit_tokens)
+        return sum(g.blocks_needed(ctx, self.mnbt) for g in self.groups)
+
+    def max_requests(self, ctx: int) -> int:
+        usable = self.num_blocks - self.reserved_blocks
+        if usable <= 0:
+            return 0
+        if self.engine == "transformers":
+            need = request_kv_bytes(self.specs, self.dtype, ctx, self.policy)
+            return self.budget_bytes // need if need else 0
+        if self.engine == "trtllm" and any(g.kind not in ("full", "mla") for g in self.groups):
+            # Cyclic window pools: charge each layer its own blocks, bytes-wise.
+            need = sum(
+                _cyclic_blocks(g, ctx) * g.block_size
+                * layer_bytes_per_token(g.spec, self.dtype) * g.layers
+                for g in self.groups
+            )
+            return self.budget_bytes // need if need else 0
+        if self.engine == "sglang" and self.swa_pool_tokens is not None:
+            full_fit = usable // cdiv(ctx, self.unit_tokens)
+            swa_need = max(
+                (min(ctx, g.spec.window_tokens or ctx) for g in self.groups
+                 if g.kind == "sliding"),
+                default=0,
+            )
+            swa_fit = self.swa_pool_tokens // swa_need if swa_need else full_fit
+            return min(full_fit, swa_fit)
+        need = self.blocks_per_request(ctx)
+        return usable // need if need else 0
+
+    def reported_concurrency(self, ctx: int) -> float | None:
+        """vLLM's "Maximum concurrency for N tokens per request: X.XXx" (ignores null block)."""
+        if self.engine != "vllm":
+            return None
+        need = self.blocks_per_request(ctx)
+        return round(self.num_blocks / need, 2) if need else None
+
+    def reported_tokens(self) -> int:
+        """What the engine logs as its KV size in tokens.
+
+        vLLM: `GPU KV cache size: N tokens` = num_blocks // num_groups × block_size (divides by
+        the number of groups for hybrid models, so it is not tokens per request). SGLang:
+        max_total_num_tokens. TensorRT-LLM: blocks × tokens_per_block."""
+        if self.engine == "vllm":
+            return self.num_blocks // len(self.groups) * min(g.block_size for g in self.groups)
+        return self.num_blocks * self.unit_tokens
+
+    def max_tokens(self) -> int:
+        """Tokens of full-attention context the usable pool holds across requests."""
+        usable = max(0, self.num_blocks - self.reserved_blocks)
+        if self.engine == "vllm":
+            return usable // len(self.groups) * min(g.block_size for g in self.groups)
+        return usable * self.unit_tokens
+
+    def longest_context(self) -> int:
+        """Largest ctx with at least one request admitted (binary search; need is monotone)."""
+        if self.max_requests(1) < 1:
+            return 0
+        lo, hi = 1, MAX_CONTEXT_SEARCH
+        if self.max_requests(hi) >= 1:
+            return hi
+        while lo + 1 < hi:
+            mid = (lo + hi) // 2
+            if self.max_requests(mid) >= 1:
+                lo = mid
+            else:
+                hi = mid
+        return lo
+
+
+def _cyclic_blocks(g: KVGroup, ctx: int) -> int:
+    w = g.spec.window_tokens
+    if g.kind in ("full", "mla") or w is None:
+        return cdiv(ctx, g.block_size)
+    # Cyclic buffer of W tokens, plus one block when the window is not block aligned.
+    return cdiv(min(ctx, w), g.block_size) + (1 if ctx > w and w % g.block_size else 0)
+
+
+def _as_full(spec: LayerSpec) -> LayerSpec:
+    if spec.kind in ("sliding", "chunked"):
+        return replace(spec, kind="full", window_tokens=None)
+    return spec
+
+
+def vllm_groups(
+    specs: Sequence[LayerSpec], dtype: KVDtype, block_size: int, policy: SlidingPolicy
+) -> tuple[tuple[KVGroup, ...], int]:
+    """vLLM's KV-cache groups and the bytes one block id costs (page × group_size).
+
+    Uniform spec → one group of all layers. Same type, different sizes → one group whose block
+    costs the sum of pages. Hybrid → unify page sizes, bucket by spec, group_size = min bucket
+    (or max when max < 1.5·min), strided split with padding layers (kv_cache_utils.py)."""
+    if policy == "full_length":
+        specs = [_as_full(s) for s in specs]
+    buckets: dict[LayerSpec, int] = {}
+    for s in specs:
+        buckets[s] = buckets.get(s, 0) + 1
+    if len(buckets) == 1:
+        spec, n = next(iter(buckets.items()))
+        return (KVGroup(spec.kind, spec, n, 0, block_size),), page_bytes(spec, dtype, block_size) * n
+    kinds = {s.kind for s in buckets}
+    if kinds <= {"full"} or kinds <= {"mla"}:
+        spec = next(iter(buckets))
+        cost = sum(page_bytes(s, dtype, block_size) * n for s, n in buckets.items())
+        return (KVGroup(spec.kind, spec, sum(buckets.values()), 0, block_size),), cost
+
+    pages = {s: page_bytes(s, dtype, block_size) for s in buckets}
+    page_max = max(pages.values())
+    for s, p in pages.items():
+        if page_max % p:
+            raise FieldError(
+                "model",
+                "vLLM cannot unify the page sizes of this hybrid model "
+                f"({p} vs {page_max} bytes); try hybrid_kv_cache_manager=false",
+            )
+    counts = list(buckets.values())
+    small, large = min(counts), max(counts)
+    group_size = large if large < 1.5 * small else small
+    groups: list[KVGroup] = []
+    for s, n in buckets.items():
+        num = cdiv(n, group_size)
+        bs = block_size * (page_max // pages[s])
+        for i in range(num):
+            members = len(range(i, n, num))  # strided slice layers[i::num]
+            groups.append(KVGroup(s.kind, s, members, group_size - members, bs))
+    return tuple(groups), page_max * group_size
+
+
+def build_pool(
+    rules: EngineRules,
+    specs: Sequence[LayerSpec],
+    dtype: KVDtype,
+    block_size: int,
+    policy: SlidingPolicy,
+    budget_bytes: int,
+    mnbt: int,
+) -> Pool:
+    specs = tuple(specs)
+    per_token = sum(layer_bytes_per_token(s, dtype) for s in specs)
+    name = rules.name
+    if name == "vllm":
+        groups, block_cost = vllm_groups(specs, dtype, block_size, policy)
+        return Pool(name, groups, budget_bytes // block_cost, rules.null_blocks, block_size,
+                    mnbt, specs, dtype, policy, budget_bytes, per_token)
+
+    # One group per distinct spec, for display and per-request block counting.
+    buckets: dict[LayerSpec, int] = {}
+    for s in specs:
+        buckets[s] = buckets.get(s, 0) + 1
+    groups = tuple(KVGroup(s.kind, s, n, 0, block_size) for s, n in buckets.items())
+
+    if name == "sglang":
+        if policy == "sglang_swa_pool":
+            full = sum(layer_bytes_per_token(s, dtype) for s in specs if s.kind != "sliding")
+            swa = sum(layer_bytes_per_token(s, dtype) for s in specs if s.kind == "sliding")
+            # swa_full_tokens_ratio 0.8: the SWA pool holds 0.8 × the full pool's tokens.
+            cell = full + 0.8 * swa
+            tokens = int(budget_bytes // cell) // block_size * block_size
+            return Pool(name, groups, tokens // block_size, 0, block_size, mnbt, specs, dtype,
+                        policy, budget_bytes, per_token, swa_pool_tokens=int(0.8 * tokens))
+        full_specs = tuple(_as_full(s) for s in specs)
+        tokens = budget_bytes // per_token // block_size * block_size if per_token else 0
+        full_groups = tuple(KVGroup("full" if g.kind != "mla" else "mla", _as_full(g.spec),
+                                    g.layers, 0, block_size) for g in groups)
+        return Pool(name, full_groups, tokens // block_size, 0, block_size, mnbt, full_specs,
+                    dtype, "full_length", budget_bytes, per_token)
+
+    if name == "trtllm":
+        max_tokens = budget_bytes // per_token if per_token else 0
+        return Pool(name, groups, max_tokens // block_size, 0, block_size, mnbt, specs, dtype,
+                    policy, budget_bytes, per_token)
+
+    # transformers: no paging; token slots of the full model width.
+    slots = budget_bytes // per_token if per_token else 0
+    return Pool(name, groups, slots, 0, 1, mnbt, specs, dtype, policy, budget_bytes, per_token)

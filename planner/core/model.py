@@ -1,0 +1,349 @@
+"""A model's KV-relevant shape, resolved from a Hugging Face `config.json` object.
+
+Rules (engine_rules.md §1.2, §4): explicit `head_dim` wins over `hidden_size // heads`; KV heads
+fall back to query heads; MLA (DeepSeek) caches one latent of `kv_lora_rank + qk_rope_head_dim`
+per layer-token with no ×2; per-layer windows come from `layer_types`, else Gemma-2/gpt-oss
+alternation, else `sliding_window_pattern`, else the model-level `sliding_window` on every layer
+(unless `use_sliding_window` is false, as in Qwen2); Llama-4 chunked local attention.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from planner.core.errors import ModelConfigError
+
+LayerKind = Literal["full", "sliding", "chunked", "mla"]
+
+MAX_LAYERS = 4096
+MAX_HEADS = 65536
+MAX_HEAD_DIM = 65536
+
+# Architectures whose configs imply alternation when `layer_types` is absent.
+_ALTERNATE_2 = {"gemma2", "gpt_oss"}
+_GEMMA3 = {"gemma3", "gemma3_text"}
+# DeepSeek-style MLA (vLLM `is_deepseek_mla`).
+_MLA_TYPES = {"deepseek_v2", "deepseek_v3", "deepseek_v32", "kimi_k2", "deepseek_mtp", "kimi_vl"}
+
+_DTYPE_NAMES = {
+    "bfloat16": "bf16",
+    "float16": "fp16",
+    "half": "fp16",
+    "float32": "fp32",
+    "float": "fp32",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class LayerSpec:
+    """One decoder layer's cache: kind, window, KV heads and K/V widths (whole model, no TP)."""
+
+    kind: LayerKind
+    kv_heads: int
+    head_size_k: int
+    head_size_v: int
+    window_tokens: int | None = None  # sliding window W, or chunk size for chunked layers
+
+    @property
+    def elements_per_token(self) -> int:
+        """Cached elements per token in this layer (K and V, all KV heads)."""
+        return self.kv_heads * (self.head_size_k + self.head_size_v)
+
+
+@dataclass(frozen=True, slots=True)
+class LayerGroup:
+    """Layers of identical spec (the unit engines bucket by)."""
+
+    spec: LayerSpec
+    layer_indices: tuple[int, ...]
+
+    @property
+    def layers(self) -> int:
+        return len(self.layer_indices)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelShape:
+    id: str | None
+    model_type: str | None
+    num_hidden_layers: int
+    num_attention_heads: int
+    num_key_value_heads: int
+    head_dim: int
+    hidden_size: int | None
+    max_position_embeddings: int | None
+    dtype: str  # model dtype name in our vocabulary (bf16, fp16, fp32)
+    dtype_from_config: bool
+    layers: tuple[LayerSpec, ...]
+    is_mla: bool
+    kv_lora_rank: int | None
+    qk_rope_head_dim: int | None
+    num_parameters: int | None
+    intermediate_size: int | None
+    vocab_size: int | None
+
+    @property
+    def groups(self) -> tuple[LayerGroup, ...]:
+        """Layers bucketed by spec, in first-appearance order."""
+        buckets: dict[LayerSpec, list[int]] = {}
+        for i, spec in enumerate(self.layers):
+            buckets.setdefault(spec, []).append(i)
+        return tuple(LayerGroup(spec, tuple(idx)) for spec, idx in buckets.items())
+
+    @property
+    def query_group_size(self) -> int:
+        """Query heads sharing one KV head (GQA group; Hq for MQA and MLA)."""
+        if self.is_mla:
+            return self.num_attention_heads
+        return max(1, self.num_attention_heads // self.num_key_value_heads)
+
+    @property
+    def has_window(self) -> bool:
+        return any(s.kind in ("sliding", "chunked") for s in self.layers)
+
+
+def _int_field(cfg: Mapping[str, Any], key: str, *, lo: int = 1, hi: int = 1 << 40) -> int | None:
+    value = cfg.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ModelConfigError(
+            ("model", key), f"must be an integer, got {type(value).__name__} {value!r}"
+        )
+    if not lo <= value <= hi:
+        raise ModelConfigError(("model", key), f"must be between {lo} and {hi}, got {value}")
+    return value
+
+
+def _required(cfg: Mapping[str, Any], key: str, *, hi: int) -> int:
+    value = _int_field(cfg, key, hi=hi)
+    if value is None:
+        raise ModelConfigError(
+            ("model", key), "is required to size the KV cache (a Hugging Face config.json field)"
+        )
+    return value
+
+
+def text_config(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The decoder's config: `text_config` for multimodal wrappers, else the config itself."""
+    inner = config.get("text_config")
+    if inner is None:
+        return dict(config)
+    if not isinstance(inner, Mapping):
+        raise ModelConfigError(("model", "text_config"), "must be an object")
+    merged = dict(inner)
+    # Dtype and architecture often live only at the top level of a multimodal config.
+    for key in ("torch_dtype", "dtype", "model_type"):
+        if key not in merged and key in config:
+            merged[key] = config[key]
+    return merged
+
+
+def _dtype(cfg: Mapping[str, Any]) -> tuple[str, bool]:
+    raw = cfg.get("torch_dtype", cfg.get("dtype"))
+    if raw is None:
+        return "bf16", False
+    if not isinstance(raw, str):
+        raise ModelConfigError(("model", "torch_dtype"), "must be a string such as 'bfloat16'")
+    name = _DTYPE_NAMES.get(raw.removeprefix("torch.").lower())
+    if name is None:
+        raise ModelConfigError(
+            ("model", "torch_dtype"),
+            f"unknown dtype {raw!r}; expected bfloat16, float16 or float32",
+        )
+    return name, True
+
+
+def _window_kinds(
+    cfg: Mapping[str, Any], num_layers: int, model_type: str | None
+) -> list[tuple[LayerKind, int | None]]:
+    """Per layer: ('full', None), ('sliding', W) or ('chunked', chunk)."""
+    window = _int_field(cfg, "sliding_window", hi=1 << 30)
+    if cfg.get("use_sliding_window") is False:
+        # Qwen2/2.5 publish a window but disable it (vLLM and HF both ignore it then).
+        window = None
+    chunk = _int_field(cfg, "attention_chunk_size", hi=1 << 30)
+
+    layer_types = cfg.get("layer_types")
+    if layer_types is not None:
+        if not isinstance(layer_types, list) or len(layer_types) != num_layers:
+            raise ModelConfigError(
+                ("model", "layer_types"),
+                f"must be a list of {num_layers} strings (one per layer)",
+            )
+        out: list[tuple[LayerKind, int | None]] = []
+        for i, kind in enumerate(layer_types):
+            if kind == "full_attention":
+                out.append(("full", None))
+            elif kind == "sliding_attention":
+                w = _int_field(cfg, "sliding_window", hi=1 << 30)
+                if w is None:
+                    raise ModelConfigError(
+                        ("model", "sliding_window"),
+                        f"layer_types[{i}] is sliding_attention but no sliding_window is set",
+                    )
+                out.append(("sliding", w))
+            elif kind == "chunked_attention":
+                if chunk is None:
+                    raise ModelConfigError(
+                        ("model", "attention_chunk_size"),
+                        f"layer_types[{i}] is chunked_attention but no attention_chunk_size",
+                    )
+                out.append(("chunked", chunk))
+            else:
+                raise ModelConfigError(
+                    ("model", "layer_types", i),
+                    f"layer type {kind!r} is not supported; kvplan sizes full_attention, "
+                    "sliding_attention and chunked_attention layers",
+                )
+        return out
+
+    if chunk is not None and model_type in ("llama4", "llama4_text"):
+        # Llama-4: RoPE layers use chunked local attention, NoPE layers (every 4th) are global.
+        no_rope = cfg.get("no_rope_layers")
+        if isinstance(no_rope, list) and len(no_rope) == num_layers:
+            return [("chunked", chunk) if flag else ("full", None) for flag in no_rope]
+        interval = _int_field(cfg, "no_rope_layer_interval", hi=num_layers) or 4
+        return [
+            ("full", None) if (i + 1) % interval == 0 else ("chunked", chunk)
+            for i in range(num_layers)
+        ]
+
+    if window is None:
+        return [("full", None)] * num_layers
+
+    if model_type in _ALTERNATE_2:
+        return [("sliding", window) if (i + 1) % 2 else ("full", None) for i in range(num_layers)]
+    pattern = _int_field(cfg, "sliding_window_pattern", hi=num_layers + 1)
+    if pattern is None and model_type in _GEMMA3:
+        pattern = 6
+    if pattern is not None:
+        return [
+            ("sliding", window) if (i + 1) % pattern else ("full", None) for i in range(num_layers)
+        ]
+    if model_type in ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe") and cfg.get(
+        "use_sliding_window"
+    ):
+        first = _int_field(cfg, "max_window_layers", lo=0, hi=num_layers) or 0
+        return [("sliding", window) if i >= first else ("full", None) for i in range(num_layers)]
+    # Mistral-7B-v0.1, Phi-3-mini: the model-level window applies to every layer.
+    return [("sliding", window)] * num_layers
+
+
+def shape_from_config(
+    config: Mapping[str, Any], *, model_id: str | None = None, num_parameters: int | None = None
+) -> ModelShape:
+    """Resolve a config.json object (all keys accepted, unused ignored) into a ModelShape."""
+    cfg = text_config(config)
+    model_type = cfg.get("model_type")
+    if model_type is not None and not isinstance(model_type, str):
+        raise ModelConfigError(("model", "model_type"), "must be a string")
+
+    num_layers = _required(cfg, "num_hidden_layers", hi=MAX_LAYERS)
+    num_heads = _required(cfg, "num_attention_heads", hi=MAX_HEADS)
+    hidden = _int_field(cfg, "hidden_size", hi=1 << 24)
+
+    kv_heads: int | None = None
+    for key in ("n_head_kv", "num_kv_heads", "num_key_value_heads", "multi_query_group_num"):
+        kv_heads = _int_field(cfg, key, hi=MAX_HEADS)
+        if kv_heads is not None:
+            break
+    if kv_heads is None:
+        kv_heads = num_heads
+
+    head_dim = _int_field(cfg, "head_dim", lo=0, hi=MAX_HEAD_DIM) or None
+    if head_dim is None:
+        if hidden is None:
+            raise ModelConfigError(
+                ("model", "head_dim"),
+                "set head_dim, or hidden_size so head_dim = hidden_size // num_attention_heads",
+            )
+        if hidden % num_heads:
+            raise ModelConfigError(
+                ("model", "hidden_size"),
+                f"hidden_size {hidden} is not divisible by num_attention_heads {num_heads}; "
+                "set head_dim explicitly",
+            )
+        head_dim = hidden // num_heads
+
+    kv_lora_rank = _int_field(cfg, "kv_lora_rank", hi=MAX_HEAD_DIM)
+    rope_dim = _int_field(cfg, "qk_rope_head_dim", lo=0, hi=MAX_HEAD_DIM)
+    is_mla = kv_lora_rank is not None and (model_type in _MLA_TYPES or rope_dim is not None)
+
+    if is_mla:
+        assert kv_lora_rank is not None  # for the type checker: is_mla implies it
+        rope = rope_dim or 0
+        # One latent per layer-token: K and V share it (no ×2, no head factor). Stored as
+        # head_size_k = kv_lora_rank, head_size_v = rope so elements = kv_lora_rank + rope.
+        layers = tuple(LayerSpec("mla", 1, kv_lora_rank, rope) for _ in range(num_layers))
+    else:
+        if num_heads % kv_heads:
+            raise ModelConfigError(
+                ("model", "num_key_value_heads"),
+                f"num_attention_heads {num_heads} is not a multiple of num_key_value_heads "
+                f"{kv_heads}; GQA needs whole query groups",
+            )
+        v_dim = _int_field(cfg, "v_head_dim", hi=MAX_HEAD_DIM) or head_dim
+        kinds = _window_kinds(cfg, num_layers, model_type)
+        layers = tuple(LayerSpec(kind, kv_heads, head_dim, v_dim, w) for kind, w in kinds)
+
+    max_pos: int | None = None
+    for key in ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length"):
+        max_pos = _int_field(cfg, key, hi=1 << 30)
+        if max_pos is not None:
+            break
+    dtype, from_config = _dtype(cfg)
+
+    return ModelShape(
+        id=model_id,
+        model_type=model_type,
+        num_hidden_layers=num_layers,
+        num_attention_heads=num_heads,
+        num_key_value_heads=kv_heads,
+        head_dim=(kv_lora_rank or 0) + (rope_dim or 0) if is_mla else head_dim,
+        hidden_size=hidden,
+        max_position_embeddings=max_pos,
+        dtype=dtype,
+        dtype_from_config=from_config,
+        layers=layers,
+        is_mla=is_mla,
+        kv_lora_rank=kv_lora_rank,
+        qk_rope_head_dim=rope_dim,
+        num_parameters=num_parameters,
+        intermediate_size=_int_field(cfg, "intermediate_size", hi=1 << 24),
+        vocab_size=_int_field(cfg, "vocab_size", hi=1 << 24),
+    )
+
+
+def estimate_parameters(shape: ModelShape) -> int | None:
+    """Dense-decoder parameter estimate for configs without a published count (weights bytes).
+
+    Embedding + LM head + per layer (Q,O: hidden·Hq·d each; K,V: hidden·Hkv·d each; gated MLP
+    3·hidden·intermediate). MoE and MLA configs return None: the count needs the checkpoint.
+    """
+    if shape.is_mla or shape.hidden_size is None or shape.intermediate_size is None:
+        return None
+    h = shape.hidden_size
+    d = shape.head_dim
+    attn = 2 * h * shape.num_attention_heads * d + 2 * h * shape.num_key_value_heads * d
+    mlp = 3 * h * shape.intermediate_size
+    emb = 2 * h * (shape.vocab_size or 0)
+    return emb + shape.num_hidden_layers * (attn + mlp)
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+__all__ = [
+    "LayerGroup",
+    "LayerKind",
+    "LayerSpec",
+    "ModelShape",
+    "cdiv",
+    "estimate_parameters",
+    "shape_from_config",
+    "text_config",
+]

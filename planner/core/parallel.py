@@ -1,0 +1,61 @@
+"""Per-rank shapes under tensor and pipeline parallelism.
+
+Seed 004 ("每卡 KV 不是总量除以卡数就结束"): a rank holds whole KV heads. When TP exceeds the KV
+head count the heads are replicated (`max(1, Hkv // tp)` per rank), so physical bytes summed over
+ranks exceed the logical total. MLA latents are replicated on every rank.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from planner.core.engines import EngineRules
+from planner.core.model import LayerSpec, ModelShape
+
+
+def pipeline_stage_layers(num_layers: int, pp: int) -> list[list[int]]:
+    """Layer indices per stage, as vLLM's `get_pp_indices` splits them.
+
+    Each stage gets L // pp layers; the remainder goes one each to the stages just before the
+    last (the last stage also holds the LM head)."""
+    sizes = [num_layers // pp] * pp
+    for i in range(2, num_layers % pp + 2):
+        sizes[-i] += 1
+    out: list[list[int]] = []
+    start = 0
+    for size in sizes:
+        out.append(list(range(start, start + size)))
+        start += size
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class RankLayout:
+    """What one rank of one pipeline stage stores."""
+
+    stage: int
+    layer_indices: tuple[int, ...]
+    specs: tuple[LayerSpec, ...]  # per-rank specs (KV heads already divided)
+    kv_heads: int  # KV heads per rank for the model's main layers
+    replication: int  # how many ranks hold each KV head
+
+
+def rank_layouts(shape: ModelShape, rules: EngineRules, tp: int, pp: int) -> list[RankLayout]:
+    """One layout per pipeline stage (all TP ranks of a stage store the same amount)."""
+    kv_heads_rank = rules.kv_heads_per_rank(shape.num_key_value_heads, tp, mla=shape.is_mla)
+    if shape.is_mla:
+        replication = tp
+    else:
+        # Total head slots across ranks over distinct heads, e.g. TP16 over 8 heads -> 2.
+        replication = max(1, (kv_heads_rank * tp) // shape.num_key_value_heads)
+    out: list[RankLayout] = []
+    for stage, indices in enumerate(pipeline_stage_layers(shape.num_hidden_layers, pp)):
+        specs = tuple(
+            replace(
+                shape.layers[i],
+                kv_heads=rules.kv_heads_per_rank(shape.layers[i].kv_heads, tp, mla=shape.is_mla),
+            )
+            for i in indices
+        )
+        out.append(RankLayout(stage, tuple(indices), specs, kv_heads_rank, replication))
+    return out

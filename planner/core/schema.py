@@ -1,0 +1,276 @@
+"""The contract: `PlanRequest` in, `Plan` out (DESIGN.md, `/api/v1/plan`).
+
+Strict on the way in: unknown fields rejected, no bool→int or str→number coercion, finite floats,
+every integer and list bounded so no input can overflow or exhaust memory. Field names are the
+tooling contract: add, never rename or drop.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+# Bounds chosen so nothing a client sends can overflow an int64 product or allocate much:
+# 2**24 tokens (16M) of context, 2**20 requests, 2**50 bytes (1 PiB) of memory.
+MAX_TOKENS = 1 << 24
+MAX_COUNT = 1 << 20
+MAX_BYTES = 1 << 50
+MAX_PARALLEL = 1024
+MAX_REQUEST_ENTRIES = 256
+MAX_BANDWIDTH_BYTES_PER_S = 1e15
+MAX_CONFIG_KEYS = 512
+
+Engine = Literal["vllm", "sglang", "trtllm", "transformers"]
+ENGINES: tuple[str, ...] = ("vllm", "sglang", "trtllm", "transformers")
+
+Tokens = Annotated[int, Field(ge=1, le=MAX_TOKENS, strict=True)]
+Count = Annotated[int, Field(ge=1, le=MAX_COUNT, strict=True)]
+Bytes = Annotated[int, Field(ge=0, le=MAX_BYTES, strict=True)]
+PositiveBytes = Annotated[int, Field(ge=1, le=MAX_BYTES, strict=True)]
+Parallel = Annotated[int, Field(ge=1, le=MAX_PARALLEL, strict=True)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False, frozen=True)
+
+
+class RequestMix(_Strict):
+    """`count` requests of `context_tokens` tokens (prompt + generated so far)."""
+
+    context_tokens: Tokens
+    count: Count = 1
+    prefix_tokens: Annotated[int, Field(ge=0, le=MAX_TOKENS, strict=True)] = Field(
+        default=0,
+        description="Leading tokens identical across these `count` requests (a shared system "
+        "prompt). Engines with prefix caching store them once.",
+    )
+
+    @model_validator(mode="after")
+    def _prefix_within_context(self) -> RequestMix:
+        if self.prefix_tokens > self.context_tokens:
+            raise ValueError("prefix_tokens must not exceed context_tokens")
+        return self
+
+
+class GpuSpec(_Strict):
+    """A GPU not in the catalog."""
+
+    name: Annotated[str, Field(min_length=1, max_length=100)] = "custom"
+    memory_bytes: PositiveBytes
+    bandwidth_bytes_per_s: Annotated[float, Field(gt=0, le=MAX_BANDWIDTH_BYTES_PER_S)]
+    bf16_dense_flops: Annotated[float, Field(gt=0, le=1e18)] | None = None
+
+
+class PlanRequest(_Strict):
+    model: str | dict[str, Any] = Field(
+        description="Catalog id (GET /api/v1/models) or a Hugging Face config.json object."
+    )
+    engine: Engine = "vllm"
+    kv_cache_dtype: Annotated[str, Field(min_length=1, max_length=40)] = "auto"
+    block_size: Annotated[int, Field(ge=1, le=1 << 16, strict=True)] | None = None
+    tensor_parallel_size: Parallel = 1
+    pipeline_parallel_size: Parallel = 1
+    max_num_batched_tokens: Tokens | None = None
+    requests: Annotated[list[RequestMix], Field(max_length=MAX_REQUEST_ENTRIES)] | None = None
+    context_tokens: Tokens | None = None
+    kv_budget_bytes: Bytes | None = None
+    gpu: Annotated[str, Field(min_length=1, max_length=100)] | GpuSpec | None = None
+    gpu_memory_utilization: Annotated[float, Field(gt=0, le=1)] | None = None
+    weights_bytes: Bytes | None = None
+    reserve_bytes: Bytes | None = Field(
+        default=None,
+        description="Non-KV memory per GPU besides weights (activation peak, NCCL/cuBLAS, CUDA "
+        "graphs). Default: the engine's documented estimate; take it from the engine log.",
+    )
+    bandwidth_bytes_per_s: Annotated[float, Field(gt=0, le=MAX_BANDWIDTH_BYTES_PER_S)] | None = (
+        None
+    )
+    calibration_id: Annotated[str, Field(min_length=1, max_length=64)] | None = None
+    enable_prefix_caching: bool | None = None
+    hybrid_kv_cache_manager: bool = Field(
+        default=True,
+        description="vLLM only: false = --disable-hybrid-kv-cache-manager (every layer full).",
+    )
+    kv_compression_ratio: Annotated[float, Field(gt=0, le=1)] | None = Field(
+        default=None, description="What-if: KV bytes scaled by this factor (0.5 = halved)."
+    )
+    output_tokens: Annotated[int, Field(ge=0, le=MAX_TOKENS, strict=True)] | None = Field(
+        default=None, description="Tokens to generate, for the prefill-vs-decode work count."
+    )
+
+    @model_validator(mode="after")
+    def _config_size(self) -> PlanRequest:
+        if isinstance(self.model, dict) and len(self.model) > MAX_CONFIG_KEYS:
+            raise ValueError(f"model config has more than {MAX_CONFIG_KEYS} keys")
+        return self
+
+
+# ---------------------------------------------------------------------------------------------
+# Response
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class GroupOut(_Out):
+    kind: Literal["full", "sliding", "chunked", "mla"]
+    layers: int
+    layer_indices: list[int]
+    window_tokens: int | None
+    kv_heads: int
+    head_size_k: int
+    head_size_v: int
+
+
+class ModelOut(_Out):
+    id: str | None
+    model_type: str | None
+    num_hidden_layers: int
+    num_attention_heads: int
+    num_key_value_heads: int
+    head_dim: int
+    max_position_embeddings: int | None
+    dtype: str
+    groups: list[GroupOut]
+
+
+class PerRankOut(_Out):
+    kv_heads: int
+    replication: int
+    layers: int
+    kv_bytes_per_token: int
+    page_bytes: int
+    pipeline_stage_layers: list[int]
+
+
+class RequestOut(_Out):
+    context_tokens: int
+    count: int
+    prefix_tokens: int
+    kv_bytes: int
+    blocks: int
+    paged_kv_bytes: int
+
+
+class TotalsOut(_Out):
+    kv_bytes: int
+    paged_kv_bytes: int
+    padded_kv_bytes: int
+    per_rank_kv_bytes: int
+    physical_kv_bytes: int
+    prefix_shared_bytes_saved: int
+    requests: int
+
+
+class KVGroupOut(_Out):
+    """One KV-cache group as the engine builds it (vLLM: layers sharing a block table)."""
+
+    kind: str
+    layers: int
+    padding_layers: int
+    window_tokens: int | None
+    block_size: int
+    blocks_per_request: int
+
+
+class BudgetOut(_Out):
+    source: Literal["explicit", "gpu"]
+    gpu: str | None
+    gpu_memory_bytes: int | None
+    gpu_memory_utilization: float | None
+    weights_bytes_per_rank: int | None
+    reserve_bytes: int | None
+    kv_budget_bytes: int
+    derivation: str
+
+
+class CapacityOut(_Out):
+    kv_budget_bytes: int
+    num_blocks: int
+    reserved_blocks: int
+    blocks_per_request: int
+    max_requests: int
+    max_tokens: int
+    engine_reported_concurrency: float | None
+    engine_reported_tokens: int | None
+    context_tokens: int
+    limited_by: str
+    longest_context_tokens: int
+    kv_groups: list[KVGroupOut]
+    budget: BudgetOut
+    workload_fits: bool | None
+
+
+class CalibratedOut(_Out):
+    calibration_id: str
+    device_name: str
+    measured_at: str
+    decode_bandwidth_bytes_per_s: float
+    fixed_overhead_seconds: float
+    attention_calls: int
+    decode_step_seconds: float
+    decode_tokens_per_s: float
+
+
+class SweepPointOut(_Out):
+    context_tokens: int
+    kv_read_seconds: float
+    weights_read_seconds: float
+    attention_share: float
+
+
+class WhatIfOut(_Out):
+    kv_compression_ratio: float
+    attention_share: float
+    decode_step_seconds: float
+    speedup: float
+    max_requests: int | None
+
+
+class BoundsOut(_Out):
+    bandwidth_bytes_per_s: float
+    source: Literal["request", "gpu", "calibration"]
+    batch_requests: int
+    kv_read_seconds: float
+    weights_read_seconds: float
+    decode_step_seconds: float
+    decode_tokens_per_s: float
+    arithmetic_intensity_flops_per_byte: float
+    arithmetic_intensity_mha_flops_per_byte: float
+    attention_share: float
+    prefill_flops: float | None
+    prefill_compute_seconds: float | None
+    calibrated: CalibratedOut | None
+    context_sweep: list[SweepPointOut]
+    what_if: WhatIfOut | None
+
+
+class GenerationOut(_Out):
+    prompt_tokens: int
+    output_tokens: int
+    positions_without_cache: int
+    positions_with_cache: int
+    decode_steps: int
+
+
+class Plan(_Out):
+    engine: str
+    kv_cache_dtype: str
+    bytes_per_element: float
+    bits_per_element: int
+    block_size: int
+    tensor_parallel_size: int
+    pipeline_parallel_size: int
+    max_num_batched_tokens: int | None
+    kv_bytes_per_token: int
+    kv_bytes_per_token_formula: str
+    model: ModelOut
+    per_rank: PerRankOut
+    requests: list[RequestOut]
+    totals: TotalsOut
+    capacity: CapacityOut | None
+    bounds: BoundsOut | None
+    generation: GenerationOut | None
+    notes: list[str]

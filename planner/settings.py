@@ -1,0 +1,90 @@
+"""Service settings: environment variables with the prefix `KVPLAN_`.
+
+Read once at start-up and passed to `create_app`; nothing reads the environment later. A bad
+value fails at start-up with the variable's name and what would work (`SettingsError`), so a
+misconfigured container exits at once instead of serving wrong answers.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+LogLevel = Literal["debug", "info", "warning", "error", "critical"]
+
+# Values people paste from examples; an admin token equal to one of these is no secret at all.
+_PLACEHOLDER_TOKENS = frozenset({"changeme", "change-me", "secret", "token", "admin", "password"})
+_MIN_TOKEN_CHARS = 16
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="KVPLAN_", extra="ignore", frozen=True, case_sensitive=False
+    )
+
+    host: Annotated[str, Field(min_length=1, max_length=255)] = "127.0.0.1"
+    port: Annotated[int, Field(ge=1, le=65535)] = 8000
+    log_level: LogLevel = "info"
+    admin_token: SecretStr | None = Field(
+        default=None, description="Bearer token for admin routes; unset disables them."
+    )
+    data_dir: Path = Path("data")
+    database_url: SecretStr | None = Field(
+        default=None, description="PostgreSQL URL for replicas; unset means SQLite in DATA_DIR."
+    )
+    max_body_bytes: Annotated[int, Field(ge=1024, le=64 << 20)] = 1 << 20
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _lower_level(cls, value: object) -> object:
+        return value.lower() if isinstance(value, str) else value
+
+    @field_validator("admin_token", "database_url", mode="before")
+    @classmethod
+    def _empty_is_unset(cls, value: object) -> object:
+        return None if isinstance(value, str) and not value.strip() else value
+
+    @field_validator("admin_token")
+    @classmethod
+    def _real_secret(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is None:
+            return None
+        token = value.get_secret_value()
+        if token.lower() in _PLACEHOLDER_TOKENS or len(token) < _MIN_TOKEN_CHARS:
+            raise ValueError(
+                f"must be a random secret of at least {_MIN_TOKEN_CHARS} characters "
+                "(e.g. `python -c 'import secrets; print(secrets.token_urlsafe(32))'`), "
+                "or unset to disable admin routes"
+            )
+        return value
+
+    def public_summary(self) -> dict[str, object]:
+        """The effective non-secret configuration, for the start-up log line."""
+        return {
+            "host": self.host,
+            "port": self.port,
+            "log_level": self.log_level,
+            "data_dir": str(self.data_dir),
+            "database": "postgresql" if self.database_url else "sqlite",
+            "admin_routes": "enabled" if self.admin_token else "disabled",
+            "max_body_bytes": self.max_body_bytes,
+        }
+
+
+class SettingsError(Exception):
+    """The environment holds a bad `KVPLAN_*` value; the message names each one."""
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Settings from the environment (overrides win), or `SettingsError` naming each bad variable."""
+    try:
+        return Settings(**overrides)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        lines = []
+        for error in exc.errors(include_url=False, include_input=False):
+            name = "KVPLAN_" + "_".join(str(part) for part in error["loc"]).upper()
+            lines.append(f"{name}: {error['msg']}")
+        raise SettingsError("invalid configuration:\n  " + "\n  ".join(lines)) from None
