@@ -26,7 +26,7 @@ from planner.api import plan as plan_api
 from planner.api import sweep as sweep_api
 from planner.api.limits import BodyLimitMiddleware
 from planner.api.metrics import Metrics
-from planner.api.observe import ObserveMiddleware
+from planner.api.observe import ObserveMiddleware, RouteTemplates
 from planner.api.openapi import install_openapi
 from planner.api.problems import install_problem_handlers, problem_responses
 from planner.api.schemas import Problem, SweepRequest
@@ -47,6 +47,8 @@ V1_ROUTERS: tuple[APIRouter, ...] = (
     catalog_api.router,
     lab_api.router,
 )
+# Unversioned routers (ops endpoints, /docs; the HTML page router goes here).
+ROOT_ROUTERS: tuple[APIRouter, ...] = (ops_api.router, docs_api.router)
 # ---------------------------------------------------------------------------------------------
 
 # Statuses any request can meet: wrong method, body over the limit, invalid parameters.
@@ -107,18 +109,23 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.store_required = importlib.util.find_spec("planner.store") is not None
 
     install_problem_handlers(app)
+    templates = RouteTemplates()
     v1 = APIRouter(prefix=API_PREFIX)
     for router in V1_ROUTERS:
         v1.include_router(router)
+        templates.add_router(API_PREFIX, router.routes)
     app.include_router(v1)
-    app.include_router(ops_api.router)
-    app.include_router(docs_api.router)
-    app.mount("/static", StaticFiles(directory=static_dir()), name="static")
+    for router in ROOT_ROUTERS:
+        app.include_router(router)
+        templates.add_router("", router.routes)
+    static_files = StaticFiles(directory=static_dir())
+    app.mount("/static", static_files, name="static")
+    templates.add_mount("/static", static_files)
 
     # add_middleware wraps: the last added is the outermost.
     app.add_middleware(BodyLimitMiddleware, max_body_bytes=settings.max_body_bytes)
     app.add_middleware(SecurityHeadersMiddleware)
-    app.add_middleware(ObserveMiddleware, metrics=metrics)
+    app.add_middleware(ObserveMiddleware, metrics=metrics, templates=templates)
 
     install_openapi(
         app,

@@ -79,7 +79,7 @@ class SettingsError(Exception):
 
 
 def load_settings(**overrides: object) -> Settings:
-    """Settings from the environment (overrides win), or `SettingsError` naming each bad variable."""
+    """Settings from the environment (overrides win); `SettingsError` names each bad variable."""
     try:
         return Settings(**overrides)  # type: ignore[arg-type]
     except ValidationError as exc:

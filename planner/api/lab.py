@@ -12,6 +12,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 from pydantic import BaseModel, ConfigDict, Field
 
+from planner.api.problems import problem_responses
 from planner.core.counting import closed_form_cached, closed_form_no_cache, count_table
 from planner.core.reference import causal_mask, mask_rows
 from planner.core.ring import ring_slots
@@ -82,7 +83,13 @@ class CountsOut(_Out):
     rows: list[CountRowOut]
 
 
-@router.get("/mask", response_model=MaskOut)
+@router.get(
+    "/mask",
+    response_model=MaskOut,
+    operation_id="lab_mask",
+    summary="Causal mask of a chunk after cached tokens: correct vs top-left",
+    responses=problem_responses(422),
+)
 def get_mask(
     cached_tokens: Annotated[int, Query(ge=0, le=MAX_MASK_TOKENS, description="P")] = 3,
     chunk_tokens: Annotated[int, Query(ge=1, le=MAX_MASK_TOKENS, description="T")] = 2,
@@ -108,7 +115,13 @@ def get_mask(
     )
 
 
-@router.get("/ring", response_model=RingOut)
+@router.get(
+    "/ring",
+    response_model=RingOut,
+    operation_id="lab_ring",
+    summary="Ring-buffer slots of a sliding-window cache",
+    responses=problem_responses(422),
+)
 def get_ring(
     tokens: Annotated[int, Query(ge=1, le=MAX_RING_TOKENS)] = 6,
     capacity: Annotated[int, Query(ge=1, le=MAX_RING_CAPACITY)] = 4,
@@ -127,7 +140,13 @@ def get_ring(
     return RingOut(tokens=tokens, capacity=capacity, steps=steps)
 
 
-@router.get("/counts", response_model=CountsOut)
+@router.get(
+    "/counts",
+    response_model=CountsOut,
+    operation_id="lab_counts",
+    summary="Multiplications per decode step, with and without a cache",
+    responses=problem_responses(422),
+)
 def get_counts(
     d: Annotated[
         int, Query(ge=1, le=MAX_COUNT_DIM, description="Model dim (1 layer, 1 head).")

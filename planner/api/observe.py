@@ -11,7 +11,9 @@ import logging
 import re
 import time
 import uuid
+from collections.abc import Iterable
 
+from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from planner.api.metrics import Metrics
@@ -24,11 +26,30 @@ QUIET_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
 UNMATCHED_ROUTE = "<unmatched>"
 
 
-def route_template(scope: Scope) -> str:
-    """The matched route's path template (`/api/v1/models/{model_id:path}`), never the raw path."""
-    route = scope.get("route")
-    path = getattr(route, "path", None)
-    return path if isinstance(path, str) and path else UNMATCHED_ROUTE
+class RouteTemplates:
+    """Route object → full path template (`/api/v1/models/{model_id:path}`), never a raw path.
+
+    FastAPI ≥ 0.165 keeps included routers nested, so `scope["route"].path` lacks the prefix;
+    the app registers each router with the prefix it was included under.
+    """
+
+    def __init__(self) -> None:
+        self._by_route: dict[int, str] = {}
+
+    def add_router(self, prefix: str, routes: Iterable[BaseRoute]) -> None:
+        for route in routes:
+            path = getattr(route, "path", None)
+            if isinstance(path, str):
+                self._by_route[id(route)] = prefix + path
+
+    def add_mount(self, path: str, app: object) -> None:
+        self._by_route[id(app)] = path + "/{path}"
+
+    def of(self, scope: Scope) -> str:
+        found = self._by_route.get(id(scope.get("route")))
+        if found is None:  # mounts set `endpoint` to the mounted app, not `route`
+            found = self._by_route.get(id(scope.get("endpoint")))
+        return found or UNMATCHED_ROUTE
 
 
 def _incoming_request_id(scope: Scope) -> str | None:
@@ -40,9 +61,10 @@ def _incoming_request_id(scope: Scope) -> str | None:
 
 
 class ObserveMiddleware:
-    def __init__(self, app: ASGIApp, *, metrics: Metrics) -> None:
+    def __init__(self, app: ASGIApp, *, metrics: Metrics, templates: RouteTemplates) -> None:
         self.app = app
         self.metrics = metrics
+        self.templates = templates
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -72,7 +94,7 @@ class ObserveMiddleware:
             seconds = time.perf_counter() - started
             path = scope.get("path", "")
             if path not in QUIET_PATHS:
-                route = route_template(scope)
+                route = self.templates.of(scope)
                 method = scope.get("method", "")
                 self.metrics.observe_request(method, route, status, seconds)
                 access_log.info(

@@ -6,31 +6,19 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 import anyio
 import anyio.to_thread
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
-from pydantic import BaseModel
 
 from planner import catalog
 from planner.api.metrics import CONTENT_TYPE, Metrics
 from planner.api.problems import ProblemException, make_problem, problem_responses
-from planner.api.schemas import ProblemError
+from planner.api.schemas import Health, ProblemError, Readiness
 
 router = APIRouter(tags=["ops"])
 
 STORE_PING_TIMEOUT_SECONDS = 2.0
-
-
-class Health(BaseModel):
-    status: Literal["ok"] = "ok"
-
-
-class Readiness(BaseModel):
-    status: Literal["ready"] = "ready"
-    checks: dict[str, str]
 
 
 @router.get("/healthz", operation_id="healthz", summary="Liveness: the process answers")

@@ -16,7 +16,7 @@ from planner.api.metrics import Metrics
 from planner.api.openapi import json_body
 from planner.api.problems import ProblemException, problem_responses
 from planner.core.errors import PlanError, UnknownIdError
-from planner.core.plan import plan
+from planner.core.plan import CalibrationLike, plan
 from planner.core.schema import Plan, PlanRequest
 
 router = APIRouter(tags=["plan"])
@@ -24,7 +24,9 @@ router = APIRouter(tags=["plan"])
 BODY_ERRORS = problem_responses(400, 413, 415, 422)
 
 
-async def calibration_for(request: PlanRequest, http_request: Request) -> object | None:
+async def calibration_for(
+    request: PlanRequest, http_request: Request
+) -> CalibrationLike | None:
     """The stored calibration named by `calibration_id`, looked up off the event loop."""
     if request.calibration_id is None:
         return None
@@ -33,9 +35,11 @@ async def calibration_for(request: PlanRequest, http_request: Request) -> object
         raise UnknownIdError(
             ("calibration_id",), "no calibration store is open on this server; omit the field"
         )
-    # TODO(lead): align with planner.store's lookup method (assumed `get(id)`, raising
-    # UnknownIdError for a missing id).
-    return await anyio.to_thread.run_sync(store.get, request.calibration_id)
+    # `Store.get` returns None for an unknown id; `plan()` then names `calibration_id`.
+    found: CalibrationLike | None = await anyio.to_thread.run_sync(
+        store.get, request.calibration_id
+    )
+    return found
 
 
 @router.post(

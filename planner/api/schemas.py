@@ -5,7 +5,7 @@ Plain Pydantic, no FastAPI, so `planner.client` can import them without the serv
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -107,3 +107,12 @@ class SweepResponse(BaseModel):
 
     points: list[SweepPoint]
     failed_points: int
+
+
+class Health(BaseModel):
+    status: Literal["ok"] = "ok"
+
+
+class Readiness(BaseModel):
+    status: Literal["ready"] = "ready"
+    checks: dict[str, str] = Field(description="Each dependency and its state.")

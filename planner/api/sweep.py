@@ -20,7 +20,7 @@ from planner.api.plan import BODY_ERRORS, calibration_for
 from planner.api.problems import ProblemException, problem_from_plan_error
 from planner.api.schemas import SweepPoint, SweepRequest, SweepResponse
 from planner.core.errors import PlanError
-from planner.core.plan import plan
+from planner.core.plan import CalibrationLike, plan
 from planner.core.schema import Plan, PlanRequest
 
 router = APIRouter(tags=["plan"])
@@ -54,7 +54,9 @@ def _summary(context: int, batch: int, tp: int, result: Plan, include_plan: bool
     )
 
 
-def run_sweep(sweep: SweepRequest, calibration: object | None) -> tuple[SweepResponse, int]:
+def run_sweep(
+    sweep: SweepRequest, calibration: CalibrationLike | None
+) -> tuple[SweepResponse, int]:
     """All points in grid order (contexts outermost), and how many planned."""
     base = sweep.base.model_dump(exclude_unset=True)
     tp_sizes = sweep.tensor_parallel_sizes or [sweep.base.tensor_parallel_size]

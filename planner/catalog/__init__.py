@@ -16,7 +16,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from planner.core.errors import UnknownIdError
 from planner.core.model import shape_from_config
 
-
 T = TypeVar("T")
 
 
@@ -97,8 +96,8 @@ def _lookup(table: dict[str, T], key: str, field: str, kind: str) -> T:
     near = [k for k in table if key.lower().split("/")[-1][:6] in k.lower()][:5]
     hint = f" Did you mean: {', '.join(near)}?" if near else ""
     raise UnknownIdError(
-        field, f"unknown {kind} {key!r}; list them with GET /api/v1/{kind}s or `kvplan {kind}s`."
-        + hint
+        field,
+        f"unknown {kind} {key!r}; list them with GET /api/v1/{kind}s or `kvplan {kind}s`." + hint,
     )
 
 

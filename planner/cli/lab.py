@@ -14,6 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
+from planner.cli.output import fail
 from planner.core.errors import FieldError
 from planner.core.lab import DEFAULT_CHUNKS, LabReport, run_lab
 from planner.core.units import fmt_bytes, fmt_gib
@@ -51,17 +52,6 @@ def parse_seed(text: str) -> int:
     if not _DIGITS.fullmatch(text.strip()) or int(text) >= 2**32:
         raise FieldError("seed", f"{text!r} is not an integer in 0..{2**32 - 1}; e.g. --seed 7")
     return int(text)
-
-
-def problem(exc: FieldError) -> dict[str, Any]:
-    """RFC 9457 body, the same shape as planner.api.problems (kept here: no FastAPI in the CLI)."""
-    return {
-        "type": f"urn:kvplan:problem:{exc.type_slug}",
-        "title": exc.title,
-        "status": 422,
-        "detail": exc.detail,
-        "errors": [{"loc": list(p.loc), "field": p.field, "msg": p.msg} for p in exc.problems],
-    }
 
 
 def _status(ok: bool) -> str:
@@ -137,8 +127,7 @@ def lab(
     try:
         report = run_lab(parse_seed(seed), parse_chunks(chunks))
     except FieldError as exc:
-        typer.echo(json.dumps(problem(exc)), err=True)
-        raise typer.Exit(2) from None
+        fail(exc)  # problem+json on stderr, exit 2, built like the API's
     if as_json:
         typer.echo(json.dumps(report_json(report), indent=2))
     else:

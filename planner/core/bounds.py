@@ -17,8 +17,12 @@ def read_seconds(n_bytes: int, bandwidth_bytes_per_s: float) -> float:
 
 
 def decode_attention_intensity(
-    *, query_heads_per_kv_head: int, head_size_k: int, head_size_v: int,
-    bytes_per_token_head: float, mla: bool = False,
+    *,
+    query_heads_per_kv_head: int,
+    head_size_k: int,
+    head_size_v: int,
+    bytes_per_token_head: float,
+    mla: bool = False,
 ) -> float:
     """FLOPs per byte of decode attention at q_len = 1 (2 FLOPs per multiply-add, no softmax).
 

@@ -59,10 +59,13 @@ class Pool:
 
     def blocks_per_request(self, ctx: int) -> int:
         if self.engine == "transformers":
-            return cdiv(request_kv_bytes(self.specs, self.dtype, ctx, self.policy),
-                        max(1, self.per_token_bytes))
-        if self.engine == "trtllm" and any(g.kind != "full" and g.kind != "mla"
-                                           for g in self.groups):
+            return cdiv(
+                request_kv_bytes(self.specs, self.dtype, ctx, self.policy),
+                max(1, self.per_token_bytes),
+            )
+        if self.engine == "trtllm" and any(
+            g.kind != "full" and g.kind != "mla" for g in self.groups
+        ):
             return sum(_cyclic_blocks(g, ctx) for g in self.groups)
         if self.engine == "sglang":
             return cdiv(ctx, self.unit_tokens)
@@ -78,16 +81,17 @@ class Pool:
         if self.engine == "trtllm" and any(g.kind not in ("full", "mla") for g in self.groups):
             # Cyclic window pools: charge each layer its own blocks, bytes-wise.
             need = sum(
-                _cyclic_blocks(g, ctx) * g.block_size
-                * layer_bytes_per_token(g.spec, self.dtype) * g.layers
+                _cyclic_blocks(g, ctx)
+                * g.block_size
+                * layer_bytes_per_token(g.spec, self.dtype)
+                * g.layers
                 for g in self.groups
             )
             return self.budget_bytes // need if need else 0
         if self.engine == "sglang" and self.swa_pool_tokens is not None:
             full_fit = usable // cdiv(ctx, self.unit_tokens)
             swa_need = max(
-                (min(ctx, g.spec.window_tokens or ctx) for g in self.groups
-                 if g.kind == "sliding"),
+                (min(ctx, g.spec.window_tokens or ctx) for g in self.groups if g.kind == "sliding"),
                 default=0,
             )
             swa_fit = self.swa_pool_tokens // swa_need if swa_need else full_fit
@@ -164,7 +168,9 @@ def vllm_groups(
         buckets[s] = buckets.get(s, 0) + 1
     if len(buckets) == 1:
         spec, n = next(iter(buckets.items()))
-        return (KVGroup(spec.kind, spec, n, 0, block_size),), page_bytes(spec, dtype, block_size) * n
+        return (KVGroup(spec.kind, spec, n, 0, block_size),), page_bytes(
+            spec, dtype, block_size
+        ) * n
     kinds = {s.kind for s in buckets}
     if kinds <= {"full"} or kinds <= {"mla"}:
         spec = next(iter(buckets))
@@ -173,7 +179,7 @@ def vllm_groups(
 
     pages = {s: page_bytes(s, dtype, block_size) for s in buckets}
     page_max = max(pages.values())
-    for s, p in pages.items():
+    for p in pages.values():
         if page_max % p:
             raise FieldError(
                 "model",
@@ -207,8 +213,19 @@ def build_pool(
     name = rules.name
     if name == "vllm":
         groups, block_cost = vllm_groups(specs, dtype, block_size, policy)
-        return Pool(name, groups, budget_bytes // block_cost, rules.null_blocks, block_size,
-                    mnbt, specs, dtype, policy, budget_bytes, per_token)
+        return Pool(
+            name,
+            groups,
+            budget_bytes // block_cost,
+            rules.null_blocks,
+            block_size,
+            mnbt,
+            specs,
+            dtype,
+            policy,
+            budget_bytes,
+            per_token,
+        )
 
     # One group per distinct spec, for display and per-request block counting.
     buckets: dict[LayerSpec, int] = {}
@@ -223,19 +240,55 @@ def build_pool(
             # swa_full_tokens_ratio 0.8: the SWA pool holds 0.8 × the full pool's tokens.
             cell = full + 0.8 * swa
             tokens = int(budget_bytes // cell) // block_size * block_size
-            return Pool(name, groups, tokens // block_size, 0, block_size, mnbt, specs, dtype,
-                        policy, budget_bytes, per_token, swa_pool_tokens=int(0.8 * tokens))
+            return Pool(
+                name,
+                groups,
+                tokens // block_size,
+                0,
+                block_size,
+                mnbt,
+                specs,
+                dtype,
+                policy,
+                budget_bytes,
+                per_token,
+                swa_pool_tokens=int(0.8 * tokens),
+            )
         full_specs = tuple(_as_full(s) for s in specs)
         tokens = budget_bytes // per_token // block_size * block_size if per_token else 0
-        full_groups = tuple(KVGroup("full" if g.kind != "mla" else "mla", _as_full(g.spec),
-                                    g.layers, 0, block_size) for g in groups)
-        return Pool(name, full_groups, tokens // block_size, 0, block_size, mnbt, full_specs,
-                    dtype, "full_length", budget_bytes, per_token)
+        full_groups = tuple(
+            KVGroup("full" if g.kind != "mla" else "mla", _as_full(g.spec), g.layers, 0, block_size)
+            for g in groups
+        )
+        return Pool(
+            name,
+            full_groups,
+            tokens // block_size,
+            0,
+            block_size,
+            mnbt,
+            full_specs,
+            dtype,
+            "full_length",
+            budget_bytes,
+            per_token,
+        )
 
     if name == "trtllm":
         max_tokens = budget_bytes // per_token if per_token else 0
-        return Pool(name, groups, max_tokens // block_size, 0, block_size, mnbt, specs, dtype,
-                    policy, budget_bytes, per_token)
+        return Pool(
+            name,
+            groups,
+            max_tokens // block_size,
+            0,
+            block_size,
+            mnbt,
+            specs,
+            dtype,
+            policy,
+            budget_bytes,
+            per_token,
+        )
 
     # transformers: no paging; token slots of the full model width.
     slots = budget_bytes // per_token if per_token else 0

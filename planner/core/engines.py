@@ -13,7 +13,9 @@ from planner.core.errors import FieldError
 from planner.core.model import ModelShape, cdiv
 
 MemoryBase = Literal["total", "free_before_load", "free_after_load", "none"]
-SlidingPolicy = Literal["vllm_admission", "full_length", "sglang_swa_pool", "cyclic", "keep_w_minus_1"]
+SlidingPolicy = Literal[
+    "vllm_admission", "full_length", "sglang_swa_pool", "cyclic", "keep_w_minus_1"
+]
 
 # SGLang applies SWA pools only to these architectures (engine_rules.md §2, `is_hybrid_swa_model`).
 _SGLANG_SWA_TYPES = {"llama4", "llama4_text", "gpt_oss", "mimo_v2", "step3p5"}
@@ -90,7 +92,9 @@ class EngineRules:
             return "cyclic"
         return "keep_w_minus_1"
 
-    def default_max_num_batched_tokens(self, gpu_memory_bytes: int | None, gpu_id: str | None) -> int:
+    def default_max_num_batched_tokens(
+        self, gpu_memory_bytes: int | None, gpu_id: str | None
+    ) -> int:
         """vLLM `vllm serve` defaults (§1.3): 8192 on >= 70 GiB GPUs other than A100, else 2048.
 
         With no GPU given we use 8192 (the worked examples' value)."""

@@ -223,9 +223,7 @@ def _window_kinds(
         return [
             ("sliding", window) if (i + 1) % pattern else ("full", None) for i in range(num_layers)
         ]
-    if model_type in ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe") and cfg.get(
-        "use_sliding_window"
-    ):
+    if model_type in ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe") and cfg.get("use_sliding_window"):
         first = _int_field(cfg, "max_window_layers", lo=0, hi=num_layers) or 0
         return [("sliding", window) if i >= first else ("full", None) for i in range(num_layers)]
     # Mistral-7B-v0.1, Phi-3-mini: the model-level window applies to every layer.

@@ -5,8 +5,9 @@ Where each number comes from (one hop from here):
   bytes per token .... kv.bytes_per_token           per-rank shapes .... parallel.rank_layouts
   window caps ........ kv.tokens_kept               paging ............. kv.request_paged_kv_bytes
   blocks, null block . capacity.build_pool          vLLM groups ........ capacity.vllm_groups
-  decode floor ....... bounds.read_seconds          intensity .......... bounds.decode_attention_intensity
-  Amdahl what-if ..... bounds.amdahl_speedup        prefill/decode work  bounds.positions_processed
+  decode floor ....... bounds.read_seconds          Amdahl what-if ..... bounds.amdahl_speedup
+  intensity .......... bounds.decode_attention_intensity
+  prefill/decode work  bounds.positions_processed    prefill FLOPs ...... bounds.prefill_flops
 """
 
 from __future__ import annotations
@@ -82,16 +83,18 @@ def _resolve_model(request: s.PlanRequest) -> _Model:
         from planner.catalog import get_model
 
         entry = get_model(request.model)
-        shape = shape_from_config(entry.config, model_id=entry.id,
-                                  num_parameters=entry.num_parameters)
-        return _Model(shape, entry.num_parameters, entry.resolved_weights_bytes,
-                      tuple(entry.notes))
+        shape = shape_from_config(
+            entry.config, model_id=entry.id, num_parameters=entry.num_parameters
+        )
+        return _Model(shape, entry.num_parameters, entry.resolved_weights_bytes, tuple(entry.notes))
     shape = shape_from_config(request.model)
     params = estimate_parameters(shape)
     notes: tuple[str, ...] = ()
     if params is not None:
-        notes = (f"Parameter count estimated from the config as a dense decoder: {params:,} "
-                 "(set weights_bytes for MoE, quantized or tied-embedding checkpoints).",)
+        notes = (
+            f"Parameter count estimated from the config as a dense decoder: {params:,} "
+            "(set weights_bytes for MoE, quantized or tied-embedding checkpoints).",
+        )
     weights = params * 2 if params is not None else None
     return _Model(shape, params, weights, notes)
 
@@ -105,20 +108,28 @@ def _resolve_gpu(request: s.PlanRequest) -> _Gpu | None:
     from planner.catalog import get_gpu
 
     entry = get_gpu(g)
-    return _Gpu(entry.id, entry.name, entry.usable_memory_bytes, entry.bandwidth_bytes_per_s,
-                entry.bf16_dense_flops)
+    return _Gpu(
+        entry.id,
+        entry.name,
+        entry.usable_memory_bytes,
+        entry.bandwidth_bytes_per_s,
+        entry.bf16_dense_flops,
+    )
 
 
-def _resolve_dtype(request: s.PlanRequest, shape: ModelShape, rules: EngineRules,
-                   notes: list[str]) -> KVDtype:
+def _resolve_dtype(
+    request: s.PlanRequest, shape: ModelShape, rules: EngineRules, notes: list[str]
+) -> KVDtype:
     if request.kv_cache_dtype.strip().lower() != "auto":
         return kv_dtype(request.kv_cache_dtype)
     name = shape.dtype
     if not shape.dtype_from_config:
         notes.append("The config gives no torch_dtype; kv_cache_dtype auto assumed bf16.")
     if name == "fp32" and rules.name != "transformers":
-        notes.append(f"{rules.label} serves float32 checkpoints in 16 bits, so kv_cache_dtype "
-                     "auto resolves to bf16 here.")
+        notes.append(
+            f"{rules.label} serves float32 checkpoints in 16 bits, so kv_cache_dtype "
+            "auto resolves to bf16 here."
+        )
         name = "bf16"
     return kv_dtype(name)
 
@@ -126,18 +137,23 @@ def _resolve_dtype(request: s.PlanRequest, shape: ModelShape, rules: EngineRules
 def _formula(shape: ModelShape, dtype: KVDtype, per_token: int) -> str:
     b = f"{dtype.bytes_per_element:g}"
     if shape.is_mla:
-        return (f"{shape.num_hidden_layers} × ({shape.kv_lora_rank} + "
-                f"{shape.qk_rope_head_dim or 0}) × {b} B = {per_token:,} B "
-                "(MLA: one latent per layer-token, no ×2, no head factor)")
+        return (
+            f"{shape.num_hidden_layers} × ({shape.kv_lora_rank} + "
+            f"{shape.qk_rope_head_dim or 0}) × {b} B = {per_token:,} B "
+            "(MLA: one latent per layer-token, no ×2, no head factor)"
+        )
     first = shape.layers[0]
-    if all(x.kv_heads == first.kv_heads and x.head_size_k == first.head_size_k
-           and x.head_size_v == first.head_size_v for x in shape.layers):
+    if all(
+        x.kv_heads == first.kv_heads
+        and x.head_size_k == first.head_size_k
+        and x.head_size_v == first.head_size_v
+        for x in shape.layers
+    ):
         n = shape.num_hidden_layers
         if first.head_size_k == first.head_size_v:
             core = f"2 × {n} × {first.kv_heads} × {first.head_size_k} × {b} B"
         else:
-            core = (f"{n} × {first.kv_heads} × ({first.head_size_k} + {first.head_size_v}) "
-                    f"× {b} B")
+            core = f"{n} × {first.kv_heads} × ({first.head_size_k} + {first.head_size_v}) × {b} B"
         if dtype.scale_bytes_per_token_head:
             core += f" + {n} × {first.kv_heads} × {dtype.scale_bytes_per_token_head} B scales"
         return f"{core} = {per_token:,} B"
@@ -152,8 +168,10 @@ def _context(request: s.PlanRequest, shape: ModelShape) -> int:
         return max(r.context_tokens for r in request.requests)
     if shape.max_position_embeddings is not None:
         return min(shape.max_position_embeddings, s.MAX_TOKENS)
-    raise FieldError("context_tokens", "the config has no max_position_embeddings; set "
-                     "context_tokens (e.g. 8192) or requests")
+    raise FieldError(
+        "context_tokens",
+        "the config has no max_position_embeddings; set context_tokens (e.g. 8192) or requests",
+    )
 
 
 def _shared_prefix_tokens(prefix: int, block: int, rules: EngineRules, enabled: bool) -> int:
@@ -165,16 +183,22 @@ def _shared_prefix_tokens(prefix: int, block: int, rules: EngineRules, enabled: 
     return prefix
 
 
-def _prefix_saved_bytes(specs: Sequence[LayerSpec], dtype: KVDtype, shared_tokens: int,
-                        copies_saved: int) -> int:
+def _prefix_saved_bytes(
+    specs: Sequence[LayerSpec], dtype: KVDtype, shared_tokens: int, copies_saved: int
+) -> int:
     """Bytes not stored twice: shared tokens in full-attention and MLA layers only (vLLM shares
     no sliding-window blocks across requests in this model)."""
     per_token = sum(layer_bytes_per_token(x, dtype) for x in specs if x.kind in ("full", "mla"))
     return shared_tokens * per_token * copies_saved
 
 
-def _stage_kv_bytes(layout: RankLayout, dtype: KVDtype, mixes: Sequence[s.RequestMix],
-                    policy: SlidingPolicy, shared: Sequence[int]) -> int:
+def _stage_kv_bytes(
+    layout: RankLayout,
+    dtype: KVDtype,
+    mixes: Sequence[s.RequestMix],
+    policy: SlidingPolicy,
+    shared: Sequence[int],
+) -> int:
     total = 0
     for mix, sh in zip(mixes, shared, strict=True):
         total += mix.count * request_kv_bytes(layout.specs, dtype, mix.context_tokens, policy)
@@ -182,9 +206,7 @@ def _stage_kv_bytes(layout: RankLayout, dtype: KVDtype, mixes: Sequence[s.Reques
     return total
 
 
-def plan(
-    request: s.PlanRequest, *, calibration: CalibrationLike | None = None
-) -> s.Plan:
+def plan(request: s.PlanRequest, *, calibration: CalibrationLike | None = None) -> s.Plan:
     """Plan one request. Raises `PlanError` subclasses naming the offending field."""
     notes: list[str] = []
     rules = engine_rules(request.engine)
@@ -198,8 +220,10 @@ def plan(
     if request.calibration_id is not None and (
         calibration is None or str(calibration.id) != request.calibration_id
     ):
-        raise UnknownIdError("calibration_id", f"no calibration {request.calibration_id!r}; list "
-                             "them with GET /api/v1/calibrations")
+        raise UnknownIdError(
+            "calibration_id",
+            f"no calibration {request.calibration_id!r}; list them with GET /api/v1/calibrations",
+        )
 
     notes.extend(rules.notes)
     if dtype.note:
@@ -213,27 +237,35 @@ def plan(
     else:
         block = request.block_size or rules.default_block_size
     if shape.is_mla and rules.name == "vllm":
-        notes.append("vLLM's MLA backends force the block size on CUDA: FlashMLA (Hopper) a "
-                     "multiple of 64, CUTLASS MLA (Blackwell) 128; block size changes rounding "
-                     f"only, not bytes per token (using {block}).")
+        notes.append(
+            "vLLM's MLA backends force the block size on CUDA: FlashMLA (Hopper) a "
+            "multiple of 64, CUTLASS MLA (Blackwell) 128; block size changes rounding "
+            f"only, not bytes per token (using {block})."
+        )
     mnbt = request.max_num_batched_tokens or rules.default_max_num_batched_tokens(
-        gpu.memory_bytes if gpu else None, gpu.id if gpu else None)
+        gpu.memory_bytes if gpu else None, gpu.id if gpu else None
+    )
     policy = rules.sliding_policy(shape, request.hybrid_kv_cache_manager)
     if shape.has_window:
         notes.append(_window_note(rules, policy, mnbt))
 
     ctx = _context(request, shape)
     if shape.max_position_embeddings and ctx > shape.max_position_embeddings:
-        notes.append(f"context_tokens {ctx:,} exceeds the model's max_position_embeddings "
-                     f"{shape.max_position_embeddings:,}; engines refuse a max_model_len beyond "
-                     "it unless RoPE scaling allows it.")
+        notes.append(
+            f"context_tokens {ctx:,} exceeds the model's max_position_embeddings "
+            f"{shape.max_position_embeddings:,}; engines refuse a max_model_len beyond "
+            "it unless RoPE scaling allows it."
+        )
     mixes: list[s.RequestMix] = list(request.requests or [s.RequestMix(context_tokens=ctx)])
 
     # Logical bytes: whole model, one copy, TP=1 heads.
     logical = shape.layers
     per_token = bytes_per_token(logical, dtype)
-    prefix_on = (request.enable_prefix_caching if request.enable_prefix_caching is not None
-                 else rules.prefix_caching_default)
+    prefix_on = (
+        request.enable_prefix_caching
+        if request.enable_prefix_caching is not None
+        else rules.prefix_caching_default
+    )
     shared = [_shared_prefix_tokens(m.prefix_tokens, block, rules, prefix_on) for m in mixes]
     if any(m.prefix_tokens for m in mixes):
         notes.append(_prefix_note(rules, prefix_on, block))
@@ -242,15 +274,23 @@ def plan(
     kv_total = paged_total = saved_total = 0
     for mix, sh in zip(mixes, shared, strict=True):
         kv_one = request_kv_bytes(logical, dtype, mix.context_tokens, policy)
-        blocks, paged_one = request_paged_kv_bytes(logical, dtype, mix.context_tokens, policy,
-                                                   block)
+        blocks, paged_one = request_paged_kv_bytes(
+            logical, dtype, mix.context_tokens, policy, block
+        )
         saved = _prefix_saved_bytes(logical, dtype, sh, mix.count - 1)
         kv_total += mix.count * kv_one - saved
         paged_total += mix.count * paged_one - saved
         saved_total += saved
-        request_rows.append(s.RequestOut(
-            context_tokens=mix.context_tokens, count=mix.count, prefix_tokens=mix.prefix_tokens,
-            kv_bytes=kv_one, blocks=blocks, paged_kv_bytes=paged_one))
+        request_rows.append(
+            s.RequestOut(
+                context_tokens=mix.context_tokens,
+                count=mix.count,
+                prefix_tokens=mix.prefix_tokens,
+                kv_bytes=kv_one,
+                blocks=blocks,
+                paged_kv_bytes=paged_one,
+            )
+        )
     longest = max(m.context_tokens for m in mixes)
     n_requests = sum(m.count for m in mixes)
     padded_total = n_requests * request_kv_bytes(logical, dtype, longest, policy)
@@ -261,15 +301,20 @@ def plan(
     lay = layouts[big]
     if lay.replication > 1:
         what = "the MLA latent" if shape.is_mla else "each KV head"
-        notes.append(f"tensor_parallel_size {tp} > KV heads {shape.num_key_value_heads}: "
-                     f"{what} is held by {lay.replication} ranks, so physical bytes exceed "
-                     "logical bytes." if not shape.is_mla else
-                     f"MLA: {what} is replicated on all {tp} ranks (not sharded by TP).")
+        notes.append(
+            f"tensor_parallel_size {tp} > KV heads {shape.num_key_value_heads}: "
+            f"{what} is held by {lay.replication} ranks, so physical bytes exceed "
+            "logical bytes."
+            if not shape.is_mla
+            else f"MLA: {what} is replicated on all {tp} ranks (not sharded by TP)."
+        )
     if rules.name == "trtllm" and not shape.is_mla and tp > shape.num_key_value_heads:
         est = sum(2 * (x.head_size_k * x.kv_heads // tp) * dtype.bits // 8 for x in logical)
-        notes.append(f"TensorRT-LLM's estimator divides head_dim × Hkv by tp ({est:,} B/token "
-                     "per rank) while its allocator keeps ceil(Hkv/tp) heads; kvplan follows the "
-                     "allocator.")
+        notes.append(
+            f"TensorRT-LLM's estimator divides head_dim × Hkv by tp ({est:,} B/token "
+            "per rank) while its allocator keeps ceil(Hkv/tp) heads; kvplan follows the "
+            "allocator."
+        )
     per_rank = s.PerRankOut(
         kv_heads=lay.kv_heads,
         replication=lay.replication,
@@ -288,19 +333,54 @@ def plan(
         requests=n_requests,
     )
 
-    weights_total = request.weights_bytes if request.weights_bytes is not None \
-        else model.weights_bytes
-    capacity, pool = _capacity(request, rules, layouts, dtype, block, policy, mnbt, ctx, gpu,
-                               weights_total, mixes, shape, notes)
-    bounds = _bounds(request, shape, model, dtype, layouts, mixes, shared, policy, gpu,
-                     weights_total, capacity, pool, ctx, block, calibration, tp, pp, notes)
+    weights_total = (
+        request.weights_bytes if request.weights_bytes is not None else model.weights_bytes
+    )
+    capacity, pool = _capacity(
+        request,
+        rules,
+        layouts,
+        dtype,
+        block,
+        policy,
+        mnbt,
+        ctx,
+        gpu,
+        weights_total,
+        mixes,
+        shape,
+        notes,
+    )
+    bounds = _bounds(
+        request,
+        shape,
+        model,
+        dtype,
+        layouts,
+        mixes,
+        shared,
+        policy,
+        gpu,
+        weights_total,
+        capacity,
+        pool,
+        ctx,
+        block,
+        calibration,
+        tp,
+        pp,
+        notes,
+    )
     generation = None
     if request.output_tokens is not None:
         without, with_cache = positions_processed(ctx, request.output_tokens)
         generation = s.GenerationOut(
-            prompt_tokens=ctx, output_tokens=request.output_tokens,
-            positions_without_cache=without, positions_with_cache=with_cache,
-            decode_steps=max(0, request.output_tokens - 1))
+            prompt_tokens=ctx,
+            output_tokens=request.output_tokens,
+            positions_without_cache=without,
+            positions_with_cache=with_cache,
+            decode_steps=max(0, request.output_tokens - 1),
+        )
 
     return s.Plan(
         engine=rules.name,
@@ -335,9 +415,15 @@ def _model_out(shape: ModelShape) -> s.ModelOut:
         max_position_embeddings=shape.max_position_embeddings,
         dtype=shape.dtype,
         groups=[
-            s.GroupOut(kind=g.spec.kind, layers=g.layers, layer_indices=list(g.layer_indices),
-                       window_tokens=g.spec.window_tokens, kv_heads=g.spec.kv_heads,
-                       head_size_k=g.spec.head_size_k, head_size_v=g.spec.head_size_v)
+            s.GroupOut(
+                kind=g.spec.kind,
+                layers=g.layers,
+                layer_indices=list(g.layer_indices),
+                window_tokens=g.spec.window_tokens,
+                kv_heads=g.spec.kv_heads,
+                head_size_k=g.spec.head_size_k,
+                head_size_v=g.spec.head_size_v,
+            )
             for g in shape.groups
         ],
     )
@@ -345,117 +431,195 @@ def _model_out(shape: ModelShape) -> s.ModelOut:
 
 def _window_note(rules: EngineRules, policy: SlidingPolicy, mnbt: int) -> str:
     if policy == "vllm_admission":
-        return ("vLLM budgets each sliding-window request cdiv(min(W − 1 + "
-                f"max_num_batched_tokens, ctx), block_size) + 1 blocks (max_num_batched_tokens "
-                f"= {mnbt:,}), so at short contexts SWA can admit fewer requests than full "
-                "attention; hybrid groups are padded to a common size.")
+        return (
+            "vLLM budgets each sliding-window request cdiv(min(W − 1 + "
+            f"max_num_batched_tokens, ctx), block_size) + 1 blocks (max_num_batched_tokens "
+            f"= {mnbt:,}), so at short contexts SWA can admit fewer requests than full "
+            "attention; hybrid groups are padded to a common size."
+        )
     if policy == "full_length" and rules.name == "vllm":
-        return ("hybrid KV cache manager disabled: vLLM gives every sliding layer a full-length "
-                "cache.")
+        return (
+            "hybrid KV cache manager disabled: vLLM gives every sliding layer a full-length cache."
+        )
     if policy == "full_length":
-        return (f"{rules.label} gives sliding-window layers a full-length cache for this "
-                "architecture (its SWA pools cover only Llama-4, gpt-oss and a few others).")
+        return (
+            f"{rules.label} gives sliding-window layers a full-length cache for this "
+            "architecture (its SWA pools cover only Llama-4, gpt-oss and a few others)."
+        )
     if policy == "sglang_swa_pool":
-        return ("SGLang hybrid SWA pools: the SWA pool holds swa_full_tokens_ratio 0.8 × the "
-                "full pool's tokens.")
+        return (
+            "SGLang hybrid SWA pools: the SWA pool holds swa_full_tokens_ratio 0.8 × the "
+            "full pool's tokens."
+        )
     if policy == "cyclic":
-        return ("TensorRT-LLM keeps a cyclic buffer of the last W tokens in sliding layers; "
-                "its per-window memory split is version-dependent (approximated per layer).")
+        return (
+            "TensorRT-LLM keeps a cyclic buffer of the last W tokens in sliding layers; "
+            "its per-window memory split is version-dependent (approximated per layer)."
+        )
     return "transformers keeps the last sliding_window − 1 tokens in sliding layers."
 
 
 def _prefix_note(rules: EngineRules, enabled: bool, block: int) -> str:
     if rules.prefix_granularity == "none":
-        return "transformers has no cross-request prefix cache: shared prefixes are stored per request."
+        return (
+            "transformers has no cross-request prefix cache: shared prefixes are stored per "
+            "request."
+        )
     if not enabled:
         return "Prefix caching is off: shared prefixes are stored once per request."
     if rules.prefix_granularity == "block":
-        return (f"{rules.label} caches prefixes in whole blocks: a shared prefix is stored once, "
-                f"rounded down to a multiple of block_size {block}; full-attention layers only.")
+        return (
+            f"{rules.label} caches prefixes in whole blocks: a shared prefix is stored once, "
+            f"rounded down to a multiple of block_size {block}; full-attention layers only."
+        )
     return f"{rules.label}'s radix cache stores a shared prefix once, token by token."
 
 
-def _budget(request: s.PlanRequest, rules: EngineRules, gpu: _Gpu | None,
-            weights_total: int | None, tp: int, pp: int, notes: list[str]) -> s.BudgetOut | None:
+def _budget(
+    request: s.PlanRequest,
+    rules: EngineRules,
+    gpu: _Gpu | None,
+    weights_total: int | None,
+    tp: int,
+    pp: int,
+    notes: list[str],
+) -> s.BudgetOut | None:
     if request.kv_budget_bytes is not None:
-        return s.BudgetOut(source="explicit", gpu=gpu.id or gpu.name if gpu else None,
-                           gpu_memory_bytes=gpu.memory_bytes if gpu else None,
-                           gpu_memory_utilization=None, weights_bytes_per_rank=None,
-                           reserve_bytes=None, kv_budget_bytes=request.kv_budget_bytes,
-                           derivation=f"kv_budget_bytes given: {fmt_gib(request.kv_budget_bytes)}")
+        return s.BudgetOut(
+            source="explicit",
+            gpu=gpu.id or gpu.name if gpu else None,
+            gpu_memory_bytes=gpu.memory_bytes if gpu else None,
+            gpu_memory_utilization=None,
+            weights_bytes_per_rank=None,
+            reserve_bytes=None,
+            kv_budget_bytes=request.kv_budget_bytes,
+            derivation=f"kv_budget_bytes given: {fmt_gib(request.kv_budget_bytes)}",
+        )
     if gpu is None:
         return None
     if weights_total is None:
-        raise FieldError("weights_bytes", "cannot derive a KV budget from the GPU without the "
-                         "weight size; set weights_bytes (0 for KV only) or kv_budget_bytes")
+        raise FieldError(
+            "weights_bytes",
+            "cannot derive a KV budget from the GPU without the "
+            "weight size; set weights_bytes (0 for KV only) or kv_budget_bytes",
+        )
     util = request.gpu_memory_utilization or rules.default_memory_utilization
     weights = -(-weights_total // (tp * pp))
-    reserve = request.reserve_bytes if request.reserve_bytes is not None \
-        else rules.default_reserve_bytes
+    reserve = (
+        request.reserve_bytes if request.reserve_bytes is not None else rules.default_reserve_bytes
+    )
     mem = gpu.memory_bytes
     if rules.memory_base == "free_after_load":
         budget = math.floor((mem - weights - reserve) * util)
-        how = (f"({fmt_gib(mem)} − weights {fmt_gib(weights)} − reserve {fmt_gib(reserve)}) × "
-               f"free_gpu_memory_fraction {util:g}")
+        how = (
+            f"({fmt_gib(mem)} − weights {fmt_gib(weights)} − reserve {fmt_gib(reserve)}) × "
+            f"free_gpu_memory_fraction {util:g}"
+        )
     else:
         requested = math.ceil(mem * util)
         budget = requested - weights - reserve
-        label = {"total": "gpu_memory_utilization", "free_before_load": "mem_fraction_static",
-                 "none": "fraction"}[rules.memory_base]
-        how = (f"{fmt_gib(mem)} × {label} {util:g} − weights {fmt_gib(weights)} − reserve "
-               f"{fmt_gib(reserve)}")
+        label = {
+            "total": "gpu_memory_utilization",
+            "free_before_load": "mem_fraction_static",
+            "none": "fraction",
+        }[rules.memory_base]
+        how = (
+            f"{fmt_gib(mem)} × {label} {util:g} − weights {fmt_gib(weights)} − reserve "
+            f"{fmt_gib(reserve)}"
+        )
     if request.reserve_bytes is None:
-        notes.append(f"reserve_bytes defaulted to {fmt_gib(reserve)} (activation peak, "
-                     "NCCL/cuBLAS, CUDA graphs); the engine measures these at start-up — take "
-                     "them from its log (kvplan reconcile) for an exact budget.")
+        notes.append(
+            f"reserve_bytes defaulted to {fmt_gib(reserve)} (activation peak, "
+            "NCCL/cuBLAS, CUDA graphs); the engine measures these at start-up — take "
+            "them from its log (kvplan reconcile) for an exact budget."
+        )
     budget = max(0, budget)
-    return s.BudgetOut(source="gpu", gpu=gpu.id or gpu.name, gpu_memory_bytes=mem,
-                       gpu_memory_utilization=util, weights_bytes_per_rank=weights,
-                       reserve_bytes=reserve, kv_budget_bytes=budget,
-                       derivation=f"{how} = {fmt_gib(budget)} per GPU")
+    return s.BudgetOut(
+        source="gpu",
+        gpu=gpu.id or gpu.name,
+        gpu_memory_bytes=mem,
+        gpu_memory_utilization=util,
+        weights_bytes_per_rank=weights,
+        reserve_bytes=reserve,
+        kv_budget_bytes=budget,
+        derivation=f"{how} = {fmt_gib(budget)} per GPU",
+    )
 
 
-def _capacity(request: s.PlanRequest, rules: EngineRules, layouts: list[RankLayout],
-              dtype: KVDtype, block: int, policy: SlidingPolicy, mnbt: int, ctx: int,
-              gpu: _Gpu | None, weights_total: int | None, mixes: Sequence[s.RequestMix],
-              shape: ModelShape, notes: list[str]) -> tuple[s.CapacityOut | None, Pool | None]:
-    budget = _budget(request, rules, gpu, weights_total, request.tensor_parallel_size,
-                     request.pipeline_parallel_size, notes)
+def _capacity(
+    request: s.PlanRequest,
+    rules: EngineRules,
+    layouts: list[RankLayout],
+    dtype: KVDtype,
+    block: int,
+    policy: SlidingPolicy,
+    mnbt: int,
+    ctx: int,
+    gpu: _Gpu | None,
+    weights_total: int | None,
+    mixes: Sequence[s.RequestMix],
+    shape: ModelShape,
+    notes: list[str],
+) -> tuple[s.CapacityOut | None, Pool | None]:
+    budget = _budget(
+        request,
+        rules,
+        gpu,
+        weights_total,
+        request.tensor_parallel_size,
+        request.pipeline_parallel_size,
+        notes,
+    )
     if budget is None:
         return None, None
-    pools = [build_pool(rules, lay.specs, dtype, block, policy, budget.kv_budget_bytes, mnbt)
-             for lay in layouts]
+    pools = [
+        build_pool(rules, lay.specs, dtype, block, policy, budget.kv_budget_bytes, mnbt)
+        for lay in layouts
+    ]
     pool = min(pools, key=lambda p: p.max_requests(ctx))
     max_req = pool.max_requests(ctx)
     reported = pool.reported_concurrency(ctx)
     if max_req == 0:
-        limited = "weights_exceed_memory" if budget.kv_budget_bytes == 0 else \
-            "budget_below_one_request"
+        limited = (
+            "weights_exceed_memory" if budget.kv_budget_bytes == 0 else "budget_below_one_request"
+        )
     elif shape.max_position_embeddings and ctx > shape.max_position_embeddings:
         limited = "context_exceeds_max_position_embeddings"
     else:
-        limited = {"vllm": "kv_blocks", "trtllm": "kv_blocks", "sglang": "kv_tokens",
-                   "transformers": "kv_bytes"}[rules.name]
+        limited = {
+            "vllm": "kv_blocks",
+            "trtllm": "kv_blocks",
+            "sglang": "kv_tokens",
+            "transformers": "kv_bytes",
+        }[rules.name]
     if reported is not None and max_req != math.floor(reported):
-        notes.append(f"vLLM's log will say \"Maximum concurrency for {ctx:,} tokens per request: "
-                     f"{reported:.2f}x\", but block 0 is the reserved null block, so "
-                     f"{max_req} requests of {ctx:,} tokens can hold all their blocks at once.")
+        notes.append(
+            f"vLLM's log will say \"Maximum concurrency for {ctx:,} tokens per request: "
+            f'{reported:.2f}x", but block 0 is the reserved null block, so '
+            f"{max_req} requests of {ctx:,} tokens can hold all their blocks at once."
+        )
     if max_req == 0 and budget.kv_budget_bytes == 0:
-        notes.append("No memory is left for the KV cache after weights and reserves: use more "
-                     "GPUs (tensor_parallel_size), a larger GPU, or quantized weights.")
+        notes.append(
+            "No memory is left for the KV cache after weights and reserves: use more "
+            "GPUs (tensor_parallel_size), a larger GPU, or quantized weights."
+        )
     fits: bool | None = None
     if request.requests:
         usable = pool.num_blocks - pool.reserved_blocks
         if rules.name == "transformers":
-            need = sum(m.count * request_kv_bytes(pool.specs, dtype, m.context_tokens, policy)
-                       for m in mixes)
+            need = sum(
+                m.count * request_kv_bytes(pool.specs, dtype, m.context_tokens, policy)
+                for m in mixes
+            )
             fits = need <= budget.kv_budget_bytes
         else:
             fits = sum(m.count * pool.blocks_per_request(m.context_tokens) for m in mixes) <= usable
     longest = pool.longest_context()
     if shape.max_position_embeddings and longest > shape.max_position_embeddings:
-        notes.append(f"Memory would admit one request of {longest:,} tokens, more than the "
-                     f"model's max_position_embeddings {shape.max_position_embeddings:,}.")
+        notes.append(
+            f"Memory would admit one request of {longest:,} tokens, more than the "
+            f"model's max_position_embeddings {shape.max_position_embeddings:,}."
+        )
     out = s.CapacityOut(
         kv_budget_bytes=budget.kv_budget_bytes,
         num_blocks=pool.num_blocks,
@@ -468,29 +632,53 @@ def _capacity(request: s.PlanRequest, rules: EngineRules, layouts: list[RankLayo
         context_tokens=ctx,
         limited_by=limited,
         longest_context_tokens=longest,
-        kv_groups=[s.KVGroupOut(kind=g.kind, layers=g.layers, padding_layers=g.padding_layers,
-                                window_tokens=g.spec.window_tokens, block_size=g.block_size,
-                                blocks_per_request=(g.blocks_needed(ctx, mnbt)
-                                                    if rules.name == "vllm"
-                                                    else -(-tokens_kept(g.spec, ctx, policy)
-                                                           // g.block_size)))
-                   for g in pool.groups],
+        kv_groups=[
+            s.KVGroupOut(
+                kind=g.kind,
+                layers=g.layers,
+                padding_layers=g.padding_layers,
+                window_tokens=g.spec.window_tokens,
+                block_size=g.block_size,
+                blocks_per_request=(
+                    g.blocks_needed(ctx, mnbt)
+                    if rules.name == "vllm"
+                    else -(-tokens_kept(g.spec, ctx, policy) // g.block_size)
+                ),
+            )
+            for g in pool.groups
+        ],
         budget=budget,
         workload_fits=fits,
     )
     pad = sum(g.padding_layers for g in pool.groups)
     if pad:
-        notes.append(f"vLLM adds {pad} padding layers to equalise KV-cache groups; they cost "
-                     "memory but hold nothing.")
+        notes.append(
+            f"vLLM adds {pad} padding layers to equalise KV-cache groups; they cost "
+            "memory but hold nothing."
+        )
     return out, pool
 
 
-def _bounds(request: s.PlanRequest, shape: ModelShape, model: _Model, dtype: KVDtype,
-            layouts: list[RankLayout], mixes: list[s.RequestMix], shared: list[int],
-            policy: SlidingPolicy, gpu: _Gpu | None, weights_total: int | None,
-            capacity: s.CapacityOut | None, pool: Pool | None, ctx: int, block: int,
-            calibration: CalibrationLike | None, tp: int, pp: int,
-            notes: list[str]) -> s.BoundsOut | None:
+def _bounds(
+    request: s.PlanRequest,
+    shape: ModelShape,
+    model: _Model,
+    dtype: KVDtype,
+    layouts: list[RankLayout],
+    mixes: list[s.RequestMix],
+    shared: list[int],
+    policy: SlidingPolicy,
+    gpu: _Gpu | None,
+    weights_total: int | None,
+    capacity: s.CapacityOut | None,
+    pool: Pool | None,
+    ctx: int,
+    block: int,
+    calibration: CalibrationLike | None,
+    tp: int,
+    pp: int,
+    notes: list[str],
+) -> s.BoundsOut | None:
     if request.bandwidth_bytes_per_s is not None:
         bw, source = request.bandwidth_bytes_per_s, "request"
     elif gpu is not None:
@@ -520,26 +708,37 @@ def _bounds(request: s.PlanRequest, shape: ModelShape, model: _Model, dtype: KVD
 
     floor = floor_for(batch, batch_shared)
     if pp > 1:
-        notes.append("Pipeline parallel: one token passes every stage in turn, so the decode "
-                     "floor sums the stages' reads.")
+        notes.append(
+            "Pipeline parallel: one token passes every stage in turn, so the decode "
+            "floor sums the stages' reads."
+        )
     if weights_total is None:
         notes.append("Weights size unknown: the decode floor counts KV reads only.")
 
     main = shape.layers[0]
-    b_head = (dtype.bytes_for(main.head_size_k + main.head_size_v)
-              + (dtype.scale_bytes_per_token_head // (2 if shape.is_mla else 1)))
+    b_head = dtype.bytes_for(main.head_size_k + main.head_size_v) + (
+        dtype.scale_bytes_per_token_head // (2 if shape.is_mla else 1)
+    )
     intensity = decode_attention_intensity(
-        query_heads_per_kv_head=shape.query_group_size, head_size_k=main.head_size_k,
-        head_size_v=main.head_size_v, bytes_per_token_head=b_head, mla=shape.is_mla)
+        query_heads_per_kv_head=shape.query_group_size,
+        head_size_k=main.head_size_k,
+        head_size_v=main.head_size_v,
+        bytes_per_token_head=b_head,
+        mla=shape.is_mla,
+    )
     mha = 2.0 / dtype.bytes_per_element
 
     pf_flops = pf_seconds = None
     if model.num_parameters:
-        pf_flops = prefill_flops(num_parameters=model.num_parameters, prompt_tokens=ctx,
-                                 layers=shape.num_hidden_layers,
-                                 query_heads=shape.num_attention_heads,
-                                 head_dim=shape.head_dim if not shape.is_mla else
-                                 (shape.kv_lora_rank or 0) + (shape.qk_rope_head_dim or 0))
+        pf_flops = prefill_flops(
+            num_parameters=model.num_parameters,
+            prompt_tokens=ctx,
+            layers=shape.num_hidden_layers,
+            query_heads=shape.num_attention_heads,
+            head_dim=shape.head_dim
+            if not shape.is_mla
+            else (shape.kv_lora_rank or 0) + (shape.qk_rope_head_dim or 0),
+        )
         if gpu is not None and gpu.bf16_dense_flops:
             pf_seconds = pf_flops / (gpu.bf16_dense_flops * tp)
 
@@ -547,30 +746,42 @@ def _bounds(request: s.PlanRequest, shape: ModelShape, model: _Model, dtype: KVD
     if calibration is not None:
         calls = sum(len(lay.specs) for lay in layouts)
         kv = sum(_stage_kv_bytes(lay, dtype, batch, policy, batch_shared) for lay in layouts)
-        est = (calls * calibration.fixed_overhead_seconds
-               + kv / calibration.decode_bandwidth_bytes_per_s
-               + weights_stage * pp / calibration.copy_bandwidth_bytes_per_s)
+        est = (
+            calls * calibration.fixed_overhead_seconds
+            + kv / calibration.decode_bandwidth_bytes_per_s
+            + weights_stage * pp / calibration.copy_bandwidth_bytes_per_s
+        )
         measured = calibration.measured_at
         calibrated = s.CalibratedOut(
-            calibration_id=str(calibration.id), device_name=calibration.device_name,
+            calibration_id=str(calibration.id),
+            device_name=calibration.device_name,
             measured_at=measured.isoformat() if isinstance(measured, datetime) else str(measured),
             decode_bandwidth_bytes_per_s=calibration.decode_bandwidth_bytes_per_s,
             fixed_overhead_seconds=calibration.fixed_overhead_seconds,
-            attention_calls=calls, decode_step_seconds=est,
-            decode_tokens_per_s=n_batch / est if est > 0 else 0.0)
-        notes.append(f"Calibrated estimate from {calibration.device_name} (measured "
-                     f"{calibrated.measured_at}): {calls} attention calls × t0 + KV bytes / "
-                     f"{fmt_tbps(calibration.decode_bandwidth_bytes_per_s)}; the datasheet "
-                     f"floor at {fmt_tbps(bw)} stays the hard lower bound.")
+            attention_calls=calls,
+            decode_step_seconds=est,
+            decode_tokens_per_s=n_batch / est if est > 0 else 0.0,
+        )
+        notes.append(
+            f"Calibrated estimate from {calibration.device_name} (measured "
+            f"{calibrated.measured_at}): {calls} attention calls × t0 + KV bytes / "
+            f"{fmt_tbps(calibration.decode_bandwidth_bytes_per_s)}; the datasheet "
+            f"floor at {fmt_tbps(bw)} stays the hard lower bound."
+        )
 
     sweep: list[s.SweepPointOut] = []
     top = max(ctx, shape.max_position_embeddings or ctx, 1024)
     length = 1024
     while length <= min(top, 1 << 20) and len(sweep) < 12:
         pt = floor_for([s.RequestMix(context_tokens=length, count=n_batch)], [0])
-        sweep.append(s.SweepPointOut(context_tokens=length, kv_read_seconds=pt.kv_read_seconds,
-                                     weights_read_seconds=pt.weights_read_seconds,
-                                     attention_share=pt.attention_share))
+        sweep.append(
+            s.SweepPointOut(
+                context_tokens=length,
+                kv_read_seconds=pt.kv_read_seconds,
+                weights_read_seconds=pt.weights_read_seconds,
+                attention_share=pt.attention_share,
+            )
+        )
         length *= 2
 
     ratio = request.kv_compression_ratio or 0.5
@@ -578,17 +789,28 @@ def _bounds(request: s.PlanRequest, shape: ModelShape, model: _Model, dtype: KVD
     new_step = floor.weights_read_seconds + floor.kv_read_seconds * ratio
     what_if_max = None
     if pool is not None and capacity is not None:
-        scaled = build_pool(engine_rules(request.engine), pool.specs, dtype, block, pool.policy,
-                            int(capacity.kv_budget_bytes / ratio), pool.mnbt)
+        scaled = build_pool(
+            engine_rules(request.engine),
+            pool.specs,
+            dtype,
+            block,
+            pool.policy,
+            int(capacity.kv_budget_bytes / ratio),
+            pool.mnbt,
+        )
         what_if_max = scaled.max_requests(ctx)
-    what_if = s.WhatIfOut(kv_compression_ratio=ratio, attention_share=share,
-                          decode_step_seconds=new_step, speedup=amdahl_speedup(share, ratio),
-                          max_requests=what_if_max)
+    what_if = s.WhatIfOut(
+        kv_compression_ratio=ratio,
+        attention_share=share,
+        decode_step_seconds=new_step,
+        speedup=amdahl_speedup(share, ratio),
+        max_requests=what_if_max,
+    )
 
     step = floor.step_seconds
     return s.BoundsOut(
         bandwidth_bytes_per_s=bw,
-        source=source,  # type: ignore[arg-type]
+        source=source,
         batch_requests=n_batch,
         kv_read_seconds=floor.kv_read_seconds,
         weights_read_seconds=floor.weights_read_seconds,

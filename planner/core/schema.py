@@ -83,9 +83,7 @@ class PlanRequest(_Strict):
         description="Non-KV memory per GPU besides weights (activation peak, NCCL/cuBLAS, CUDA "
         "graphs). Default: the engine's documented estimate; take it from the engine log.",
     )
-    bandwidth_bytes_per_s: Annotated[float, Field(gt=0, le=MAX_BANDWIDTH_BYTES_PER_S)] | None = (
-        None
-    )
+    bandwidth_bytes_per_s: Annotated[float, Field(gt=0, le=MAX_BANDWIDTH_BYTES_PER_S)] | None = None
     calibration_id: Annotated[str, Field(min_length=1, max_length=64)] | None = None
     enable_prefix_caching: bool | None = None
     hybrid_kv_cache_manager: bool = Field(

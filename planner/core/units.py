@@ -84,9 +84,7 @@ def kv_dtype(name: str, *, field: str = "kv_cache_dtype") -> KVDtype:
     key = name.strip().lower()
     key = _ALIASES.get(key, key)
     if key not in _DTYPES:
-        raise FieldError(
-            field, f"unknown dtype {name!r}; use one of: {', '.join(DTYPE_NAMES)}"
-        )
+        raise FieldError(field, f"unknown dtype {name!r}; use one of: {', '.join(DTYPE_NAMES)}")
     return _DTYPES[key]
 
 
@@ -106,7 +104,7 @@ _FACTORS = {
 
 
 def parse_bytes(text: str, *, field: str = "size") -> int:
-    """"48GiB" -> 51539607552, "80 GB" -> 80e9, "1024" -> 1024 bytes."""
+    """ "48GiB" -> 51539607552, "80 GB" -> 80e9, "1024" -> 1024 bytes."""
     m = _SIZE_RE.match(text)
     if not m:
         raise FieldError(field, f"cannot read {text!r} as a size; write e.g. 48GiB or 80GB")
@@ -117,7 +115,7 @@ def parse_bytes(text: str, *, field: str = "size") -> int:
 
 
 def parse_rate(text: str, *, field: str = "bandwidth") -> float:
-    """"1.5TB/s" -> 1.5e12 bytes per second."""
+    """ "1.5TB/s" -> 1.5e12 bytes per second."""
     m = _RATE_RE.match(text)
     if not m:
         raise FieldError(field, f"cannot read {text!r} as a bandwidth; write e.g. 1.5TB/s")

@@ -13,6 +13,10 @@ class ProbeUnavailable(RuntimeError):
     """The requested backend cannot run here (no torch, no CUDA device, unsupported dtype)."""
 
 
+class ProbeFailed(RuntimeError):
+    """The probe ran but measured too little to report (budget too short, no usable sizes)."""
+
+
 @dataclass(slots=True)
 class BackendResult:
     device_kind: Literal["cuda", "cpu", "rocm", "other"]

@@ -134,7 +134,10 @@ def available_memory_bytes() -> int:
             avail = 4 * GiB
     for limit_file, usage_file in (
         ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
-        ("/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes"),
+        (
+            "/sys/fs/cgroup/memory/memory.limit_in_bytes",
+            "/sys/fs/cgroup/memory/memory.usage_in_bytes",
+        ),
     ):
         limit, usage = _read_int(Path(limit_file)), _read_int(Path(usage_file))
         if limit and usage is not None and limit < (1 << 60):
@@ -359,13 +362,15 @@ class CpuConfig:
     min_fit_bytes: int = 4 * MiB
     batches: tuple[int, ...] = (1, 4, 16)
     copy_share: float = 0.35
-    sweep: SweepConfig = SweepConfig(
-        passes=3,
-        min_sample_seconds=0.005,
-        min_samples=3,
-        max_samples=15,
-        warmup_seconds=0.01,
-        min_warmup_calls=2,
+    sweep: SweepConfig = field(
+        default_factory=lambda: SweepConfig(
+            passes=3,
+            min_sample_seconds=0.005,
+            min_samples=3,
+            max_samples=15,
+            warmup_seconds=0.01,
+            min_warmup_calls=2,
+        )
     )
     llc_bytes: int | None = None
 
@@ -507,7 +512,8 @@ def reference_attention(q: Array, k: Array, v: Array) -> Array:
     s = np.einsum("rgd,rtd->rgt", q.astype(np.float64), k.astype(np.float64))
     s = np.exp(s - s.max(axis=-1, keepdims=True))
     s /= s.sum(axis=-1, keepdims=True)
-    return np.einsum("rgt,rtd->rgd", s, v.astype(np.float64)).astype(F32)
+    out: Array = np.einsum("rgt,rtd->rgd", s, v.astype(np.float64)).astype(F32)
+    return out
 
 
 def iter_chunks(total: int, parts: int) -> Iterator[tuple[int, int]]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from planner.core.units import GiB, TB
+from planner.core.units import TB, GiB
 
 
 @dataclass(frozen=True, slots=True)

@@ -136,14 +136,14 @@ def piecewise_fits(points: Sequence[TimedPoint], main: AffineFit) -> list[Affine
         return []
     split = main.half_performance_bytes
     used = [p for p in points if p.bytes >= main.min_bytes]
-    out: list[AffineFit] = []
-    for part in ([p for p in used if p.bytes < split], [p for p in used if p.bytes >= split]):
-        if len({p.bytes for p in part}) >= 2:
-            try:
-                out.append(fit_affine(part, min_bytes=0, min_points=2))
-            except FitError:
-                continue
-    return out
+    parts = ([p for p in used if p.bytes < split], [p for p in used if p.bytes >= split])
+    # A split with one side empty would just repeat the main fit.
+    if any(len({p.bytes for p in part}) < 2 for part in parts):
+        return []
+    try:
+        return [fit_affine(part, min_bytes=0, min_points=2) for part in parts]
+    except FitError:
+        return []
 
 
 @dataclass(frozen=True, slots=True)

@@ -182,4 +182,3 @@ def utc_now() -> datetime:
 def finite_or_none(x: float | None) -> float | None:
     """Drop non-finite values before they reach a bounded field."""
     return x if x is not None and math.isfinite(x) else None
-

@@ -1,0 +1,166 @@
+"""engine_rules.md §6.2 worked arithmetic (vLLM rules, B = 40 GiB per rank), plus the other
+engines' rules from §2-§4."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.core.conftest import GiB, run
+
+B40 = 40 * GiB
+
+
+@pytest.mark.parametrize(
+    ("model", "ctx", "extra", "blocks", "need", "logged", "resident"),
+    [
+        ("meta-llama/Llama-3.1-70B", 32768, {"tensor_parallel_size": 8}, 65536, 2048, 32.0, 31),
+        ("meta-llama/Llama-3.1-8B", 8192, {}, 20480, 512, 40.0, 39),
+        ("meta-llama/Llama-3.1-8B", 32768, {}, 20480, 2048, 10.0, 9),
+        ("mistralai/Mistral-7B-v0.1", 32768, {}, 20480, 769, 26.63, 26),
+        ("mistralai/Mistral-7B-v0.1", 8192, {}, 20480, 513, 39.92, 39),
+        ("google/gemma-3-27b-it", 32768, {}, 32768, 5510, 5.95, 5),
+        ("google/gemma-3-27b-it", 8192, {}, 32768, 3590, 9.13, 9),
+        ("google/gemma-3-27b-it", 32768, {"hybrid_kv_cache_manager": False}, 5285, 2048, 2.58, 2),
+        ("google/gemma-3-27b-it", 8192, {"hybrid_kv_cache_manager": False}, 5285, 512, 10.32, 10),
+        ("google/gemma-2-9b", 8192, {}, 15603, 1025, 15.22, 15),
+        ("openai/gpt-oss-120b", 32768, {}, 72817, 2569, 28.34, 28),
+        ("openai/gpt-oss-120b", 32768, {"hybrid_kv_cache_manager": False}, 36408, 2048, 17.78, 17),
+        ("deepseek-ai/DeepSeek-V3", 32768, {}, 38199, 2048, 18.65, 18),
+        ("deepseek-ai/DeepSeek-V3", 32768, {"block_size": 64}, 9549, 512, 18.65, 18),
+        ("microsoft/Phi-3-mini-4k-instruct", 4096, {}, 6826, 257, 26.56, 26),
+    ],
+)
+def test_vllm_worked_examples(
+    model: str,
+    ctx: int,
+    extra: dict[str, object],
+    blocks: int,
+    need: int,
+    logged: float,
+    resident: int,
+) -> None:
+    p = run(model=model, context_tokens=ctx, kv_budget_bytes=B40, **extra)
+    c = p.capacity
+    assert c is not None
+    assert c.num_blocks == blocks
+    assert c.blocks_per_request == need
+    assert c.engine_reported_concurrency == logged
+    assert c.max_requests == resident
+
+
+def test_llama70b_tp8_and_tp16_per_rank_bytes() -> None:
+    # §6.2: per-rank bytes/token 80·2·1·128·2 = 40,960; TP16 identical (heads replicated).
+    for tp in (8, 16):
+        p = run(model="meta-llama/Llama-3.1-70B", tensor_parallel_size=tp, context_tokens=32768)
+        assert p.per_rank.kv_bytes_per_token == 40960
+        assert p.per_rank.page_bytes == 8192
+    assert (
+        run(
+            model="meta-llama/Llama-3.1-70B", tensor_parallel_size=16, context_tokens=1
+        ).per_rank.replication
+        == 2
+    )
+
+
+def test_gemma3_groups_and_padding() -> None:
+    # §6.2: 52 sliding + 10 full → group_size 10; 6 sliding groups of 9,9,9,9,8,8 (8 padding
+    # layers) + 1 full group; "GPU KV cache size" = 32,768 // 7 · 16 = 74,896 tokens.
+    p = run(model="google/gemma-3-27b-it", context_tokens=8192, kv_budget_bytes=B40)
+    c = p.capacity
+    assert c is not None
+    sliding = [g for g in c.kv_groups if g.kind == "sliding"]
+    assert [g.layers for g in sliding] == [9, 9, 9, 9, 8, 8]
+    assert sum(g.padding_layers for g in c.kv_groups) == 8
+    assert len(c.kv_groups) == 7
+    assert c.engine_reported_tokens == 74896
+    assert p.kv_bytes_per_token == 507904  # no-hybrid bytes/token in §6.2
+
+
+def test_llama8b_logged_tokens() -> None:
+    p = run(model="meta-llama/Llama-3.1-8B", context_tokens=8192, kv_budget_bytes=B40)
+    assert p.capacity is not None and p.capacity.engine_reported_tokens == 327680
+
+
+def test_deepseek_mla_bytes_and_replication() -> None:
+    # §6.2: head_size 576, one latent, no ×2 → 61·576·2 = 70,272 B/token (fp8: 35,136), on
+    # every TP rank.
+    for tp in (1, 8):
+        p = run(model="deepseek-ai/DeepSeek-V3", tensor_parallel_size=tp, context_tokens=1)
+        assert p.kv_bytes_per_token == 70272
+        assert p.per_rank.kv_bytes_per_token == 70272
+        assert p.per_rank.page_bytes == 18432
+    fp8 = run(model="deepseek-ai/DeepSeek-V3", kv_cache_dtype="fp8", context_tokens=1)
+    assert fp8.kv_bytes_per_token == 35136
+    p8 = run(model="deepseek-ai/DeepSeek-V3", tensor_parallel_size=8, context_tokens=1024)
+    assert p8.totals.physical_kv_bytes == 8 * p8.totals.per_rank_kv_bytes
+
+
+def test_head_dim_explicit_beats_hidden_over_heads() -> None:
+    # §4/§5.3: Qwen3-32B head_dim 128 (hidden/Hq = 80); Gemma-2-9B 256 (224); gpt-oss 64 (45).
+    assert run(model="Qwen/Qwen3-32B", context_tokens=1).model.head_dim == 128
+    assert run(model="google/gemma-2-9b", context_tokens=1).model.head_dim == 256
+    assert run(model="openai/gpt-oss-120b", context_tokens=1).model.head_dim == 64
+
+
+def test_qwen25_window_disabled() -> None:
+    # §1.1: use_sliding_window false → no SWA although sliding_window is published.
+    p = run(model="Qwen/Qwen2.5-7B", context_tokens=1)
+    assert {g.kind for g in p.model.groups} == {"full"}
+
+
+def test_trtllm_ceil_heads_and_32_token_blocks() -> None:
+    # §3: allocator keeps ceil(Hkv/tp) heads; tokens_per_block 32.
+    p = run(
+        model="meta-llama/Llama-3.1-70B",
+        engine="trtllm",
+        tensor_parallel_size=16,
+        context_tokens=32768,
+        kv_budget_bytes=B40,
+    )
+    assert p.block_size == 32
+    assert p.per_rank.kv_heads == 1
+    assert p.per_rank.kv_bytes_per_token == 40960  # the estimator would say 20,480
+    assert any("20,480" in n for n in p.notes)
+    c = p.capacity
+    assert c is not None
+    assert c.num_blocks == B40 // 40960 // 32
+    assert c.max_requests == c.num_blocks // (32768 // 32)
+
+
+def test_sglang_token_pool_and_no_swa_for_gemma() -> None:
+    # §2: max_total_num_tokens = available // cell (page_size 1); Gemma-2/3 get full-length KV.
+    p = run(
+        model="meta-llama/Llama-3.1-8B", engine="sglang", context_tokens=8192, kv_budget_bytes=B40
+    )
+    c = p.capacity
+    assert c is not None and p.block_size == 1
+    assert c.engine_reported_tokens == B40 // 131072 == 327680
+    assert c.max_requests == 40  # no null block, no per-request rounding
+    g = run(
+        model="google/gemma-3-27b-it", engine="sglang", context_tokens=8192, kv_budget_bytes=B40
+    )
+    assert g.capacity is not None and g.capacity.max_requests == B40 // (507904 * 8192)
+
+
+def test_transformers_keeps_w_minus_1_in_sliding_layers() -> None:
+    # §4: DynamicSlidingWindowLayer keeps the last sliding_window − 1 tokens.
+    p = run(model="mistralai/Mistral-7B-v0.1", engine="transformers", context_tokens=32768)
+    assert p.requests[0].kv_bytes == 4095 * 131072
+
+
+def test_vllm_utilization_is_of_total_and_trtllm_of_free() -> None:
+    # §1.4 vs §3: the same fraction gives different pools.
+    common = {
+        "model": "meta-llama/Llama-3.1-8B",
+        "gpu": "H100-SXM-80GB",
+        "context_tokens": 8192,
+        "gpu_memory_utilization": 0.9,
+        "reserve_bytes": 0,
+    }
+    v = run(**common)
+    t = run(**common, engine="trtllm")
+    assert v.capacity is not None and t.capacity is not None
+    mem = 81559 * (1 << 20)
+    weights = 8030261248 * 2
+    assert v.capacity.kv_budget_bytes == -(-mem * 9 // 10) - weights
+    assert t.capacity.kv_budget_bytes == (mem - weights) * 9 // 10
