@@ -22,9 +22,10 @@ def _register() -> None:
     # Imported here so `planner.cli` stays cheap to import and each command owns its module.
     from planner.cli import lab as _lab
     from planner.cli import plan as _plan
+    from planner.cli import probe as _probe
     from planner.cli import serve as _serve
 
-    for module in (_plan, _lab, _serve):
+    for module in (_plan, _lab, _serve, _probe):
         module.register(app)
 
 

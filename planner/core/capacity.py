@@ -75,18 +75,8 @@ class Pool:
         usable = self.num_blocks - self.reserved_blocks
         if usable <= 0:
             return 0
-        if self.engine == "transformers":
-            need = request_kv_bytes(self.specs, self.dtype, ctx, self.policy)
-            return self.budget_bytes // need if need else 0
-        if self.engine == "trtllm" and any(g.kind not in ("full", "mla") for g in self.groups):
-            # Cyclic window pools: charge each layer its own blocks, bytes-wise.
-            need = sum(
-                _cyclic_blocks(g, ctx)
-                * g.block_size
-                * layer_bytes_per_token(g.spec, self.dtype)
-                * g.layers
-                for g in self.groups
-            )
+        if self._bytes_pool():
+            need = self._request_bytes(ctx)
             return self.budget_bytes // need if need else 0
         if self.engine == "sglang" and self.swa_pool_tokens is not None:
             full_fit = usable // cdiv(ctx, self.unit_tokens)
@@ -98,6 +88,41 @@ class Pool:
             return min(full_fit, swa_fit)
         need = self.blocks_per_request(ctx)
         return usable // need if need else 0
+
+    def _request_bytes(self, ctx: int) -> int:
+        if self.engine == "transformers":
+            return request_kv_bytes(self.specs, self.dtype, ctx, self.policy)
+        return sum(
+            _cyclic_blocks(g, ctx)
+            * g.block_size
+            * layer_bytes_per_token(g.spec, self.dtype)
+            * g.layers
+            for g in self.groups
+        )
+
+    def _bytes_pool(self) -> bool:
+        """Engines whose admission is by bytes rather than by a shared block count."""
+        return self.engine == "transformers" or (
+            self.engine == "trtllm" and any(g.kind not in ("full", "mla") for g in self.groups)
+        )
+
+    def fits(self, workload: Sequence[tuple[int, int]]) -> bool:
+        """Whether (context_tokens, count) pairs can all be resident at once."""
+        if self._bytes_pool():
+            return sum(n * self._request_bytes(c) for c, n in workload) <= self.budget_bytes
+        if self.engine == "sglang" and self.swa_pool_tokens is not None:
+            full = sum(n * cdiv(c, self.unit_tokens) for c, n in workload)
+            swa_need = sum(
+                n
+                * max(
+                    (min(c, g.spec.window_tokens or c) for g in self.groups if g.kind == "sliding"),
+                    default=0,
+                )
+                for c, n in workload
+            )
+            return full <= self.num_blocks and swa_need <= self.swa_pool_tokens
+        usable = self.num_blocks - self.reserved_blocks
+        return sum(n * self.blocks_per_request(c) for c, n in workload) <= usable
 
     def reported_concurrency(self, ctx: int) -> float | None:
         """vLLM's "Maximum concurrency for N tokens per request: X.XXx" (ignores null block)."""

@@ -605,15 +605,7 @@ def _capacity(
         )
     fits: bool | None = None
     if request.requests:
-        usable = pool.num_blocks - pool.reserved_blocks
-        if rules.name == "transformers":
-            need = sum(
-                m.count * request_kv_bytes(pool.specs, dtype, m.context_tokens, policy)
-                for m in mixes
-            )
-            fits = need <= budget.kv_budget_bytes
-        else:
-            fits = sum(m.count * pool.blocks_per_request(m.context_tokens) for m in mixes) <= usable
+        fits = pool.fits([(m.context_tokens, m.count) for m in mixes])
     longest = pool.longest_context()
     if shape.max_position_embeddings and longest > shape.max_position_embeddings:
         notes.append(

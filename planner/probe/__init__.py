@@ -4,6 +4,8 @@
 `Calibration`. The CUDA backend imports torch lazily, so this package works without it.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from planner.probe.backend import ProbeFailed, ProbeUnavailable
 from planner.probe.model import (
     AttentionShape,
@@ -13,7 +15,19 @@ from planner.probe.model import (
     ProbePoint,
     ProbeRequest,
 )
-from planner.probe.run import run_probe
+
+if TYPE_CHECKING:
+    from planner.probe.run import run_probe
+
+
+def __getattr__(name: str) -> Any:
+    # run_probe pulls in NumPy; import it on first use so `kvplan --help` stays fast.
+    if name == "run_probe":
+        from planner.probe.run import run_probe
+
+        return run_probe
+    raise AttributeError(f"module 'planner.probe' has no attribute {name!r}")
+
 
 __all__ = [
     "AttentionShape",

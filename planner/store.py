@@ -1,0 +1,290 @@
+"""Calibration records: SQLite under the data dir, behind a small interface.
+
+Durability: WAL journal with `synchronous=FULL`, so each commit is fsynced to the WAL before
+`add` returns; a record acknowledged (HTTP 201) survives a crash or power loss (sqlite.org
+pragma.html#pragma_synchronous: NORMAL in WAL mode may lose the last commits on power loss).
+One connection, serialised by a lock: calibration writes are rare, and callers reach the store
+from worker threads (`def` endpoints, `anyio.to_thread`), never from the event loop.
+
+The schema is numbered in a `schema_version` table (portable to the PostgreSQL backend planned in
+issue 7) and mirrored in SQLite's `PRAGMA user_version`; `MIGRATIONS` upgrades older files and a
+file newer than this code is refused rather than misread.
+"""
+
+from __future__ import annotations
+
+import builtins
+import sqlite3
+import threading
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+from pydantic import ValidationError
+
+from planner.probe.model import Calibration, CalibrationIn
+
+DB_FILENAME = "kvplan.sqlite3"
+MAX_LIST_LIMIT = 1000
+
+# (version, statements). Append only: a released migration is never edited.
+MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
+    (
+        1,
+        (
+            """CREATE TABLE calibrations (
+                seq INTEGER PRIMARY KEY,
+                id TEXT NOT NULL UNIQUE,
+                measured_at TEXT NOT NULL,
+                stored_at TEXT NOT NULL,
+                device_name TEXT NOT NULL,
+                backend TEXT NOT NULL,
+                copy_bandwidth_bytes_per_s REAL NOT NULL,
+                decode_bandwidth_bytes_per_s REAL NOT NULL,
+                fixed_overhead_seconds REAL NOT NULL,
+                record TEXT NOT NULL
+            )""",
+            "CREATE INDEX calibrations_device ON calibrations (device_name, measured_at)",
+        ),
+    ),
+)
+SCHEMA_VERSION = MIGRATIONS[-1][0]
+
+
+class StoreError(RuntimeError):
+    """The store cannot be opened, read or written; the message names the file and the fix."""
+
+
+@runtime_checkable
+class CalibrationStore(Protocol):
+    """What the API, CLI and planner need of a calibration store (SQLite now, PostgreSQL later)."""
+
+    def add(self, record: CalibrationIn) -> Calibration:
+        """Store durably (committed before returning); the result carries `id` and `measured_at`."""
+        ...
+
+    def get(self, calibration_id: str) -> Calibration | None: ...
+
+    def list(self, limit: int = 50, offset: int = 0) -> builtins.list[Calibration]:
+        """Newest first."""
+        ...
+
+    def ping(self) -> None:
+        """Raise StoreError unless the store answers a trivial query."""
+        ...
+
+    def close(self) -> None: ...
+
+
+def _iso(dt: datetime) -> str:
+    return dt.astimezone(UTC).isoformat()
+
+
+class Store:
+    """SQLite calibration store: one file in the data dir (KVPLAN_DATA_DIR), WAL, FULL sync."""
+
+    def __init__(
+        self, data_dir: Path | str, *, filename: str = DB_FILENAME, timeout_seconds: float = 10.0
+    ) -> None:
+        """Open (creating if needed) `data_dir/filename` and bring its schema up to date."""
+        self.path = Path(data_dir) / filename
+        self._lock = threading.Lock()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._conn: sqlite3.Connection | None = sqlite3.connect(
+                self.path,
+                timeout=timeout_seconds,
+                isolation_level=None,  # explicit BEGIN/COMMIT below
+                check_same_thread=False,  # guarded by self._lock
+            )
+            mode = self._conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+            if str(mode).lower() != "wal":
+                raise StoreError(
+                    f"{self.path}: SQLite refused WAL mode (got {mode!r}); put KVPLAN_DATA_DIR "
+                    "on a local filesystem (not NFS)"
+                )
+            self._conn.execute("PRAGMA synchronous=FULL")
+            self._conn.execute("PRAGMA foreign_keys=ON")
+            self._migrate()
+        except sqlite3.Error as exc:
+            raise StoreError(
+                f"cannot open the calibration store {self.path}: {exc}; check that "
+                "KVPLAN_DATA_DIR exists and is writable by this user"
+            ) from exc
+
+    # -- schema ----------------------------------------------------------------------------
+
+    def _version(self, conn: sqlite3.Connection) -> int:
+        exists = conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type='table' AND name='schema_version'"
+        ).fetchone()
+        if not exists:
+            return 0
+        row = conn.execute("SELECT MAX(version) FROM schema_version").fetchone()
+        return int(row[0] or 0)
+
+    def _migrate(self) -> None:
+        conn = self._connection()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            current = self._version(conn)
+            if current > SCHEMA_VERSION:
+                raise StoreError(
+                    f"{self.path} has schema version {current}, newer than this kvplan "
+                    f"understands ({SCHEMA_VERSION}); upgrade kvplan or point KVPLAN_DATA_DIR "
+                    "elsewhere"
+                )
+            if current == 0:
+                conn.execute(
+                    "CREATE TABLE schema_version ("
+                    "version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)"
+                )
+            for version, statements in MIGRATIONS:
+                if version <= current:
+                    continue
+                for sql in statements:
+                    conn.execute(sql)
+                conn.execute(
+                    "INSERT INTO schema_version (version, applied_at) VALUES (?, ?)",
+                    (version, _iso(datetime.now(UTC))),
+                )
+            # user_version is a plain integer in the file header; it cannot be bound.
+            conn.execute(f"PRAGMA user_version = {int(SCHEMA_VERSION)}")
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+    def schema_version(self) -> int:
+        with self._lock:
+            return self._version(self._connection())
+
+    # -- records ---------------------------------------------------------------------------
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise StoreError(f"the calibration store {self.path} is closed")
+        return self._conn
+
+    def add(self, record: CalibrationIn) -> Calibration:
+        now = datetime.now(UTC)
+        stored = Calibration.model_validate(
+            {
+                **record.model_dump(),
+                "id": uuid.uuid4().hex,
+                "measured_at": record.measured_at or now,
+            }
+        )
+        row = (
+            stored.id,
+            _iso(stored.measured_at),
+            _iso(now),
+            stored.device_name,
+            stored.backend,
+            stored.copy_bandwidth_bytes_per_s,
+            stored.decode_bandwidth_bytes_per_s,
+            stored.fixed_overhead_seconds,
+            stored.model_dump_json(),
+        )
+        with self._lock:
+            conn = self._connection()
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                conn.execute(
+                    "INSERT INTO calibrations (id, measured_at, stored_at, device_name, backend, "
+                    "copy_bandwidth_bytes_per_s, decode_bandwidth_bytes_per_s, "
+                    "fixed_overhead_seconds, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    row,
+                )
+                conn.execute("COMMIT")  # synchronous=FULL: fsynced before this returns
+            except sqlite3.Error as exc:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise StoreError(f"cannot write to {self.path}: {exc}") from exc
+        return stored
+
+    def _load(self, calibration_id: str, text: str) -> Calibration:
+        try:
+            return Calibration.model_validate_json(text)
+        except ValidationError as exc:
+            raise StoreError(f"stored calibration {calibration_id} is unreadable: {exc}") from exc
+
+    def get(self, calibration_id: str) -> Calibration | None:
+        with self._lock:
+            try:
+                row = (
+                    self._connection()
+                    .execute("SELECT id, record FROM calibrations WHERE id = ?", (calibration_id,))
+                    .fetchone()
+                )
+            except sqlite3.Error as exc:
+                raise StoreError(f"cannot read {self.path}: {exc}") from exc
+        return self._load(row[0], row[1]) if row else None
+
+    def list(self, limit: int = 50, offset: int = 0) -> builtins.list[Calibration]:
+        if not 1 <= limit <= MAX_LIST_LIMIT or offset < 0:
+            raise ValueError(f"limit must be 1..{MAX_LIST_LIMIT} and offset >= 0")
+        with self._lock:
+            try:
+                rows = (
+                    self._connection()
+                    .execute(
+                        "SELECT id, record FROM calibrations ORDER BY seq DESC LIMIT ? OFFSET ?",
+                        (limit, offset),
+                    )
+                    .fetchall()
+                )
+            except sqlite3.Error as exc:
+                raise StoreError(f"cannot read {self.path}: {exc}") from exc
+        return [self._load(r[0], r[1]) for r in rows]
+
+    def pragma(self, name: str) -> str | int:
+        """A PRAGMA's current value (for readiness checks and tests)."""
+        if not name.isidentifier():
+            raise ValueError(f"not a pragma name: {name!r}")
+        with self._lock:
+            value: str | int = self._connection().execute(f"PRAGMA {name}").fetchone()[0]
+        return value
+
+    def ping(self) -> None:
+        with self._lock:
+            try:
+                self._connection().execute("SELECT 1 FROM calibrations LIMIT 1").fetchall()
+            except sqlite3.Error as exc:
+                raise StoreError(f"calibration store {self.path} does not answer: {exc}") from exc
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def open_store(data_dir: Path | str, database_url: str | None = None) -> Store:
+    """The configured store: SQLite in `data_dir` (PostgreSQL via URL arrives with issue 7)."""
+    if database_url:
+        raise StoreError(
+            "KVPLAN_DATABASE_URL (PostgreSQL) is not supported by this build yet; unset it to "
+            "use SQLite in KVPLAN_DATA_DIR"
+        )
+    return Store(data_dir)
+
+
+def open_store_from_env() -> Store:
+    """The store named by KVPLAN_DATA_DIR / KVPLAN_DATABASE_URL (for the CLI)."""
+    from planner.settings import SettingsError, load_settings
+
+    try:
+        settings = load_settings()
+    except SettingsError as exc:
+        raise StoreError(str(exc)) from None
+    url = settings.database_url.get_secret_value() if settings.database_url else None
+    return open_store(settings.data_dir, url)
