@@ -18,6 +18,7 @@ from fastapi import APIRouter, FastAPI
 from fastapi.staticfiles import StaticFiles
 
 from planner import __version__
+from planner.api import calibrations as calibrations_api
 from planner.api import catalog as catalog_api
 from planner.api import docs as docs_api
 from planner.api import lab as lab_api
@@ -39,13 +40,15 @@ logger = logging.getLogger("planner.app")
 API_PREFIX = "/api/v1"
 
 # ---- Routers under /api/v1 -----------------------------------------------------------------
-# The lead adds routers here as their modules land (e.g. `planner.api.calibrations.router`,
-# which reads `app.state.settings.admin_token` and `app.state.store`).
+# Add routers here as their modules land; each is mounted under /api/v1 and its routes get
+# metric labels by template. `calibrations` reads `app.state.settings.admin_token` and
+# `app.state.store` (opened by the lifespan).
 V1_ROUTERS: tuple[APIRouter, ...] = (
     plan_api.router,
     sweep_api.router,
     catalog_api.router,
     lab_api.router,
+    calibrations_api.router,
 )
 # Unversioned routers (ops endpoints, /docs; the HTML page router goes here).
 ROOT_ROUTERS: tuple[APIRouter, ...] = (ops_api.router, docs_api.router)
@@ -65,12 +68,12 @@ def static_dir() -> Path:
 
 
 def _open_store(settings: Settings) -> object | None:
-    """The calibration store, when this build has one (`planner.store`)."""
+    """The calibration store, when this build has one (`planner.store`); errors fail start-up."""
     if importlib.util.find_spec("planner.store") is None:
         return None
     store_module = importlib.import_module("planner.store")
-    # TODO(lead): pass settings.database_url once Store takes it.
-    return store_module.Store(settings.data_dir)  # type: ignore[no-any-return]
+    url = settings.database_url.get_secret_value() if settings.database_url else None
+    return store_module.open_store(settings.data_dir, url)  # type: ignore[no-any-return]
 
 
 @asynccontextmanager

@@ -20,14 +20,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from planner.cli.output import emit_problem, fail
 from planner.core.errors import FieldError
-from planner.core.units import GB, MiB, TB, fmt_bytes, parse_bytes
-from planner.probe import (
-    AttentionShape,
-    CalibrationIn,
-    ProbeFailed,
-    ProbeUnavailable,
-    run_probe,
-)
+from planner.core.units import GB, TB, MiB, fmt_bytes, parse_bytes
+from planner.probe import AttentionShape, CalibrationIn, ProbeFailed, ProbeUnavailable
 
 REPORT_TIMEOUT_SECONDS = 30.0
 CALIBRATIONS_PATH = "/api/v1/calibrations"
@@ -70,9 +64,8 @@ def format_calibration(c: CalibrationIn) -> list[str]:
         f"  fixed overhead t0 per attention call:      {c.fixed_overhead_seconds * 1e6:.1f} us",
     ]
     if c.half_performance_bytes is not None:
-        lines.append(
-            f"  half-performance size n_half = t0 x BW:    {fmt_bytes(int(c.half_performance_bytes))}"
-        )
+        n_half = fmt_bytes(int(c.half_performance_bytes))
+        lines.append(f"  half-performance size n_half = t0 x BW:    {n_half}")
     if shape is not None:
         lines.append(
             f"  shape: {shape.num_q_heads} q heads / {shape.num_kv_heads} KV heads, "
@@ -188,6 +181,8 @@ def probe(
         )
     except ValidationError as exc:
         emit_problem(exc)
+    from planner.probe.run import run_probe  # NumPy and the backends load only when probing
+
     try:
         calibration = run_probe(
             options.device,
