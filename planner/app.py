@@ -113,6 +113,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     install_problem_handlers(app)
     templates = RouteTemplates()
+    app.state.route_templates = templates
     v1 = APIRouter(prefix=API_PREFIX)
     for router in V1_ROUTERS:
         v1.include_router(router)

@@ -13,7 +13,7 @@ import time
 import uuid
 from collections.abc import Iterable
 
-from starlette.routing import BaseRoute
+from starlette.routing import BaseRoute, compile_path
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from planner.api.metrics import Metrics
@@ -35,12 +35,24 @@ class RouteTemplates:
 
     def __init__(self) -> None:
         self._by_route: dict[int, str] = {}
+        self._methods: list[tuple[re.Pattern[str], frozenset[str]]] = []
 
     def add_router(self, prefix: str, routes: Iterable[BaseRoute]) -> None:
         for route in routes:
             path = getattr(route, "path", None)
             if isinstance(path, str):
                 self._by_route[id(route)] = prefix + path
+                methods = getattr(route, "methods", None) or ()
+                self._methods.append((compile_path(prefix + path)[0], frozenset(methods)))
+
+    def allowed_methods(self, path: str) -> list[str]:
+        """Every method some route serves at `path`. Starlette's 405 lists only the first
+        matching route's, which is wrong when GET and POST live in different routes."""
+        found: set[str] = set()
+        for pattern, methods in self._methods:
+            if pattern.match(path):
+                found |= methods
+        return sorted(found)
 
     def add_mount(self, path: str, app: object) -> None:
         self._by_route[id(app)] = path + "/{path}"

@@ -125,10 +125,15 @@ async def _on_http(request: Request, exc: Exception) -> Response:
     detail = exc.detail if isinstance(exc.detail, str) else http.HTTPStatus(exc.status_code).phrase
     if exc.status_code == 404 and detail == "Not Found":
         detail = f"no route for {request.url.path}; see /api/v1/openapi.json"
-    elif exc.status_code == 405:
-        allowed = (exc.headers or {}).get("Allow", "")
+    headers = dict(exc.headers or {})
+    if exc.status_code == 405:
+        templates = getattr(request.app.state, "route_templates", None)
+        methods = templates.allowed_methods(request.url.path) if templates else []
+        if methods:
+            headers["Allow"] = ", ".join(methods)
+        allowed = headers.get("Allow", "")
         detail = f"{request.method} is not allowed here; allowed: {allowed or 'none'}"
-    return problem_response(make_problem(exc.status_code, detail), exc.headers)
+    return problem_response(make_problem(exc.status_code, detail), headers)
 
 
 async def _on_unexpected(request: Request, exc: Exception) -> Response:

@@ -15,6 +15,7 @@ import sys
 from typing import Annotated, Any, Literal, NoReturn
 from urllib.parse import urlsplit
 
+import httpx
 import typer
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -110,12 +111,13 @@ def _check_report_target(url: str, token: str | None) -> str:
     return url.rstrip("/") + CALIBRATIONS_PATH
 
 
-def report(endpoint: str, token: str, calibration: CalibrationIn) -> dict[str, Any]:
+def report(
+    endpoint: str, token: str, calibration: CalibrationIn, client: httpx.Client | None = None
+) -> dict[str, Any]:
     """POST the calibration; the stored record (with its id) on 201, else exit 1."""
-    import httpx
-
+    post = client.post if client is not None else httpx.post
     try:
-        resp = httpx.post(
+        resp = post(
             endpoint,
             content=calibration.model_dump_json(exclude_none=True),
             headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},

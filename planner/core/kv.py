@@ -53,6 +53,10 @@ def tokens_kept(spec: LayerSpec, context_tokens: int, policy: SlidingPolicy) -> 
         return min(context_tokens, spec.window_tokens)
     if policy == "cyclic":
         return min(context_tokens, spec.window_tokens)
+    if spec.window_tokens <= 1:
+        # transformers slices `[-W + 1:]`, which for W = 1 is `[0:]`: nothing is dropped
+        # (measured with transformers 5.24, tests/crosscheck).
+        return context_tokens
     return min(context_tokens, spec.window_tokens - 1)
 
 

@@ -1,0 +1,124 @@
+"""Languages of the page: message catalogs (gettext `.po`, compiled in memory at first use),
+negotiation from the cookie and `Accept-Language`, and locale-aware number formatting.
+
+English is the source language (msgids are English), so `en` needs no catalog. Catalogs are
+`planner/locale/<lang>/LC_MESSAGES/messages.po`; regenerate the template with
+`pybabel extract -F planner/locale/babel.cfg -o planner/locale/messages.pot .` and merge with
+`pybabel update -i planner/locale/messages.pot -d planner/locale`.
+"""
+
+from __future__ import annotations
+
+import gettext
+from dataclasses import dataclass
+from functools import cache
+from io import BytesIO
+
+from babel.messages.mofile import write_mo
+from babel.messages.pofile import read_po
+from babel.numbers import format_decimal
+from babel.support import Translations
+
+from planner.web.paths import locale_dir
+
+LANGUAGES: tuple[str, ...] = ("en", "zh")
+DEFAULT_LANGUAGE = "en"
+COOKIE_NAME = "kvplan_lang"
+COOKIE_MAX_AGE_SECONDS = 365 * 24 * 3600
+# What each language is called in itself, for the toggle.
+AUTONYMS: dict[str, str] = {"en": "English", "zh": "中文"}
+HTML_LANG: dict[str, str] = {"en": "en", "zh": "zh-Hans"}
+_BABEL_LOCALE: dict[str, str] = {"en": "en_US", "zh": "zh_Hans_CN"}
+
+GiB = 1 << 30
+TB = 10**12
+
+
+@cache
+def translations(lang: str) -> gettext.NullTranslations:
+    """The catalog of `lang`, compiled from its `.po` once per process (no build step)."""
+    if lang == DEFAULT_LANGUAGE:
+        return gettext.NullTranslations()
+    po_path = locale_dir() / lang / "LC_MESSAGES" / "messages.po"
+    with po_path.open("rb") as po_file:
+        catalog = read_po(po_file, locale=_BABEL_LOCALE[lang])
+    mo = BytesIO()
+    write_mo(mo, catalog, use_fuzzy=False)
+    mo.seek(0)
+    return Translations(fp=mo)
+
+
+def _accept_language(header: str) -> list[str]:
+    """Language tags of an `Accept-Language` header, best first (RFC 9110 §12.5.4)."""
+    weighted: list[tuple[float, int, str]] = []
+    for position, item in enumerate(header.split(",")[:32]):
+        tag, _, params = item.strip().partition(";")
+        quality = 1.0
+        params = params.strip()
+        if params.startswith("q="):
+            try:
+                quality = float(params[2:])
+            except ValueError:
+                quality = 0.0
+        if tag and quality > 0:
+            weighted.append((-quality, position, tag.strip().lower()))
+    return [tag for _, _, tag in sorted(weighted)]
+
+
+def negotiate(cookie: str | None, accept_language: str | None) -> str:
+    """The toggle's cookie wins; then the browser's preference; then English."""
+    if cookie in LANGUAGES:
+        return cookie
+    for tag in _accept_language(accept_language or ""):
+        primary = tag.split("-")[0]
+        if primary in LANGUAGES:
+            return primary
+    return DEFAULT_LANGUAGE
+
+
+@dataclass(frozen=True, slots=True)
+class Numbers:
+    """Numbers as the page prints them: grouped per locale, units always labelled."""
+
+    lang: str
+
+    def _dec(self, value: float, pattern: str) -> str:
+        return format_decimal(value, format=pattern, locale=_BABEL_LOCALE[self.lang])
+
+    def int(self, value: int) -> str:
+        return self._dec(value, "#,##0")
+
+    def dec(self, value: float, digits: int = 2) -> str:
+        return self._dec(value, "#,##0." + "0" * digits) if digits else self.int(round(value))
+
+    def gib(self, n_bytes: float, digits: int = 2) -> str:
+        """GiB (2^30 B), e.g. `48.00 GiB`."""
+        return f"{self.dec(n_bytes / GiB, digits)} GiB"
+
+    def gib_short(self, n_bytes: float) -> str:
+        """`48 GiB` when whole, else two decimals."""
+        value = n_bytes / GiB
+        return f"{self.int(round(value))} GiB" if value == round(value) else self.gib(n_bytes)
+
+    def bytes(self, n_bytes: float) -> str:
+        """Largest binary unit that keeps the number ≥ 1: `128 KiB`, `1.00 GiB`."""
+        for unit, size in (("GiB", GiB), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+            if n_bytes >= size:
+                value = n_bytes / size
+                shown = self.int(round(value)) if value == round(value) else self.dec(value)
+                return f"{shown} {unit}"
+        return f"{self.int(round(n_bytes))} B"
+
+    def tbps(self, bytes_per_s: float) -> str:
+        """Decimal TB/s (10^12 B/s), three significant figures."""
+        value = bytes_per_s / TB
+        digits = 2 if value < 10 else 1 if value < 100 else 0
+        return f"{self.dec(value, digits)} TB/s"
+
+    def ms(self, seconds: float) -> str:
+        value = seconds * 1e3
+        digits = 3 if value < 1 else 2 if value < 100 else 1
+        return f"{self.dec(value, digits)} ms"
+
+    def ratio(self, value: float, digits: int = 2) -> str:
+        return self.dec(value, digits)
