@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from planner.core.engines import EngineRules, SlidingPolicy
 from planner.core.errors import FieldError
 from planner.core.kv import layer_bytes_per_token, page_bytes, request_kv_bytes
-from planner.core.model import LayerSpec, cdiv
+from planner.core.model import LayerSpec, Stack, cdiv, stack_of
 from planner.core.units import KVDtype
 
 MAX_CONTEXT_SEARCH = 1 << 24
@@ -50,7 +50,7 @@ class Pool:
     reserved_blocks: int
     unit_tokens: int  # tokens per allocation unit (block size; 1 for token pools)
     mnbt: int
-    specs: tuple[LayerSpec, ...]
+    stack: Stack
     dtype: KVDtype
     policy: SlidingPolicy
     budget_bytes: int
@@ -60,7 +60,7 @@ class Pool:
     def blocks_per_request(self, ctx: int) -> int:
         if self.engine == "transformers":
             return cdiv(
-                request_kv_bytes(self.specs, self.dtype, ctx, self.policy),
+                request_kv_bytes(self.stack, self.dtype, ctx, self.policy),
                 max(1, self.per_token_bytes),
             )
         if self.engine == "trtllm" and any(
@@ -91,7 +91,7 @@ class Pool:
 
     def _request_bytes(self, ctx: int) -> int:
         if self.engine == "transformers":
-            return request_kv_bytes(self.specs, self.dtype, ctx, self.policy)
+            return request_kv_bytes(self.stack, self.dtype, ctx, self.policy)
         return sum(
             _cyclic_blocks(g, ctx)
             * g.block_size
@@ -179,18 +179,17 @@ def _as_full(spec: LayerSpec) -> LayerSpec:
 
 
 def vllm_groups(
-    specs: Sequence[LayerSpec], dtype: KVDtype, block_size: int, policy: SlidingPolicy
+    stack: Stack, dtype: KVDtype, block_size: int, policy: SlidingPolicy
 ) -> tuple[tuple[KVGroup, ...], int]:
     """vLLM's KV-cache groups and the bytes one block id costs (page × group_size).
 
     Uniform spec → one group of all layers. Same type, different sizes → one group whose block
     costs the sum of pages. Hybrid → unify page sizes, bucket by spec, group_size = min bucket
     (or max when max < 1.5·min), strided split with padding layers (kv_cache_utils.py)."""
-    if policy == "full_length":
-        specs = [_as_full(s) for s in specs]
     buckets: dict[LayerSpec, int] = {}
-    for s in specs:
-        buckets[s] = buckets.get(s, 0) + 1
+    for s, n in stack:
+        key = _as_full(s) if policy == "full_length" else s
+        buckets[key] = buckets.get(key, 0) + n
     if len(buckets) == 1:
         spec, n = next(iter(buckets.items()))
         return (KVGroup(spec.kind, spec, n, 0, block_size),), page_bytes(
@@ -226,18 +225,17 @@ def vllm_groups(
 
 def build_pool(
     rules: EngineRules,
-    specs: Sequence[LayerSpec],
+    stack: Stack,
     dtype: KVDtype,
     block_size: int,
     policy: SlidingPolicy,
     budget_bytes: int,
     mnbt: int,
 ) -> Pool:
-    specs = tuple(specs)
-    per_token = sum(layer_bytes_per_token(s, dtype) for s in specs)
+    per_token = sum(n * layer_bytes_per_token(s, dtype) for s, n in stack)
     name = rules.name
     if name == "vllm":
-        groups, block_cost = vllm_groups(specs, dtype, block_size, policy)
+        groups, block_cost = vllm_groups(stack, dtype, block_size, policy)
         return Pool(
             name,
             groups,
@@ -245,7 +243,7 @@ def build_pool(
             rules.null_blocks,
             block_size,
             mnbt,
-            specs,
+            stack,
             dtype,
             policy,
             budget_bytes,
@@ -253,15 +251,12 @@ def build_pool(
         )
 
     # One group per distinct spec, for display and per-request block counting.
-    buckets: dict[LayerSpec, int] = {}
-    for s in specs:
-        buckets[s] = buckets.get(s, 0) + 1
-    groups = tuple(KVGroup(s.kind, s, n, 0, block_size) for s, n in buckets.items())
+    groups = tuple(KVGroup(s.kind, s, n, 0, block_size) for s, n in stack)
 
     if name == "sglang":
         if policy == "sglang_swa_pool":
-            full = sum(layer_bytes_per_token(s, dtype) for s in specs if s.kind != "sliding")
-            swa = sum(layer_bytes_per_token(s, dtype) for s in specs if s.kind == "sliding")
+            full = sum(n * layer_bytes_per_token(s, dtype) for s, n in stack if s.kind != "sliding")
+            swa = sum(n * layer_bytes_per_token(s, dtype) for s, n in stack if s.kind == "sliding")
             # swa_full_tokens_ratio 0.8: the SWA pool holds 0.8 × the full pool's tokens.
             cell = full + 0.8 * swa
             tokens = int(budget_bytes // cell) // block_size * block_size
@@ -272,14 +267,14 @@ def build_pool(
                 0,
                 block_size,
                 mnbt,
-                specs,
+                stack,
                 dtype,
                 policy,
                 budget_bytes,
                 per_token,
                 swa_pool_tokens=int(0.8 * tokens),
             )
-        full_specs = tuple(_as_full(s) for s in specs)
+        full_stack = stack_of(_as_full(s) for s, n in stack for _ in range(n))
         tokens = budget_bytes // per_token // block_size * block_size if per_token else 0
         full_groups = tuple(
             KVGroup("full" if g.kind != "mla" else "mla", _as_full(g.spec), g.layers, 0, block_size)
@@ -292,7 +287,7 @@ def build_pool(
             0,
             block_size,
             mnbt,
-            full_specs,
+            full_stack,
             dtype,
             "full_length",
             budget_bytes,
@@ -308,7 +303,7 @@ def build_pool(
             0,
             block_size,
             mnbt,
-            specs,
+            stack,
             dtype,
             policy,
             budget_bytes,
@@ -317,4 +312,4 @@ def build_pool(
 
     # transformers: no paging; token slots of the full model width.
     slots = budget_bytes // per_token if per_token else 0
-    return Pool(name, groups, slots, 0, 1, mnbt, specs, dtype, policy, budget_bytes, per_token)
+    return Pool(name, groups, slots, 0, 1, mnbt, stack, dtype, policy, budget_bytes, per_token)

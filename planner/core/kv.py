@@ -6,10 +6,8 @@ way engines do: K and V widths that differ, MLA's single latent, window caps, bl
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from planner.core.engines import SlidingPolicy
-from planner.core.model import LayerSpec
+from planner.core.model import LayerSpec, Stack
 from planner.core.units import KVDtype
 
 
@@ -33,9 +31,9 @@ def page_bytes(spec: LayerSpec, dtype: KVDtype, block_size: int) -> int:
     return layer_bytes_per_token(spec, dtype) * block_size
 
 
-def bytes_per_token(specs: Sequence[LayerSpec], dtype: KVDtype) -> int:
+def bytes_per_token(stack: Stack, dtype: KVDtype) -> int:
     """One token in every given layer, no window cap."""
-    return sum(layer_bytes_per_token(s, dtype) for s in specs)
+    return sum(n * layer_bytes_per_token(s, dtype) for s, n in stack)
 
 
 def tokens_kept(spec: LayerSpec, context_tokens: int, policy: SlidingPolicy) -> int:
@@ -61,16 +59,17 @@ def tokens_kept(spec: LayerSpec, context_tokens: int, policy: SlidingPolicy) -> 
 
 
 def request_kv_bytes(
-    specs: Sequence[LayerSpec], dtype: KVDtype, context_tokens: int, policy: SlidingPolicy
+    stack: Stack, dtype: KVDtype, context_tokens: int, policy: SlidingPolicy
 ) -> int:
     """Exact bytes one request holds: Σ layers tokens kept × bytes per token (no paging)."""
     return sum(
-        tokens_kept(s, context_tokens, policy) * layer_bytes_per_token(s, dtype) for s in specs
+        n * tokens_kept(s, context_tokens, policy) * layer_bytes_per_token(s, dtype)
+        for s, n in stack
     )
 
 
 def request_paged_kv_bytes(
-    specs: Sequence[LayerSpec],
+    stack: Stack,
     dtype: KVDtype,
     context_tokens: int,
     policy: SlidingPolicy,
@@ -81,10 +80,8 @@ def request_paged_kv_bytes(
     Layers of identical spec share a block table, so blocks are counted once per spec."""
     blocks = 0
     paged = 0
-    seen: dict[LayerSpec, int] = {}
-    for s in specs:
-        if s not in seen:
-            seen[s] = -(-tokens_kept(s, context_tokens, policy) // block_size)
-            blocks += seen[s]
-        paged += seen[s] * block_size * layer_bytes_per_token(s, dtype)
+    for s, n in stack:
+        held = -(-tokens_kept(s, context_tokens, policy) // block_size)
+        blocks += held
+        paged += n * held * block_size * layer_bytes_per_token(s, dtype)
     return blocks, paged

@@ -9,7 +9,7 @@ alternation, else `sliding_window_pattern`, else the model-level `sliding_window
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -50,6 +50,18 @@ class LayerSpec:
     def elements_per_token(self) -> int:
         """Cached elements per token in this layer (K and V, all KV heads)."""
         return self.kv_heads * (self.head_size_k + self.head_size_v)
+
+
+# Layers as (spec, how many) pairs in first-appearance order: formulas sum over distinct specs
+# instead of walking every layer (an 80-layer model has one or two specs).
+Stack = tuple[tuple[LayerSpec, int], ...]
+
+
+def stack_of(specs: Iterable[LayerSpec]) -> Stack:
+    counts: dict[LayerSpec, int] = {}
+    for spec in specs:
+        counts[spec] = counts.get(spec, 0) + 1
+    return tuple(counts.items())
 
 
 @dataclass(frozen=True, slots=True)
@@ -340,8 +352,10 @@ __all__ = [
     "LayerKind",
     "LayerSpec",
     "ModelShape",
+    "Stack",
     "cdiv",
     "estimate_parameters",
     "shape_from_config",
+    "stack_of",
     "text_config",
 ]

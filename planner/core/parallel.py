@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from planner.core.engines import EngineRules
-from planner.core.model import LayerSpec, ModelShape
+from planner.core.model import LayerSpec, ModelShape, Stack, stack_of
 
 
 def pipeline_stage_layers(num_layers: int, pp: int) -> list[list[int]]:
@@ -36,6 +36,7 @@ class RankLayout:
     stage: int
     layer_indices: tuple[int, ...]
     specs: tuple[LayerSpec, ...]  # per-rank specs (KV heads already divided)
+    stack: Stack  # the same specs as (spec, count) pairs
     kv_heads: int  # KV heads per rank for the model's main layers
     replication: int  # how many ranks hold each KV head
 
@@ -50,12 +51,13 @@ def rank_layouts(shape: ModelShape, rules: EngineRules, tp: int, pp: int) -> lis
         replication = max(1, (kv_heads_rank * tp) // shape.num_key_value_heads)
     out: list[RankLayout] = []
     for stage, indices in enumerate(pipeline_stage_layers(shape.num_hidden_layers, pp)):
-        specs = tuple(
-            replace(
-                shape.layers[i],
-                kv_heads=rules.kv_heads_per_rank(shape.layers[i].kv_heads, tp, mla=shape.is_mla),
-            )
-            for i in indices
+        # Divide heads once per distinct spec, not once per layer.
+        per_rank: dict[LayerSpec, LayerSpec] = {}
+        for spec in {shape.layers[i] for i in indices}:
+            heads = rules.kv_heads_per_rank(spec.kv_heads, tp, mla=shape.is_mla)
+            per_rank[spec] = replace(spec, kv_heads=heads)
+        specs = tuple(per_rank[shape.layers[i]] for i in indices)
+        out.append(
+            RankLayout(stage, tuple(indices), specs, stack_of(specs), kv_heads_rank, replication)
         )
-        out.append(RankLayout(stage, tuple(indices), specs, kv_heads_rank, replication))
     return out

@@ -16,6 +16,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 from typing import Any, Protocol
 
 from planner.core import schema as s
@@ -38,7 +39,7 @@ from planner.core.kv import (
     request_paged_kv_bytes,
     tokens_kept,
 )
-from planner.core.model import LayerSpec, ModelShape, estimate_parameters, shape_from_config
+from planner.core.model import ModelShape, Stack, estimate_parameters, shape_from_config, stack_of
 from planner.core.parallel import RankLayout, rank_layouts
 from planner.core.units import KVDtype, fmt_gib, fmt_tbps, kv_dtype
 
@@ -77,16 +78,20 @@ class _Model:
     notes: tuple[str, ...]
 
 
+@lru_cache(maxsize=256)
+def _catalog_model(model_id: str) -> _Model:
+    # The catalog is static package data (like a constant table), not runtime I/O; shapes of
+    # its entries are resolved once.
+    from planner.catalog import get_model
+
+    entry = get_model(model_id)
+    shape = shape_from_config(entry.config, model_id=entry.id, num_parameters=entry.num_parameters)
+    return _Model(shape, entry.num_parameters, entry.resolved_weights_bytes, tuple(entry.notes))
+
+
 def _resolve_model(request: s.PlanRequest) -> _Model:
     if isinstance(request.model, str):
-        # The catalog is static package data (like a constant table), not runtime I/O.
-        from planner.catalog import get_model
-
-        entry = get_model(request.model)
-        shape = shape_from_config(
-            entry.config, model_id=entry.id, num_parameters=entry.num_parameters
-        )
-        return _Model(shape, entry.num_parameters, entry.resolved_weights_bytes, tuple(entry.notes))
+        return _catalog_model(request.model)
     shape = shape_from_config(request.model)
     params = estimate_parameters(shape)
     notes: tuple[str, ...] = ()
@@ -183,12 +188,12 @@ def _shared_prefix_tokens(prefix: int, block: int, rules: EngineRules, enabled: 
     return prefix
 
 
-def _prefix_saved_bytes(
-    specs: Sequence[LayerSpec], dtype: KVDtype, shared_tokens: int, copies_saved: int
-) -> int:
+def _prefix_saved_bytes(stack: Stack, dtype: KVDtype, shared_tokens: int, copies_saved: int) -> int:
     """Bytes not stored twice: shared tokens in full-attention and MLA layers only (vLLM shares
     no sliding-window blocks across requests in this model)."""
-    per_token = sum(layer_bytes_per_token(x, dtype) for x in specs if x.kind in ("full", "mla"))
+    per_token = sum(
+        n * layer_bytes_per_token(x, dtype) for x, n in stack if x.kind in ("full", "mla")
+    )
     return shared_tokens * per_token * copies_saved
 
 
@@ -201,8 +206,8 @@ def _stage_kv_bytes(
 ) -> int:
     total = 0
     for mix, sh in zip(mixes, shared, strict=True):
-        total += mix.count * request_kv_bytes(layout.specs, dtype, mix.context_tokens, policy)
-        total -= _prefix_saved_bytes(layout.specs, dtype, sh, mix.count - 1)
+        total += mix.count * request_kv_bytes(layout.stack, dtype, mix.context_tokens, policy)
+        total -= _prefix_saved_bytes(layout.stack, dtype, sh, mix.count - 1)
     return total
 
 
@@ -259,7 +264,7 @@ def plan(request: s.PlanRequest, *, calibration: CalibrationLike | None = None) 
     mixes: list[s.RequestMix] = list(request.requests or [s.RequestMix(context_tokens=ctx)])
 
     # Logical bytes: whole model, one copy, TP=1 heads.
-    logical = shape.layers
+    logical = stack_of(shape.layers)
     per_token = bytes_per_token(logical, dtype)
     prefix_on = (
         request.enable_prefix_caching
@@ -309,7 +314,7 @@ def plan(request: s.PlanRequest, *, calibration: CalibrationLike | None = None) 
             else f"MLA: {what} is replicated on all {tp} ranks (not sharded by TP)."
         )
     if rules.name == "trtllm" and not shape.is_mla and tp > shape.num_key_value_heads:
-        est = sum(2 * (x.head_size_k * x.kv_heads // tp) * dtype.bits // 8 for x in logical)
+        est = sum(n * 2 * (x.head_size_k * x.kv_heads // tp) * dtype.bits // 8 for x, n in logical)
         notes.append(
             f"TensorRT-LLM's estimator divides head_dim × Hkv by tp ({est:,} B/token "
             "per rank) while its allocator keeps ceil(Hkv/tp) heads; kvplan follows the "
@@ -319,7 +324,7 @@ def plan(request: s.PlanRequest, *, calibration: CalibrationLike | None = None) 
         kv_heads=lay.kv_heads,
         replication=lay.replication,
         layers=len(lay.specs),
-        kv_bytes_per_token=bytes_per_token(lay.specs, dtype),
+        kv_bytes_per_token=bytes_per_token(lay.stack, dtype),
         page_bytes=page_bytes(lay.specs[0], dtype, block),
         pipeline_stage_layers=[len(x.specs) for x in layouts],
     )
@@ -573,7 +578,7 @@ def _capacity(
     if budget is None:
         return None, None
     pools = [
-        build_pool(rules, lay.specs, dtype, block, policy, budget.kv_budget_bytes, mnbt)
+        build_pool(rules, lay.stack, dtype, block, policy, budget.kv_budget_bytes, mnbt)
         for lay in layouts
     ]
     pool = min(pools, key=lambda p: p.max_requests(ctx))
@@ -783,7 +788,7 @@ def _bounds(
     if pool is not None and capacity is not None:
         scaled = build_pool(
             engine_rules(request.engine),
-            pool.specs,
+            pool.stack,
             dtype,
             block,
             pool.policy,

@@ -1,0 +1,50 @@
+"""Plans per second per catalog model, in-process, measured side by side in one run.
+
+Run: `.venv/bin/python bench/plan_speed.py [--seconds 0.5]`. Absolute rates depend on the
+machine; the ratio column (each model vs Llama-3.1-8B, timed in the same run, interleaved) is
+the figure to compare across runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from planner.catalog import list_models
+from planner.core.plan import plan
+from planner.core.schema import PlanRequest
+
+BASELINE = "meta-llama/Llama-3.1-8B"
+
+
+def rate(req: PlanRequest, seconds: float) -> float:
+    n = 0
+    start = time.perf_counter()
+    while (elapsed := time.perf_counter() - start) < seconds:
+        plan(req)
+        n += 1
+    return n / elapsed
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seconds", type=float, default=0.5, help="time per model per round")
+    ap.add_argument("--rounds", type=int, default=3)
+    args = ap.parse_args()
+    reqs = {
+        m.id: PlanRequest(model=m.id, context_tokens=8192, gpu="H100-SXM-80GB",
+                          tensor_parallel_size=8 if m.num_parameters > 100e9 else 1)
+        for m in list_models()
+    }
+    best: dict[str, float] = {}
+    for _ in range(args.rounds):  # interleave models so drift hits all of them alike
+        for mid, req in reqs.items():
+            best[mid] = max(best.get(mid, 0.0), rate(req, args.seconds))
+    base = best[BASELINE]
+    print(f"{'model':40} {'plans/s':>9} {'vs 8B':>7}")
+    for mid, r in best.items():
+        print(f"{mid:40} {r:9.0f} {r / base:7.2f}")
+
+
+if __name__ == "__main__":
+    main()
