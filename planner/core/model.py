@@ -95,14 +95,12 @@ class ModelShape:
     num_parameters: int | None
     intermediate_size: int | None
     vocab_size: int | None
+    # Layers bucketed by spec in first-appearance order (derived from `layers` once).
+    groups: tuple[LayerGroup, ...] = ()
 
     @property
-    def groups(self) -> tuple[LayerGroup, ...]:
-        """Layers bucketed by spec, in first-appearance order."""
-        buckets: dict[LayerSpec, list[int]] = {}
-        for i, spec in enumerate(self.layers):
-            buckets.setdefault(spec, []).append(i)
-        return tuple(LayerGroup(spec, tuple(idx)) for spec, idx in buckets.items())
+    def stack(self) -> Stack:
+        return tuple((g.spec, g.layers) for g in self.groups)
 
     @property
     def query_group_size(self) -> int:
@@ -306,7 +304,11 @@ def shape_from_config(
             break
     dtype, from_config = _dtype(cfg)
 
+    buckets: dict[LayerSpec, list[int]] = {}
+    for i, spec in enumerate(layers):
+        buckets.setdefault(spec, []).append(i)
     return ModelShape(
+        groups=tuple(LayerGroup(spec, tuple(idx)) for spec, idx in buckets.items()),
         id=model_id,
         model_type=model_type,
         num_hidden_layers=num_layers,

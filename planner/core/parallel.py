@@ -1,6 +1,6 @@
 """Per-rank shapes under tensor and pipeline parallelism.
 
-Seed 004 ("每卡 KV 不是总量除以卡数就结束"): a rank holds whole KV heads. When TP exceeds the KV
+Seed 000 ("每卡 KV 不是总量除以卡数就结束"): a rank holds whole KV heads. When TP exceeds the KV
 head count the heads are replicated (`max(1, Hkv // tp)` per rank), so physical bytes summed over
 ranks exceed the logical total. MLA latents are replicated on every rank.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from planner.core.engines import EngineRules
-from planner.core.model import LayerSpec, ModelShape, Stack, stack_of
+from planner.core.model import LayerSpec, ModelShape, Stack
 
 
 def pipeline_stage_layers(num_layers: int, pp: int) -> list[list[int]]:
@@ -34,11 +34,14 @@ class RankLayout:
     """What one rank of one pipeline stage stores."""
 
     stage: int
-    layer_indices: tuple[int, ...]
-    specs: tuple[LayerSpec, ...]  # per-rank specs (KV heads already divided)
-    stack: Stack  # the same specs as (spec, count) pairs
+    layers: int
+    stack: Stack  # per-rank specs (KV heads already divided) as (spec, layer count) pairs
     kv_heads: int  # KV heads per rank for the model's main layers
     replication: int  # how many ranks hold each KV head
+
+    @property
+    def first(self) -> LayerSpec:
+        return self.stack[0][0]
 
 
 def rank_layouts(shape: ModelShape, rules: EngineRules, tp: int, pp: int) -> list[RankLayout]:
@@ -49,15 +52,23 @@ def rank_layouts(shape: ModelShape, rules: EngineRules, tp: int, pp: int) -> lis
     else:
         # Total head slots across ranks over distinct heads, e.g. TP16 over 8 heads -> 2.
         replication = max(1, (kv_heads_rank * tp) // shape.num_key_value_heads)
+    # Divide heads once per distinct spec, not once per layer.
+    per_rank = {
+        g.spec: replace(
+            g.spec, kv_heads=rules.kv_heads_per_rank(g.spec.kv_heads, tp, mla=shape.is_mla)
+        )
+        for g in shape.groups
+    }
+    if pp == 1:
+        stack = tuple((per_rank[g.spec], g.layers) for g in shape.groups)
+        return [RankLayout(0, shape.num_hidden_layers, stack, kv_heads_rank, replication)]
     out: list[RankLayout] = []
     for stage, indices in enumerate(pipeline_stage_layers(shape.num_hidden_layers, pp)):
-        # Divide heads once per distinct spec, not once per layer.
-        per_rank: dict[LayerSpec, LayerSpec] = {}
-        for spec in {shape.layers[i] for i in indices}:
-            heads = rules.kv_heads_per_rank(spec.kv_heads, tp, mla=shape.is_mla)
-            per_rank[spec] = replace(spec, kv_heads=heads)
-        specs = tuple(per_rank[shape.layers[i]] for i in indices)
-        out.append(
-            RankLayout(stage, tuple(indices), specs, stack_of(specs), kv_heads_rank, replication)
+        members = set(indices)
+        stage_stack = tuple(
+            (per_rank[g.spec], n)
+            for g in shape.groups
+            if (n := sum(1 for i in g.layer_indices if i in members))
         )
+        out.append(RankLayout(stage, len(indices), stage_stack, kv_heads_rank, replication))
     return out

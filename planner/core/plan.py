@@ -39,7 +39,7 @@ from planner.core.kv import (
     request_paged_kv_bytes,
     tokens_kept,
 )
-from planner.core.model import ModelShape, Stack, estimate_parameters, shape_from_config, stack_of
+from planner.core.model import ModelShape, Stack, estimate_parameters, shape_from_config
 from planner.core.parallel import RankLayout, rank_layouts
 from planner.core.units import KVDtype, fmt_gib, fmt_tbps, kv_dtype
 
@@ -152,7 +152,7 @@ def _formula(shape: ModelShape, dtype: KVDtype, per_token: int) -> str:
         x.kv_heads == first.kv_heads
         and x.head_size_k == first.head_size_k
         and x.head_size_v == first.head_size_v
-        for x in shape.layers
+        for x, _ in shape.stack
     ):
         n = shape.num_hidden_layers
         if first.head_size_k == first.head_size_v:
@@ -264,7 +264,7 @@ def plan(request: s.PlanRequest, *, calibration: CalibrationLike | None = None) 
     mixes: list[s.RequestMix] = list(request.requests or [s.RequestMix(context_tokens=ctx)])
 
     # Logical bytes: whole model, one copy, TP=1 heads.
-    logical = stack_of(shape.layers)
+    logical = shape.stack
     per_token = bytes_per_token(logical, dtype)
     prefix_on = (
         request.enable_prefix_caching
@@ -302,7 +302,7 @@ def plan(request: s.PlanRequest, *, calibration: CalibrationLike | None = None) 
 
     layouts = rank_layouts(shape, rules, tp, pp)
     stage_bytes = [_stage_kv_bytes(lay, dtype, mixes, policy, shared) for lay in layouts]
-    big = max(range(len(layouts)), key=lambda i: (stage_bytes[i], len(layouts[i].specs)))
+    big = max(range(len(layouts)), key=lambda i: (stage_bytes[i], layouts[i].layers))
     lay = layouts[big]
     if lay.replication > 1:
         what = "the MLA latent" if shape.is_mla else "each KV head"
@@ -323,10 +323,10 @@ def plan(request: s.PlanRequest, *, calibration: CalibrationLike | None = None) 
     per_rank = s.PerRankOut(
         kv_heads=lay.kv_heads,
         replication=lay.replication,
-        layers=len(lay.specs),
+        layers=lay.layers,
         kv_bytes_per_token=bytes_per_token(lay.stack, dtype),
-        page_bytes=page_bytes(lay.specs[0], dtype, block),
-        pipeline_stage_layers=[len(x.specs) for x in layouts],
+        page_bytes=page_bytes(lay.first, dtype, block),
+        pipeline_stage_layers=[x.layers for x in layouts],
     )
     totals = s.TotalsOut(
         kv_bytes=kv_total,
@@ -741,7 +741,7 @@ def _bounds(
 
     calibrated = None
     if calibration is not None:
-        calls = sum(len(lay.specs) for lay in layouts)
+        calls = sum(lay.layers for lay in layouts)
         kv = sum(_stage_kv_bytes(lay, dtype, batch, policy, batch_shared) for lay in layouts)
         est = (
             calls * calibration.fixed_overhead_seconds
