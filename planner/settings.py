@@ -36,6 +36,22 @@ class Settings(BaseSettings):
         default=None, description="PostgreSQL URL for replicas; unset means SQLite in DATA_DIR."
     )
     max_body_bytes: Annotated[int, Field(ge=1024, le=64 << 20)] = 1 << 20
+    # Process-wide guards (planner/api/limits.py); each replica applies its own.
+    max_concurrent_requests: Annotated[int, Field(ge=1, le=100_000)] = Field(
+        default=64, description="Requests in the app at once; the next gets 503 + Retry-After."
+    )
+    request_timeout_seconds: Annotated[float, Field(gt=0, le=3600)] = Field(
+        default=30.0, description="Per request (the probe has its own bound); 408/503."
+    )
+    admin_rate_per_minute: Annotated[int, Field(ge=1, le=100_000)] = Field(
+        default=30, description="Admin requests per client per minute (refill rate); then 429."
+    )
+    admin_rate_burst: Annotated[int, Field(ge=1, le=100_000)] = Field(
+        default=10, description="Admin requests a client may make at once before the rate applies."
+    )
+    max_concurrent_big_sweeps: Annotated[int, Field(ge=1, le=1000)] = Field(
+        default=2, description="Sweeps over 64 points running at once; the next gets 503."
+    )
 
     @field_validator("log_level", mode="before")
     @classmethod
@@ -71,6 +87,11 @@ class Settings(BaseSettings):
             "database": "postgresql" if self.database_url else "sqlite",
             "admin_routes": "enabled" if self.admin_token else "disabled",
             "max_body_bytes": self.max_body_bytes,
+            "max_concurrent_requests": self.max_concurrent_requests,
+            "request_timeout_seconds": self.request_timeout_seconds,
+            "admin_rate_per_minute": self.admin_rate_per_minute,
+            "admin_rate_burst": self.admin_rate_burst,
+            "max_concurrent_big_sweeps": self.max_concurrent_big_sweeps,
         }
 
 

@@ -6,9 +6,10 @@ pragma.html#pragma_synchronous: NORMAL in WAL mode may lose the last commits on 
 One connection, serialised by a lock: calibration writes are rare, and callers reach the store
 from worker threads (`def` endpoints, `anyio.to_thread`), never from the event loop.
 
-The schema is numbered in a `schema_version` table (portable to the PostgreSQL backend planned in
-issue 7) and mirrored in SQLite's `PRAGMA user_version`; `MIGRATIONS` upgrades older files and a
-file newer than this code is refused rather than misread.
+The schema is numbered in a `schema_version` table (shared with the PostgreSQL backend,
+`planner.store_pg`, which `open_store` picks for a `postgresql://` URL) and mirrored in
+SQLite's `PRAGMA user_version`; `MIGRATIONS` upgrades older files and a file newer than this
+code is refused rather than misread.
 """
 
 from __future__ import annotations
@@ -19,13 +20,16 @@ import threading
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from pydantic import ValidationError
 
 from planner.probe.model import Calibration, CalibrationIn
 
-DB_FILENAME = "kvplan.sqlite3"
+if TYPE_CHECKING:
+    from planner.store_pg import PgStore
+
+DB_FILENAME = "kvplan.sqlite"
 MAX_LIST_LIMIT = 1000
 
 # (version, statements). Append only: a released migration is never edited.
@@ -58,7 +62,7 @@ class StoreError(RuntimeError):
 
 @runtime_checkable
 class CalibrationStore(Protocol):
-    """What the API, CLI and planner need of a calibration store (SQLite now, PostgreSQL later)."""
+    """What the API, CLI and planner need of a calibration store (SQLite or PostgreSQL)."""
 
     def add(self, record: CalibrationIn) -> Calibration:
         """Store durably (committed before returning); the result carries `id` and `measured_at`."""
@@ -107,7 +111,7 @@ class Store:
             self._conn.execute("PRAGMA synchronous=FULL")
             self._conn.execute("PRAGMA foreign_keys=ON")
             self._migrate()
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, OSError) as exc:
             raise StoreError(
                 f"cannot open the calibration store {self.path}: {exc}; check that "
                 "KVPLAN_DATA_DIR exists and is writable by this user"
@@ -268,17 +272,26 @@ class Store:
         self.close()
 
 
-def open_store(data_dir: Path | str, database_url: str | None = None) -> Store:
-    """The configured store: SQLite in `data_dir` (PostgreSQL via URL arrives with issue 7)."""
+def open_store(data_dir: Path | str, database_url: str | None = None) -> Store | PgStore:
+    """The configured store: PostgreSQL for a `postgresql://` URL, else SQLite in `data_dir`."""
     if database_url:
-        raise StoreError(
-            "KVPLAN_DATABASE_URL (PostgreSQL) is not supported by this build yet; unset it to "
-            "use SQLite in KVPLAN_DATA_DIR"
-        )
+        scheme = database_url.split("://", 1)[0].lower() if "://" in database_url else ""
+        if scheme not in ("postgresql", "postgres"):
+            raise StoreError(
+                f"KVPLAN_DATABASE_URL must be a postgresql://user:password@host:port/dbname URL "
+                f"(got scheme {scheme or 'none'!r}); unset it to use SQLite in KVPLAN_DATA_DIR"
+            )
+        try:
+            from planner.store_pg import PgStore  # psycopg is the optional `postgres` extra
+        except ImportError as exc:
+            raise StoreError(
+                f"KVPLAN_DATABASE_URL needs psycopg ({exc}); pip install 'kvplan[postgres]'"
+            ) from None
+        return PgStore(database_url)
     return Store(data_dir)
 
 
-def open_store_from_env() -> Store:
+def open_store_from_env() -> Store | PgStore:
     """The store named by KVPLAN_DATA_DIR / KVPLAN_DATABASE_URL (for the CLI)."""
     from planner.settings import SettingsError, load_settings
 

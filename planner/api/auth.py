@@ -4,6 +4,8 @@
   404, rather than being open.
 - Missing, malformed or wrong bearer: 401 with `WWW-Authenticate: Bearer` (RFC 6750), so
   clients and schemathesis see the standard challenge.
+- Each client (peer address) gets a token bucket of admin requests (`enforce_admin_rate`):
+  beyond it, 429 with `Retry-After`, counted before the token is checked.
 - The comparison is constant-time (`hmac.compare_digest`); the token is never logged or echoed.
 """
 
@@ -13,6 +15,8 @@ import hmac
 
 from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from planner.api.limits import enforce_admin_rate
 
 # auto_error=False: this dependency decides between 404 (disabled) and 401 itself; the scheme
 # still appears in OpenAPI so generated clients know to send the header.
@@ -44,6 +48,7 @@ def require_admin(
             status_code=404,
             detail="admin routes are disabled on this server; set KVPLAN_ADMIN_TOKEN to enable",
         )
+    enforce_admin_rate(request)  # 429 before the token check: also slows down token guessing
     if credentials is None:
         raise HTTPException(
             status_code=401,

@@ -76,7 +76,7 @@ def parse_json_body(raw: bytes, model: type[M]) -> M:
         return model.model_validate_json(raw)
     except ValidationError as exc:
         raise ProblemException(
-            validation_problem(exc.errors(include_url=False, include_input=False))
+            validation_problem(exc.errors(include_url=False, include_input=False), tree)
         ) from None
 
 

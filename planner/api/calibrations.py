@@ -105,7 +105,7 @@ def _located(request: Request, response: Response, stored: Calibration) -> Calib
     return stored
 
 
-ADMIN_ERRORS = problem_responses(400, 401, 404, 413, 415, 422, 503)
+ADMIN_ERRORS = problem_responses(400, 401, 404, 413, 415, 422, 429, 503)
 
 
 @router.post(
@@ -115,7 +115,7 @@ ADMIN_ERRORS = problem_responses(400, 401, 404, 413, 415, 422, 503)
     status_code=201,
     response_model=Calibration,
     dependencies=[Depends(require_admin)],
-    responses={**ADMIN_ERRORS, **problem_responses(429)},
+    responses=ADMIN_ERRORS,
     openapi_extra=json_body("ProbeRequest"),
 )
 async def post_probe(

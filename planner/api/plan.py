@@ -24,9 +24,7 @@ router = APIRouter(tags=["plan"])
 BODY_ERRORS = problem_responses(400, 413, 415, 422)
 
 
-async def calibration_for(
-    request: PlanRequest, http_request: Request
-) -> CalibrationLike | None:
+async def calibration_for(request: PlanRequest, http_request: Request) -> CalibrationLike | None:
     """The stored calibration named by `calibration_id`, looked up off the event loop."""
     if request.calibration_id is None:
         return None

@@ -73,16 +73,62 @@ class ProblemException(Exception):
         self.headers = dict(headers or {})
 
 
-def errors_from_pydantic(errors: Iterable[Mapping[str, Any]]) -> list[ProblemError]:
-    """Pydantic error dicts → `errors[]`, never echoing the input (it may hold secrets)."""
-    out = []
-    for error in errors:
-        loc = [part if isinstance(part, int) else str(part) for part in error.get("loc", ())]
-        msg = str(error.get("msg", "invalid value"))
-        if error.get("type") == "extra_forbidden":
-            msg = "unknown field; remove it (see the request schema for the accepted fields)"
-        out.append(ProblemError(loc=loc, field=field_of(loc), msg=msg))
+_NO_NODE = object()
+
+
+def _strip_union_tags(loc: Sequence[str | int], error_type: str, body: Any) -> list[str | int]:
+    """Drop the union-member labels pydantic puts in `loc` (`model.str`, `gpu.GpuSpec.name`).
+
+    Walks `loc` through the request body: a string part that is not a key of the object at that
+    point is a label, unless it is the last part of a `missing` error (a required key absent).
+    """
+    out: list[str | int] = []
+    node: Any = body
+    for i, part in enumerate(loc):
+        is_last = i == len(loc) - 1
+        if isinstance(part, int):
+            out.append(part)
+            in_list = isinstance(node, list) and 0 <= part < len(node)
+            node = node[part] if in_list else _NO_NODE
+        elif isinstance(node, dict) and part in node:
+            out.append(part)
+            node = node[part]
+        elif isinstance(node, dict) and is_last and error_type == "missing":
+            out.append(part)
+        elif node is _NO_NODE:
+            out.append(part)
+        # else: a union label; the body has no such key here
     return out
+
+
+def errors_from_pydantic(
+    errors: Iterable[Mapping[str, Any]], body: Any = _NO_NODE
+) -> list[ProblemError]:
+    """Pydantic error dicts → `errors[]`, never echoing the input (it may hold secrets).
+
+    With the parsed `body`, union labels are dropped from `loc` and the alternatives' messages
+    for one field are merged ("a valid string, or a valid dictionary").
+    """
+    merged: dict[tuple[str | int, ...], list[str]] = {}
+    for error in errors:
+        raw_loc = [part if isinstance(part, int) else str(part) for part in error.get("loc", ())]
+        error_type = str(error.get("type", ""))
+        loc = raw_loc if body is _NO_NODE else _strip_union_tags(raw_loc, error_type, body)
+        msg = str(error.get("msg", "invalid value"))
+        if error_type == "extra_forbidden":
+            msg = "unknown field; remove it (see the request schema for the accepted fields)"
+        messages = merged.setdefault(tuple(loc), [])
+        if msg not in messages:
+            messages.append(msg)
+    if body is not _NO_NODE:
+        # A union alternative that got further ("gpu.memory_bytes: Field required") says more
+        # than the one that failed at once ("gpu: Input should be a valid string").
+        deeper = {loc[:n] for loc in merged for n in range(len(loc))}
+        merged = {loc: m for loc, m in merged.items() if loc not in deeper}
+    return [
+        ProblemError(loc=list(loc), field=field_of(loc), msg="; or ".join(messages))
+        for loc, messages in merged.items()
+    ]
 
 
 def problem_from_plan_error(exc: PlanError, status: int = 422) -> Problem:
@@ -91,14 +137,13 @@ def problem_from_plan_error(exc: PlanError, status: int = 422) -> Problem:
         exc.detail,
         title=exc.title,
         slug=exc.type_slug,
-        errors=[
-            ProblemError(loc=list(p.loc), field=p.field, msg=p.msg) for p in exc.problems
-        ],
+        errors=[ProblemError(loc=list(p.loc), field=p.field, msg=p.msg) for p in exc.problems],
     )
 
 
-def validation_problem(errors: Iterable[Mapping[str, Any]]) -> Problem:
-    items = errors_from_pydantic(errors)
+def validation_problem(errors: Iterable[Mapping[str, Any]], body: Any = _NO_NODE) -> Problem:
+    """422 for a request that parsed but failed validation; pass the parsed `body` when known."""
+    items = errors_from_pydantic(errors, body)
     detail = "; ".join(f"{e.field or '(body)'}: {e.msg}" for e in items[:5])
     if len(items) > 5:
         detail += f"; and {len(items) - 5} more"

@@ -14,6 +14,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from planner.api.body import read_json_body
+from planner.api.limits import big_sweep_slot
 from planner.api.metrics import Metrics
 from planner.api.openapi import json_body
 from planner.api.plan import BODY_ERRORS, calibration_for
@@ -102,8 +103,15 @@ async def post_sweep(http_request: Request) -> Response:
         metrics.count_plan("invalid")
         raise
     calibration = await calibration_for(sweep.base, http_request)
+    points = (
+        len(sweep.context_tokens)
+        * len(sweep.batch_sizes)
+        * len(sweep.tensor_parallel_sizes or [sweep.base.tensor_parallel_size])
+    )
     try:
-        response, planned = await anyio.to_thread.run_sync(run_sweep, sweep, calibration)
+        # Big grids share a few slots per process (503 + Retry-After when all are taken).
+        with big_sweep_slot(http_request.app, points):
+            response, planned = await anyio.to_thread.run_sync(run_sweep, sweep, calibration)
     except PlanError:
         metrics.count_plan("unplannable", len(sweep.context_tokens) * len(sweep.batch_sizes))
         raise

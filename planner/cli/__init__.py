@@ -23,9 +23,11 @@ def _register() -> None:
     from planner.cli import lab as _lab
     from planner.cli import plan as _plan
     from planner.cli import probe as _probe
+    from planner.cli import recommend as _recommend
+    from planner.cli import reconcile as _reconcile
     from planner.cli import serve as _serve
 
-    for module in (_plan, _lab, _serve, _probe):
+    for module in (_plan, _lab, _serve, _probe, _reconcile, _recommend):
         module.register(app)
 
 

@@ -115,14 +115,15 @@ def report(
     endpoint: str, token: str, calibration: CalibrationIn, client: httpx.Client | None = None
 ) -> dict[str, Any]:
     """POST the calibration; the stored record (with its id) on 201, else exit 1."""
-    post = client.post if client is not None else httpx.post
+    content = calibration.model_dump_json(exclude_none=True)
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
     try:
-        resp = post(
-            endpoint,
-            content=calibration.model_dump_json(exclude_none=True),
-            headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
-            timeout=REPORT_TIMEOUT_SECONDS,
-        )
+        if client is not None:  # the caller's client carries its own timeouts
+            resp = client.post(endpoint, content=content, headers=headers)
+        else:
+            resp = httpx.post(
+                endpoint, content=content, headers=headers, timeout=REPORT_TIMEOUT_SECONDS
+            )
     except httpx.HTTPError as exc:
         _report_failed(f"could not reach {endpoint}: {type(exc).__name__}: {exc}")
     if resp.status_code != 201:

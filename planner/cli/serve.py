@@ -17,13 +17,27 @@ from planner.logs import logging_config
 from planner.settings import SettingsError, load_settings
 
 GRACEFUL_SHUTDOWN_SECONDS = 10
+# The deployment shape is one process per container (deploy/k8s/): metrics live in each process's
+# own registry, and the request, admin-rate, sweep and probe limits are per process.
+WORKERS_WARNING = (
+    "kvplan serve: warning: --workers {workers} starts {workers} processes that do not share "
+    "state: each /metrics scrape shows one worker's counters, and the concurrency, admin-rate and "
+    "probe limits apply per worker. The supported shape is one process per container; run more "
+    "replicas instead (README, 'Running in a cluster').\n"
+)
 
 
 def serve(
     host: Annotated[str | None, typer.Option(help="Bind address [env KVPLAN_HOST].")] = None,
     port: Annotated[int | None, typer.Option(help="TCP port [env KVPLAN_PORT].")] = None,
     workers: Annotated[
-        int, typer.Option(min=1, max=64, help="Worker processes (each has its own metrics).")
+        int,
+        typer.Option(
+            min=1,
+            max=64,
+            help="Worker processes. Keep 1 and scale with replicas: metrics, limits and the "
+            "probe slot are per process.",
+        ),
     ] = 1,
 ) -> None:
     """Serve the API, page, /docs and /metrics."""
@@ -43,6 +57,9 @@ def serve(
         }
         sys.stderr.write(json.dumps(problem) + "\n")
         raise typer.Exit(2) from None
+
+    if workers > 1:
+        sys.stderr.write(WORKERS_WARNING.format(workers=workers))
 
     import uvicorn
 

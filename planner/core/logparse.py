@@ -284,6 +284,7 @@ def _v1_error(line: str, low: str, pos: int) -> dict[str, str] | None:
     out["needed_gib"] = m.group(1)
     return out
 
+
 RULES: tuple[_Rule, ...] = (
     # ---- vLLM -------------------------------------------------------------------------------
     _Rule(
@@ -543,7 +544,11 @@ RULES: tuple[_Rule, ...] = (
         _labelled(
             [
                 ("peak_gib", "(torch + non-torch):", _P_NUM_GIB),
-                ("available_gib", "available kv cache memory when calculating max tokens:", _P_NUM_GIB),
+                (
+                    "available_gib",
+                    "available kv cache memory when calculating max tokens:",
+                    _P_NUM_GIB,
+                ),
                 ("fraction", "fraction is set", _P_NUM),
                 ("kv_bytes_per_token", "kv size is", _P_INT),
                 ("kv_bytes_per_token", "kv size per token is", _P_INT),
@@ -621,7 +626,7 @@ def check_text(text: str) -> None:
 def parse_log(text: str) -> ParsedLog:
     """Every recognised line of `text` (checked with `check_text` first)."""
     check_text(text)
-    lines = text.split("\n")
+    lines = text.rstrip("\n").split("\n")
     if len(lines) > MAX_LOG_LINES:
         raise FieldError(
             "log",
@@ -652,9 +657,7 @@ def parse_log(text: str) -> ParsedLog:
             text_out = f"{rule.marker.rstrip(':(')} … ({len(values)} planning settings read)"
         else:
             text_out = line.strip()[:_TEXT_CHARS]
-        facts.append(
-            Fact(rule.engine, rule.kind, values, number, _source(line[:pos]), text_out)
-        )
+        facts.append(Fact(rule.engine, rule.kind, values, number, _source(line[:pos]), text_out))
     return ParsedLog(tuple(facts), len(lines), truncated, args, args_line, version)
 
 

@@ -30,7 +30,7 @@ import numpy.typing as npt
 from planner.core.units import GiB, MiB
 from planner.probe.backend import BackendResult
 from planner.probe.model import AttentionShape, EnvValue
-from planner.probe.timing import Case, Deadline, SweepConfig, sweep
+from planner.probe.timing import Case, Deadline, SweepConfig, release, sweep
 
 F32 = np.float32
 F32_BYTES = 4
@@ -430,6 +430,7 @@ def probe_cpu(
         read_cases = [_read_case(team, pool, s) for s in _geometric(read_max, cfg.read_sizes)]
         copy_cases = [_copy_case(team, pool, read_max)]
         truncated = sweep([*read_cases, *copy_cases], cfg.sweep, copy_deadline)
+        release([*read_cases, *copy_cases])  # the closures hold views of the pool
         single = _Team(1)
         try:
             one = _read_case(single, pool, read_max)
@@ -474,6 +475,7 @@ def probe_cpu(
             )
         with limiter:
             truncated = sweep(decode_cases, cfg.sweep, deadline) or truncated
+        release(decode_cases)
         del pool
     finally:
         team.close()

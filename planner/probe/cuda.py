@@ -28,7 +28,7 @@ from planner.probe.backend import BackendResult, ProbeUnavailable
 from planner.probe.cpu import decode_grid
 from planner.probe.datasheet import lookup
 from planner.probe.model import AttentionShape, EnvValue
-from planner.probe.timing import Case, Deadline, SweepConfig, sweep
+from planner.probe.timing import Case, Deadline, SweepConfig, release, sweep
 
 # NVML clock-event reasons that mean the clocks were held down (power, thermal, slowdown).
 _THROTTLE_MASK = 0x4 | 0x8 | 0x20 | 0x40 | 0x80
@@ -282,7 +282,10 @@ def _try_graph(torch: Any, call_all: Callable[[], None]) -> Callable[[], None] |
         replay: Callable[[], None] = graph.replay
         return replay
     except Exception:
-        torch.cuda.synchronize()
+        try:
+            torch.cuda.synchronize()
+        except Exception:  # noqa: S110 - the eager path reports its own errors
+            pass
         return None
 
 
@@ -421,7 +424,9 @@ def probe_cuda(
     copy_cases = [_copy_case(torch, pool, read_max)]
     read_cases[-1].time_calls(8)  # wake the clocks before the first timed size
     truncated = sweep([*read_cases, *copy_cases], cfg.sweep, deadline.sub(cfg.copy_share))
+    release([*read_cases, *copy_cases])  # the closures hold views of the pool
     del pool
+    torch.cuda.empty_cache()
 
     # Decode attention: rotating KV buffers, R x bytes >= 4 x L2.
     itemsize = int(torch.empty((), dtype=kv_dtype).element_size())
@@ -457,6 +462,7 @@ def probe_cuda(
             decode_cases.append(case)
             graphs += graphed
         truncated = sweep(decode_cases, cfg.sweep, deadline) or truncated
+    release(decode_cases)  # graphs and views hold the KV pool
     del kv_pool
     torch.cuda.synchronize()
     torch.cuda.empty_cache()

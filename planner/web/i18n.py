@@ -85,11 +85,11 @@ class Numbers:
     def _dec(self, value: float, pattern: str) -> str:
         return format_decimal(value, format=pattern, locale=_BABEL_LOCALE[self.lang])
 
-    def int(self, value: int) -> str:
+    def num(self, value: int) -> str:
         return self._dec(value, "#,##0")
 
     def dec(self, value: float, digits: int = 2) -> str:
-        return self._dec(value, "#,##0." + "0" * digits) if digits else self.int(round(value))
+        return self._dec(value, "#,##0." + "0" * digits) if digits else self.num(round(value))
 
     def gib(self, n_bytes: float, digits: int = 2) -> str:
         """GiB (2^30 B), e.g. `48.00 GiB`."""
@@ -98,16 +98,16 @@ class Numbers:
     def gib_short(self, n_bytes: float) -> str:
         """`48 GiB` when whole, else two decimals."""
         value = n_bytes / GiB
-        return f"{self.int(round(value))} GiB" if value == round(value) else self.gib(n_bytes)
+        return f"{self.num(round(value))} GiB" if value == round(value) else self.gib(n_bytes)
 
     def bytes(self, n_bytes: float) -> str:
         """Largest binary unit that keeps the number ≥ 1: `128 KiB`, `1.00 GiB`."""
         for unit, size in (("GiB", GiB), ("MiB", 1 << 20), ("KiB", 1 << 10)):
             if n_bytes >= size:
                 value = n_bytes / size
-                shown = self.int(round(value)) if value == round(value) else self.dec(value)
+                shown = self.num(round(value)) if value == round(value) else self.dec(value)
                 return f"{shown} {unit}"
-        return f"{self.int(round(n_bytes))} B"
+        return f"{self.num(round(n_bytes))} B"
 
     def tbps(self, bytes_per_s: float) -> str:
         """Decimal TB/s (10^12 B/s), three significant figures."""

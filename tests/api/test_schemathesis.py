@@ -2,13 +2,16 @@
 
 All of schemathesis' default checks run (no 5xx, documented statuses and content types, response
 schemas, negative data rejected, unsupported methods answered 405, ...). One adjustment, stated:
-`positive_data_acceptance` also accepts 422 for `/plan` and `/sweep`, because a schema-valid body
-can still name an unknown catalog id or a TP size the model's heads do not divide — rules JSON
+`positive_data_acceptance` also accepts 422 for the planning bodies (`/plan`, `/sweep`,
+`/reconcile`, `/recommend`), because a schema-valid body can still name an unknown catalog id, a
+TP size the model's heads do not divide, or an engine log with no KV-cache lines — rules JSON
 Schema cannot express, which the API answers with a documented 422 problem naming the field.
 """
 
 from __future__ import annotations
 
+import atexit
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -23,7 +26,7 @@ _CONFIG = SchemathesisConfig.from_dict(
     {
         "operations": [
             {
-                "include-path-regex": "^/api/v1/(plan|sweep)$",
+                "include-path-regex": "^/api/v1/(plan|sweep|reconcile|recommend)$",
                 "checks": {
                     "positive_data_acceptance": {"expected-statuses": ["2xx", "404", "422"]}
                 },
@@ -34,6 +37,7 @@ _CONFIG = SchemathesisConfig.from_dict(
 
 # A throwaway data dir: the lifespan opens the calibration store there.
 _DATA_DIR = Path(tempfile.mkdtemp(prefix="kvplan-schemathesis-"))
+atexit.register(shutil.rmtree, _DATA_DIR, ignore_errors=True)
 schema = schemathesis.openapi.from_asgi(
     "/api/v1/openapi.json", create_app(Settings(data_dir=_DATA_DIR)), config=_CONFIG
 )

@@ -130,16 +130,13 @@ def test_clean_fit_has_no_piecewise() -> None:
     assert piecewise_fits(points, fit_affine(points, min_bytes=0)) == []
 
 
-def _fit() -> tuple[object, list[TimedPoint]]:
-    points = [TimedPoint(b, exact(b), working_set_bytes=8 * b) for b in SIZES[2:]]
-    return fit_affine(points, min_bytes=0), points
-
-
 def test_assess_ratios_against_copy_and_datasheet() -> None:
     points = [TimedPoint(b, exact(b), working_set_bytes=1 << 30) for b in SIZES[2:]]
     fit = fit_affine(points, min_bytes=0)
     # H100 SXM datasheet 3.35 TB/s; a copy ceiling of 0.9 x that.
-    a = assess(fit, points, copy_bandwidth_bytes_per_s=3.015e12, datasheet_bandwidth_bytes_per_s=3.35e12)
+    a = assess(
+        fit, points, copy_bandwidth_bytes_per_s=3.015e12, datasheet_bandwidth_bytes_per_s=3.35e12
+    )
     assert a.decode_to_copy_ratio == pytest.approx(BW / 3.015e12)
     assert a.decode_to_datasheet_ratio == pytest.approx(BW / 3.35e12)
     assert a.copy_to_datasheet_ratio == pytest.approx(0.9)
@@ -176,7 +173,12 @@ def test_assess_flags_unstable_repeats() -> None:
 def test_ceiling_takes_the_median_of_asymptotic_sizes() -> None:
     pts = [
         TimedPoint(64 * MiB, 64 * MiB / 5e12, working_set_bytes=64 * MiB),  # L2-inflated
-        TimedPoint(512 * MiB, 512 * MiB / 3.0e12, working_set_bytes=512 * MiB, seconds_best=512 * MiB / 3.1e12),
+        TimedPoint(
+            512 * MiB,
+            512 * MiB / 3.0e12,
+            working_set_bytes=512 * MiB,
+            seconds_best=512 * MiB / 3.1e12,
+        ),
         TimedPoint(1024 * MiB, 1024 * MiB / 3.0e12, working_set_bytes=1024 * MiB),
         TimedPoint(2048 * MiB, 2048 * MiB / 2.9e12, working_set_bytes=2048 * MiB),
     ]

@@ -1,0 +1,44 @@
+# kvplan service image.
+#   docker build -t kvplan .
+#   docker run -p 8000:8000 kvplan            # then http://localhost:8000/docs
+# Settings are KVPLAN_* environment variables (README); calibrations persist in /data (a volume).
+#
+# Base: python:3.11-slim pinned by digest (Python 3.11.16, the multi-arch index digest that
+# `docker pull python:3.11-slim` resolved to). Bump the tag and the digest together, in both stages.
+
+FROM python:3.11-slim@sha256:9c900dea9e8fb7e16277c179b555cc72d29a352dbc33cff48ad5a0412fd5bfc7 AS build
+ENV PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PYTHONDONTWRITEBYTECODE=1
+WORKDIR /src
+RUN python -m venv /opt/venv
+COPY pyproject.toml README.md ./
+COPY planner/ planner/
+COPY templates/ templates/
+COPY static/ static/
+# The wheel carries static/ and templates/ inside the package (planner/_static, _templates).
+# The `postgres` extra (psycopg, libpq inside its wheel) lets replicas share a PostgreSQL store.
+RUN /opt/venv/bin/pip install --no-cache-dir '/src[postgres]'
+
+FROM python:3.11-slim@sha256:9c900dea9e8fb7e16277c179b555cc72d29a352dbc33cff48ad5a0412fd5bfc7 AS runtime
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PATH=/opt/venv/bin:$PATH \
+    KVPLAN_HOST=0.0.0.0 \
+    KVPLAN_PORT=8000 \
+    KVPLAN_DATA_DIR=/data
+RUN groupadd --system --gid 10001 kvplan \
+    && useradd --system --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent \
+       --shell /usr/sbin/nologin kvplan \
+    && mkdir -p /data \
+    && chown 10001:10001 /data
+COPY --from=build /opt/venv /opt/venv
+USER 10001:10001
+WORKDIR /data
+VOLUME ["/data"]
+EXPOSE 8000
+# slim has no curl: probe /healthz with the image's own Python.
+HEALTHCHECK --interval=30s --timeout=5s --start-period=10s --retries=3 \
+    CMD ["python", "-c", "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:%s/healthz' % os.environ.get('KVPLAN_PORT', '8000'), timeout=4)"]
+# One uvicorn process on KVPLAN_HOST:KVPLAN_PORT (0.0.0.0:8000); exec form, so SIGTERM reaches it.
+CMD ["kvplan", "serve"]

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Loopback throughput of the REST service (issue 3): POST /api/v1/plan (the 48 GiB question)
+# against GET /healthz, one server, one run, wrk at 16 connections.
+#
+#   bash bench/api_throughput.sh                  # 10 s per endpoint after a 3 s warm-up each
+#   DURATION=30 CONNECTIONS=16 bash bench/api_throughput.sh
+#
+# Needs wrk (Debian: `apt-get update && apt-get install -y wrk`). Prints req/s, p50 and p99 per
+# endpoint and the plan/healthz throughput ratio (target: ratio >= 0.5, plan p99 < 10 ms). The
+# server runs as deployed (`kvplan serve`: one worker, JSON access log on), its log to a file.
+# Absolute figures depend on the machine; compare ratios, and only runs on the same machine.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-.venv/bin/python}
+[ -x "$PY" ] || PY=python3
+DURATION=${DURATION:-10}
+CONNECTIONS=${CONNECTIONS:-16}
+THREADS=${THREADS:-1}
+WARMUP=${WARMUP:-3}
+
+if ! command -v wrk >/dev/null 2>&1; then
+  echo "wrk not found: apt-get update && apt-get install -y wrk" >&2
+  exit 2
+fi
+
+WORK=$(mktemp -d)
+PORT=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+BASE="http://127.0.0.1:$PORT"
+SERVER_PID=""
+cleanup() {
+  if [ -n "$SERVER_PID" ]; then kill "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; fi
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+cat > "$WORK/plan.lua" <<'LUA'
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+wrk.body = '{"model":"meta-llama/Llama-3.1-8B","kv_cache_dtype":"bf16","context_tokens":8192,"kv_budget_bytes":51539607552}'
+LUA
+
+KVPLAN_DATA_DIR="$WORK/data" "$PY" -m planner serve --host 127.0.0.1 --port "$PORT" >"$WORK/server.log" 2>&1 &
+SERVER_PID=$!
+for _ in $(seq 1 100); do
+  if "$PY" -c "import urllib.request; urllib.request.urlopen('$BASE/healthz', timeout=1)" 2>/dev/null; then break; fi
+  sleep 0.1
+done
+
+# One wrk run; prints "req_per_s p50_ms p99_ms non2xx".
+run_wrk() {
+  local seconds=$1; shift
+  wrk -t"$THREADS" -c"$CONNECTIONS" -d"${seconds}s" --latency "$@" | "$PY" -c '
+import re, sys
+text = sys.stdin.read()
+def ms(label):
+    m = re.search(rf"^\s*{label}%\s+([\d.]+)(us|ms|s)\s*$", text, re.M)
+    value, unit = float(m.group(1)), m.group(2)
+    return value * {"us": 1e-3, "ms": 1.0, "s": 1e3}[unit]
+rps = float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))
+bad = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", text)
+print(f"{rps:.0f} {ms(50):.3f} {ms(99):.3f} {int(bad.group(1)) if bad else 0}")
+'
+}
+
+run_wrk "$WARMUP" -s "$WORK/plan.lua" "$BASE/api/v1/plan" >/dev/null
+read -r PLAN_RPS PLAN_P50 PLAN_P99 PLAN_BAD < <(run_wrk "$DURATION" -s "$WORK/plan.lua" "$BASE/api/v1/plan")
+run_wrk "$WARMUP" "$BASE/healthz" >/dev/null
+read -r HEALTH_RPS HEALTH_P50 HEALTH_P99 HEALTH_BAD < <(run_wrk "$DURATION" "$BASE/healthz")
+
+if [ "$PLAN_BAD" != 0 ] || [ "$HEALTH_BAD" != 0 ]; then
+  echo "non-2xx responses: plan=$PLAN_BAD healthz=$HEALTH_BAD (see the server log)" >&2
+  tail -5 "$WORK/server.log" >&2
+  exit 1
+fi
+
+echo "wrk -t$THREADS -c$CONNECTIONS -d${DURATION}s, one uvicorn worker, $(nproc) CPUs, $("$PY" -c 'import platform; print(platform.python_version())')"
+printf '%-22s %10s %9s %9s\n' endpoint "req/s" "p50 ms" "p99 ms"
+printf '%-22s %10s %9s %9s\n' "POST /api/v1/plan" "$PLAN_RPS" "$PLAN_P50" "$PLAN_P99"
+printf '%-22s %10s %9s %9s\n' "GET /healthz" "$HEALTH_RPS" "$HEALTH_P50" "$HEALTH_P99"
+"$PY" -c "
+ratio = $PLAN_RPS / $HEALTH_RPS
+print(f'ratio plan/healthz {ratio:.2f} (target >= 0.5); plan p99 $PLAN_P99 ms (target < 10 ms)')
+"

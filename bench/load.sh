@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# Load on loopback (issue 7): wrk, 64 connections, 30 s, a mix of plan, sweep and models
+# against one `kvplan serve` process (the deployed shape: one process per container).
+#
+#   bash bench/load.sh
+#   DURATION=60 CONNECTIONS=64 THREADS=2 bash bench/load.sh
+#
+# Mix (per request, drawn by wrk's Lua): 60 % POST /api/v1/plan (the 48 GiB question, four
+# context lengths), 20 % POST /api/v1/sweep (4 x 4 = 16 points, below the big-sweep guard),
+# 20 % GET /api/v1/models. Reports requests/s, p50/p99, non-2xx and socket errors, and the
+# server's RSS (VmRSS) after start-up, after a warm-up, and after the run. Fails (exit 1) on any
+# non-2xx or socket error, or RSS growth over 10 % across the measured run (after warm-up).
+# Needs wrk (Debian: `apt-get update && apt-get install -y wrk`). Figures depend on the machine.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-.venv/bin/python}
+[ -x "$PY" ] || PY=python3
+DURATION=${DURATION:-30}
+CONNECTIONS=${CONNECTIONS:-64}
+THREADS=${THREADS:-2}
+WARMUP=${WARMUP:-10}
+MAX_RSS_GROWTH_PERCENT=${MAX_RSS_GROWTH_PERCENT:-10}
+
+if ! command -v wrk >/dev/null 2>&1; then
+  echo "wrk not found: apt-get update && apt-get install -y wrk" >&2
+  exit 2
+fi
+
+WORK=$(mktemp -d)
+PORT=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+BASE="http://127.0.0.1:$PORT"
+SERVER_PID=""
+cleanup() {
+  if [ -n "$SERVER_PID" ]; then kill "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; fi
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+cat > "$WORK/mix.lua" <<'LUA'
+-- Pre-built requests, picked at random per call: 6 plan, 2 sweep, 2 models out of 10.
+local base = '"model":"meta-llama/Llama-3.1-8B","kv_cache_dtype":"bf16","kv_budget_bytes":51539607552'
+local json = { ["Content-Type"] = "application/json" }
+local mix = {}
+for _, ctx in ipairs({ 2048, 8192, 32768, 131072 }) do
+  local body = '{' .. base .. ',"context_tokens":' .. ctx .. '}'
+  table.insert(mix, wrk.format("POST", "/api/v1/plan", json, body))
+end
+table.insert(mix, mix[2])
+table.insert(mix, mix[3])
+local sweep = '{"base":{' .. base .. ',"context_tokens":8192},'
+  .. '"context_tokens":[2048,8192,32768,131072],"batch_sizes":[1,4,16,64]}'
+for _ = 1, 2 do table.insert(mix, wrk.format("POST", "/api/v1/sweep", json, sweep)) end
+for _ = 1, 2 do table.insert(mix, wrk.format("GET", "/api/v1/models")) end
+
+request = function()
+  return mix[math.random(#mix)]
+end
+LUA
+
+rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$SERVER_PID/status"; }
+
+KVPLAN_DATA_DIR="$WORK/data" KVPLAN_DATABASE_URL="${KVPLAN_DATABASE_URL:-}" KVPLAN_LOG_LEVEL=warning \
+  "$PY" -m planner serve --host 127.0.0.1 --port "$PORT" >"$WORK/server.log" 2>&1 &
+SERVER_PID=$!
+for _ in $(seq 1 300); do
+  if "$PY" -c "import urllib.request; urllib.request.urlopen('$BASE/readyz', timeout=1)" 2>/dev/null; then break; fi
+  kill -0 "$SERVER_PID" 2>/dev/null || { cat "$WORK/server.log" >&2; exit 2; }
+  sleep 0.1
+done
+# Each body must be a 200 before measuring: a wrong body would only show up as non-2xx.
+"$PY" - "$BASE" "$WORK/mix.lua" <<'PY'
+import json, sys, urllib.request
+base = sys.argv[1]
+common = {"model": "meta-llama/Llama-3.1-8B", "kv_cache_dtype": "bf16", "kv_budget_bytes": 51539607552}
+bodies = [("/api/v1/plan", {**common, "context_tokens": 131072}),
+          ("/api/v1/sweep", {"base": {**common, "context_tokens": 8192},
+                             "context_tokens": [2048, 8192, 32768, 131072], "batch_sizes": [1, 4, 16, 64]})]
+for path, body in bodies:
+    req = urllib.request.Request(base + path, json.dumps(body).encode(), {"Content-Type": "application/json"})
+    urllib.request.urlopen(req, timeout=10).read()
+urllib.request.urlopen(base + "/api/v1/models", timeout=10).read()
+PY
+
+RSS_START=$(rss_kib)
+wrk -t"$THREADS" -c"$CONNECTIONS" -d"${WARMUP}s" -s "$WORK/mix.lua" "$BASE" >/dev/null
+RSS_BEFORE=$(rss_kib)
+wrk -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --latency -s "$WORK/mix.lua" "$BASE" >"$WORK/wrk.txt"
+RSS_AFTER=$(rss_kib)
+
+"$PY" - "$WORK/wrk.txt" "$RSS_START" "$RSS_BEFORE" "$RSS_AFTER" "$MAX_RSS_GROWTH_PERCENT" \
+  "wrk -t$THREADS -c$CONNECTIONS -d${DURATION}s (after ${WARMUP}s warm-up), one kvplan serve process, $(nproc) CPUs" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+rss_start, rss_before, rss_after = (int(x) for x in sys.argv[2:5])
+max_growth = float(sys.argv[5])
+def ms(label):
+    m = re.search(rf"^\s*{label}%\s+([\d.]+)(us|ms|s)\s*$", text, re.M)
+    return float(m.group(1)) * {"us": 1e-3, "ms": 1.0, "s": 1e3}[m.group(2)]
+rps = float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))
+total = int(re.search(r"(\d+) requests in", text).group(1))
+non2xx = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", text)
+non2xx = int(non2xx.group(1)) if non2xx else 0
+sock = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", text)
+sock_errors = dict(zip(("connect", "read", "write", "timeout"), map(int, sock.groups()))) if sock else {}
+growth = 100.0 * (rss_after - rss_before) / rss_before
+print(sys.argv[6])
+print(f"requests        {total} ({rps:.0f} req/s)")
+print(f"latency         p50 {ms(50):.1f} ms, p90 {ms(90):.1f} ms, p99 {ms(99):.1f} ms")
+print(f"non-2xx         {non2xx}")
+print(f"socket errors   {sum(sock_errors.values())} {sock_errors or ''}".rstrip())
+print(f"server RSS      {rss_start / 1024:.1f} MiB after start, {rss_before / 1024:.1f} MiB after warm-up, "
+      f"{rss_after / 1024:.1f} MiB after the run ({growth:+.1f} %, target < {max_growth:g} %)")
+ok = non2xx == 0 and not any(sock_errors.values()) and growth < max_growth
+print("PASS" if ok else "FAIL")
+sys.exit(0 if ok else 1)
+PY

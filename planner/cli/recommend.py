@@ -1,0 +1,153 @@
+"""`kvplan recommend`: engine settings and launch flags for a workload, or what binds.
+
+`--request FILE|-` takes the `POST /api/v1/recommend` JSON; the flags build the same request.
+`--mix 70%:2k,20%:8k,10%:32k` is a length mix (share:length; k = 1024 tokens).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from pydantic import ValidationError
+
+from planner.cli.output import emit_problem, fail, read_json_source
+from planner.core.errors import FieldError, PlanError
+from planner.core.recommend import recommend
+from planner.core.recommend_schema import MAX_MIX_CLASSES, Recommendation, RecommendRequest
+
+_ITEM = re.compile(
+    r"\s{0,4}([0-9]{1,3}(?:\.[0-9]{1,6})?)(%?)\s{0,4}[:@]\s{0,4}([0-9]{1,9})([kKmM]?)\s{0,4}"
+)
+_SECONDS = re.compile(r"\s{0,4}([0-9]{1,6}(?:\.[0-9]{1,9})?)\s{0,4}(ms|s)?\s{0,4}")
+
+
+def parse_mix(text: str) -> list[dict[str, Any]]:
+    """ "70%:2k,20%:8k,10%:32k" or "0.7:2048,0.3:8192" → context_mix entries."""
+    items = text.split(",")
+    if len(items) > MAX_MIX_CLASSES:
+        raise FieldError("context_mix", f"at most {MAX_MIX_CLASSES} length classes")
+    out: list[dict[str, Any]] = []
+    for item in items:
+        m = _ITEM.fullmatch(item)
+        if not m:
+            raise FieldError(
+                "context_mix",
+                f"cannot read {item.strip()!r}; write share:length, e.g. 70%:2k,20%:8k,10%:32k",
+            )
+        share = float(m.group(1)) / (100 if m.group(2) else 1)
+        scale = {"": 1, "k": 1024, "m": 1 << 20}[m.group(4).lower()]
+        out.append({"context_tokens": int(m.group(3)) * scale, "share": share})
+    return out
+
+
+def parse_seconds(text: str) -> float:
+    """ "50ms" → 0.05, "0.05" or "0.05s" → 0.05."""
+    m = _SECONDS.fullmatch(text)
+    if not m:
+        raise FieldError("tpot_seconds", f"cannot read {text!r}; write e.g. 50ms or 0.05")
+    value = float(m.group(1))
+    return value / 1000 if m.group(2) == "ms" else value
+
+
+def human(r: Recommendation) -> str:
+    lines: list[str] = []
+    if r.feasible and r.settings is not None:
+        s = r.settings
+        lines += [
+            f"fits       {r.model} on {r.gpus_used} × {r.gpu} ({r.engine}): TP "
+            f"{s.tensor_parallel_size} × {r.instances} instance(s)",
+            f"settings   max_model_len {s.max_model_len:,}, max_num_seqs {s.max_num_seqs}, "
+            f"gpu_memory_utilization {s.gpu_memory_utilization:g}, kv_cache_dtype "
+            f"{s.kv_cache_dtype}, block_size {s.block_size}",
+            "",
+            r.command or "",
+        ]
+        for name, content in r.extra_files.items():
+            lines += ["", f"# {name}", content.rstrip()]
+        lines.append("")
+    else:
+        lines += [
+            f"no fit     {r.model} on {r.gpu_count} × {r.gpu} ({r.engine})",
+            f"binding    {r.binding_constraint}: {r.binding_detail}",
+        ]
+        lines += [f"nearest    {x.change}: {x.detail}" for x in r.nearest]
+    c = r.capacity
+    if c is not None:
+        mix = ", ".join(
+            f"{k.share:.0%} × {k.context_tokens:,} tokens = {k.blocks_per_request:,} blocks"
+            for k in c.classes
+        )
+        lines += [
+            f"mix        {mix}",
+            f"capacity   {c.usable_blocks:,} usable blocks of {c.block_tokens} tokens per "
+            f"instance: expected {c.expected_concurrency:.1f} requests, "
+            f"{c.tail_concurrency} fit {c.tail_quantile:.0%} of the time ({c.method})",
+        ]
+    if r.decode_step_seconds is not None:
+        lines.append(
+            f"decode     {r.decode_step_seconds * 1e3:.2f} ms per step (bandwidth floor)"
+            + (f", target {r.tpot_seconds * 1e3:.2f} ms" if r.tpot_seconds else "")
+        )
+    lines += [f"note       {n}" for n in r.notes]
+    return "\n".join(lines)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("recommend")
+    def recommend_cmd(
+        request: Annotated[
+            str | None, typer.Option("--request", "-r", help="JSON request file, or -")
+        ] = None,
+        model: Annotated[str | None, typer.Option(help="catalog id or config.json path")] = None,
+        gpu: Annotated[str | None, typer.Option(help="GPU catalog id")] = None,
+        gpus: Annotated[int, typer.Option(help="GPUs available")] = 1,
+        engine: Annotated[str, typer.Option(help="vllm, sglang or trtllm")] = "vllm",
+        mix: Annotated[
+            str | None, typer.Option(help="length mix, e.g. 70%:2k,20%:8k,10%:32k")
+        ] = None,
+        max_model_len: Annotated[int | None, typer.Option(help="longest request")] = None,
+        concurrency: Annotated[int | None, typer.Option(help="concurrent requests")] = None,
+        tpot: Annotated[str | None, typer.Option(help="TPOT target, e.g. 50ms")] = None,
+        dtype: Annotated[str | None, typer.Option(help="fix kv_cache_dtype")] = None,
+        no_fp8: Annotated[bool, typer.Option("--no-fp8", help="never suggest fp8 KV")] = False,
+        util: Annotated[float | None, typer.Option(help="memory fraction")] = None,
+        tail: Annotated[float, typer.Option(help="tail quantile")] = 0.95,
+        as_json: Annotated[bool, typer.Option("--json", help="print the result JSON")] = False,
+    ) -> None:
+        """Recommend engine settings and flags that hold a workload."""
+        try:
+            if request is not None:
+                body: Any = read_json_source(request)
+            else:
+                body = {
+                    "gpu_count": gpus,
+                    "engine": engine,
+                    "allow_fp8_kv": not no_fp8,
+                    "tail_quantile": tail,
+                }
+                if model is not None:
+                    is_file = model.endswith(".json") or Path(model).is_file()
+                    body["model"] = read_json_source(model) if is_file else model
+                for key, value in (
+                    ("gpu", gpu),
+                    ("max_model_len", max_model_len),
+                    ("concurrency", concurrency),
+                    ("kv_cache_dtype", dtype),
+                    ("gpu_memory_utilization", util),
+                ):
+                    if value is not None:
+                        body[key] = value
+                if mix is not None:
+                    body["context_mix"] = parse_mix(mix)
+                if tpot is not None:
+                    body["tpot_seconds"] = parse_seconds(tpot)
+            req = RecommendRequest.model_validate(body)
+            result = recommend(req)
+        except PlanError as exc:
+            fail(exc)
+        except ValidationError as exc:
+            emit_problem(exc)
+        typer.echo(result.model_dump_json(indent=2) if as_json else human(result))

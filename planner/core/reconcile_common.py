@@ -1,0 +1,252 @@
+"""What every engine's reconciler shares: the resolved inputs, and how a check is judged.
+
+A check puts one logged figure beside kvplan's recomputation of it:
+  equal       the recomputed figure, printed at the log's precision, is the logged one;
+  consistent  not equal, but inside what the log's display rounding admits (a GiB printed with
+              two decimals is ±0.005 GiB, so a range of block counts);
+  different   outside that range; `reason` says why when a known cause reproduces it;
+  not_recomputable  the log lacks an input; `reason` says which, and no number is invented.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from planner.core.engines import EngineRules
+from planner.core.errors import PlanError
+from planner.core.logparse import Fact, ParsedLog, half_unit, to_float
+from planner.core.model import LayerSpec, ModelShape, Stack, stack_of
+from planner.core.reconcile_schema import Check, Reserves, SettingUsed, Status
+from planner.core.units import GiB, KVDtype
+
+Range = tuple[float, float]
+
+
+@dataclass
+class Resolved:
+    """Settings after request > log > default, with where each came from."""
+
+    tp: int = 1
+    pp: int = 1
+    partition: list[int] | None = None
+    block: int = 16
+    dtype_name: str = "auto"
+    max_model_len: int | None = None
+    mnbt: int = 8192
+    memory_fraction: float | None = None
+    hybrid: bool = True
+    draft: int = 0
+    swap_bytes: int = 4 * GiB
+    gpu_id: str | None = None
+    gpu_memory_bytes: int | None = None
+    vllm_gen: str = "v1"
+    used: list[SettingUsed] = field(default_factory=list)
+
+    def note(self, name: str, value: Any, source: str) -> None:
+        self.used.append(
+            SettingUsed.model_validate({"name": name, "value": str(value), "source": source})
+        )
+
+
+@dataclass
+class Ctx:
+    engine: str
+    rules: EngineRules
+    log: ParsedLog
+    facts: list[Fact]
+    shape: ModelShape | None
+    model_ref: str | dict[str, Any] | None
+    model_label: str | None
+    no_model_reason: str
+    dtype: KVDtype | None
+    settings: Resolved
+    notes: list[str] = field(default_factory=list)
+    checks: list[Check] = field(default_factory=list)
+    reserves: Reserves | None = None
+    plan_extra: dict[str, Any] = field(default_factory=dict)
+
+    def of(self, kind: str) -> list[Fact]:
+        return [f for f in self.facts if f.kind == kind]
+
+    def first(self, kind: str) -> Fact | None:
+        found = self.of(kind)
+        return found[0] if found else None
+
+
+# ---------------------------------------------------------------------------------------------
+# Formatting
+
+
+def n(value: float) -> str:
+    """Thousands separators for integers, trimmed decimals otherwise."""
+    if float(value).is_integer():
+        return f"{int(value):,}"
+    return f"{value:,.4f}".rstrip("0").rstrip(".")
+
+
+def gib(n_bytes: float, digits: int = 2) -> str:
+    return f"{n_bytes / GiB:.{digits}f} GiB"
+
+
+def gib_bounds(text: str) -> tuple[int, int, int]:
+    """A GiB figure as printed → (low, value, high) bytes its display rounding admits."""
+    value = to_float(text)
+    h = half_unit(text)
+    return (
+        max(0, math.ceil((value - h) * GiB)),
+        round(value * GiB),
+        math.floor((value + h) * GiB),
+    )
+
+
+def display_equal(predicted: float, text: str) -> bool:
+    """Whether `predicted`, printed with the digits of `text`, is `text`."""
+    return abs(predicted - to_float(text)) <= half_unit(text) + 1e-9
+
+
+# ---------------------------------------------------------------------------------------------
+# Stacks per rank and stage
+
+
+def rank_spec(spec: LayerSpec, rules: EngineRules, tp: int, mla: bool) -> LayerSpec:
+    from dataclasses import replace
+
+    return replace(spec, kv_heads=rules.kv_heads_per_rank(spec.kv_heads, tp, mla=mla))
+
+
+def stage_stacks(
+    shape: ModelShape,
+    rules: EngineRules,
+    tp: int,
+    stage_sizes: Sequence[int],
+    draft: int,
+) -> list[Stack]:
+    """Per pipeline stage: the per-rank layer stack. Draft layers (a speculative model's
+    full-attention layers) join the last stage."""
+    out: list[Stack] = []
+    start = 0
+    for i, size in enumerate(stage_sizes):
+        specs = [rank_spec(s, rules, tp, shape.is_mla) for s in shape.layers[start : start + size]]
+        start += size
+        if i == len(stage_sizes) - 1 and draft:
+            main = next((s for s in shape.layers if s.kind in ("full", "mla")), shape.layers[0])
+            full = LayerSpec(
+                "mla" if main.kind == "mla" else "full",
+                main.kv_heads,
+                main.head_size_k,
+                main.head_size_v,
+            )
+            specs.extend([rank_spec(full, rules, tp, shape.is_mla)] * draft)
+        out.append(stack_of(specs))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Judging one figure
+
+
+@dataclass(frozen=True)
+class Variant:
+    """An alternative reading of the deployment, tried when a figure differs."""
+
+    reason: str
+    figure: Callable[[], Range | None]  # the figure's admitted range under this reading
+
+
+def judge(
+    ctx: Ctx,
+    *,
+    figure: str,
+    label: str,
+    unit: str,
+    fact: Fact,
+    logged: float,
+    predicted: float | None,
+    admitted: Range | None,
+    arithmetic: str,
+    blocks_range: tuple[int, int] | None = None,
+    equal: bool | None = None,
+    reason: str | None = None,
+    variants: Sequence[Variant] = (),
+    likely: str | None = None,
+) -> Check:
+    """Build one check. `equal` overrides the exact comparison (display precision);
+    `reason` is required when `predicted` is None; `variants` are tried, in order, to explain
+    a difference; `likely` is a cause that cannot be checked numerically."""
+    status: Status
+    diff = pct = None
+    if predicted is None:
+        status = "not_recomputable"
+        if reason is None:
+            reason = ctx.no_model_reason
+    else:
+        is_equal = equal if equal is not None else logged == predicted
+        diff = logged - predicted
+        pct = round(100.0 * diff / predicted, 3) if predicted else None
+        if is_equal:
+            status, reason = "equal", None
+        elif admitted is not None and admitted[0] <= logged <= admitted[1]:
+            status, reason = "consistent", None
+        else:
+            status = "different"
+            reason = reason or _explain(logged, variants) or likely
+    check = Check(
+        figure=figure,
+        label=label,
+        unit=unit,
+        line=fact.line_no,
+        logged=logged,
+        predicted=predicted,
+        predicted_range=[admitted[0], admitted[1]] if admitted is not None else None,
+        blocks_range=[blocks_range[0], blocks_range[1]] if blocks_range is not None else None,
+        status=status,
+        difference=round(diff, 6) if diff is not None else None,
+        difference_pct=pct,
+        reason=reason,
+        arithmetic=arithmetic,
+    )
+    ctx.checks.append(check)
+    return check
+
+
+def _explain(logged: float, variants: Sequence[Variant]) -> str | None:
+    for v in variants:
+        try:
+            window = v.figure()
+        except (PlanError, ArithmeticError, ValueError):
+            continue  # a reading that cannot be built explains nothing
+        if window is not None and window[0] <= logged <= window[1]:
+            return v.reason
+    return None
+
+
+def unique_facts(facts: Sequence[Fact], key: str) -> list[Fact]:
+    """One fact per distinct printed value (several ranks print the same line)."""
+    seen: set[str] = set()
+    out: list[Fact] = []
+    for f in facts:
+        value = f.values.get(key)
+        if value is None or value in seen:
+            continue
+        seen.add(value)
+        out.append(f)
+    return out
+
+
+__all__ = [
+    "Ctx",
+    "Range",
+    "Resolved",
+    "Variant",
+    "display_equal",
+    "gib",
+    "gib_bounds",
+    "judge",
+    "n",
+    "rank_spec",
+    "stage_stacks",
+    "unique_facts",
+]

@@ -1,0 +1,205 @@
+"""SGLang: the token pool and its K/V sizes (engine_rules.md §2).
+
+Budget = free memory after weights − free memory before weights × (1 − mem_fraction_static),
+both from the `Load weight begin/end … avail mem=X GB` lines; max_total_num_tokens =
+budget // cell, rounded down to page_size. `K size` = tokens × layers × KV heads per rank ×
+head_dim × bytes / 2^30 (SGLang's "GB" divides by 2^30: it is GiB).
+"""
+
+from __future__ import annotations
+
+import math
+
+from planner.core.capacity import build_pool
+from planner.core.logparse import Fact, half_unit, to_float, to_int
+from planner.core.model import Stack
+from planner.core.reconcile_common import (
+    Ctx,
+    Variant,
+    display_equal,
+    gib,
+    judge,
+    stage_stacks,
+)
+from planner.core.reconcile_schema import Reserves
+from planner.core.units import GiB, KVDtype, kv_dtype
+
+
+def _stack(ctx: Ctx, tp: int | None = None) -> Stack:
+    assert ctx.shape is not None
+    sizes = [ctx.shape.num_hidden_layers]
+    return stage_stacks(ctx.shape, ctx.rules, tp or ctx.settings.tp, sizes, ctx.settings.draft)[0]
+
+
+def _size_checks(ctx: Ctx, f: Fact) -> None:
+    assert ctx.dtype is not None
+    tokens = to_int(f.values["tokens"])
+    stack = _stack(ctx)
+    b = ctx.dtype.bytes_per_element
+    k_elems = sum(c * s.kv_heads * s.head_size_k for s, c in stack)
+    v_elems = sum(c * s.kv_heads * s.head_size_v for s, c in stack)
+    mla = ctx.shape is not None and ctx.shape.is_mla
+    parts = (
+        [("kv_gb", "KV size", k_elems + v_elems)]
+        if mla
+        else [("k_gb", "K size", k_elems), ("v_gb", "V size", v_elems)]
+    )
+    for key, label, elems in parts:
+        if key not in f.values:
+            continue
+        pred = tokens * elems * b / GiB
+        judge(
+            ctx,
+            figure=key.replace("_gb", "_size_gib"),
+            label=label,
+            unit="GiB",
+            fact=f,
+            logged=to_float(f.values[key]),
+            predicted=round(pred, 4),
+            admitted=None,
+            equal=display_equal(pred, f.values[key]),
+            arithmetic=f"{tokens:,} tokens × {elems:,} elements per token (all layers, per "
+            f"rank) × {b:g} B / 2^30 = {pred:.3f} (SGLang's 'GB' is GiB)",
+            variants=_dtype_variant(ctx, tokens, elems, f.values[key]),
+        )
+
+
+def _dtype_variant(ctx: Ctx, tokens: int, elems: int, text: str) -> list[Variant]:
+    assert ctx.dtype is not None
+    other: KVDtype = kv_dtype("fp8") if ctx.dtype.bits >= 16 else kv_dtype("bf16")
+    value = tokens * elems * other.bytes_per_element / GiB
+    h = half_unit(text)
+    return [
+        Variant(
+            f"matches a {other.name} KV cache: set kv_cache_dtype", lambda: (value - h, value + h)
+        )
+    ]
+
+
+def _budget(ctx: Ctx) -> tuple[int, int, int, str] | None:
+    begin, end = ctx.first("load_begin"), ctx.first("load_end")
+    f = ctx.settings.memory_fraction
+    if begin is None or end is None or f is None:
+        return None
+    pre, post = begin.values["avail_gb"], end.values["avail_gb"]
+    p, q = to_float(pre), to_float(post)
+    hp, hq = half_unit(pre), half_unit(post)
+    mid = (q - p * (1 - f)) * GiB
+    lo = ((q - hq) - (p + hp) * (1 - f)) * GiB
+    hi = ((q + hq) - (p - hp) * (1 - f)) * GiB
+    how = f"{post} − {pre} × (1 − {f:g}) = {mid / GiB:.4f} GiB"
+    return max(0, math.ceil(lo)), max(0, int(mid)), max(0, math.floor(hi)), how
+
+
+def _tokens_check(ctx: Ctx, f: Fact, budget: tuple[int, int, int, str] | None) -> None:
+    assert ctx.dtype is not None
+    logged = to_int(f.values["tokens"])
+    if budget is None:
+        missing = []
+        if ctx.first("load_begin") is None:
+            missing.append("'Load weight begin … avail mem' (free memory before weights)")
+        if ctx.first("load_end") is None:
+            missing.append("'Load weight end … avail mem' (free memory after weights)")
+        if ctx.settings.memory_fraction is None:
+            missing.append("mem_fraction_static (auto-chosen by SGLang when not passed)")
+        judge(
+            ctx,
+            figure="max_total_num_tokens",
+            label="KV cache tokens (#tokens)",
+            unit="tokens",
+            fact=f,
+            logged=logged,
+            predicted=None,
+            admitted=None,
+            arithmetic="",
+            reason="SGLang's budget needs " + " and ".join(missing) + ", which this log lacks",
+        )
+        return
+    lo, mid, hi, how = budget
+
+    shape, dtype = ctx.shape, ctx.dtype
+    assert shape is not None
+
+    def tokens(budget_bytes: int) -> int:
+        pool = build_pool(
+            ctx.rules,
+            _stack(ctx),
+            dtype,
+            ctx.settings.block,
+            ctx.rules.sliding_policy(shape, True),
+            budget_bytes,
+            ctx.settings.mnbt,
+        )
+        return pool.num_blocks * pool.unit_tokens
+
+    pred = tokens(mid)
+    cell = ctx.dtype.bytes_for(sum(c * s.elements_per_token for s, c in _stack(ctx)))
+    judge(
+        ctx,
+        figure="max_total_num_tokens",
+        label="KV cache tokens (#tokens)",
+        unit="tokens",
+        fact=f,
+        logged=logged,
+        predicted=pred,
+        admitted=(tokens(lo), tokens(hi)),
+        blocks_range=(tokens(lo), tokens(hi)),
+        arithmetic=f"budget {how}; cell = {cell:,} B per token (all layers, per rank); "
+        f"budget // cell, rounded down to page_size {ctx.settings.block} = {pred:,}",
+    )
+
+
+def reconcile_sglang(ctx: Ctx) -> str:
+    alloc = ctx.first("kv_allocated") or ctx.first("max_total_tokens")
+    if ctx.shape is None or ctx.dtype is None:
+        for f in ctx.of("kv_allocated") + ctx.of("max_total_tokens"):
+            judge(
+                ctx,
+                figure="max_total_num_tokens",
+                label="KV cache tokens (#tokens)",
+                unit="tokens",
+                fact=f,
+                logged=to_int(f.values["tokens"]),
+                predicted=None,
+                admitted=None,
+                arithmetic="",
+            )
+        return "SGLang"
+    budget = _budget(ctx)
+    if alloc is not None:
+        _tokens_check(ctx, alloc, budget)
+    for f in ctx.of("kv_allocated"):
+        _size_checks(ctx, f)
+    end = ctx.first("load_end")
+    weights_rank = (
+        round(to_float(end.values["usage_gb"]) * GiB)
+        if end and "usage_gb" in (end.values)
+        else None
+    )
+    if weights_rank is not None or budget is not None:
+        s = ctx.settings
+        ctx.reserves = Reserves(
+            weights_bytes=weights_rank * s.tp * s.pp if weights_rank is not None else None,
+            weights_bytes_per_rank=weights_rank,
+            reserve_bytes=None,
+            activation_peak_bytes=None,
+            non_torch_bytes=None,
+            cuda_graph_bytes=None,
+            kv_budget_bytes=budget[1] if budget else None,
+            derivation=[
+                f"KV budget {budget[3]}" if budget else "no budget lines",
+                f"weights per rank {gib(weights_rank)} ('mem usage')"
+                if weights_rank is not None
+                else "no weights line",
+            ],
+        )
+    pool_end = ctx.first("pool_end")
+    if pool_end is not None:
+        ctx.notes.append(
+            f"SGLang left {pool_end.values['avail_gb']} GiB free after the KV pool for "
+            "activations and CUDA graphs."
+        )
+    return "SGLang"
+
+
+__all__ = ["reconcile_sglang"]

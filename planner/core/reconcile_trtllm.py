@@ -1,0 +1,254 @@
+"""TensorRT-LLM: blocks of the paged KV cache from free memory (engine_rules.md §3).
+
+C++ runtime: `Memory usage when calculating max tokens in paged kv cache: total: T GiB,
+available: A GiB` → max_tokens = floor(A × free_gpu_memory_fraction / bytes per token), blocks =
+ceil(max_tokens / tokens_per_block) (`calculateMaxNumBlocks`; the Python path floors).
+PyTorch backend: `available KV cache memory when calculating max tokens: A GiB, …, kv size is S`
+(the fraction already applied) → max_tokens = A // S. `[MemUsageChange] Allocated X GiB for max
+tokens (N)`: N = blocks × tokens_per_block, X = N × bytes per token / 2^30.
+Bytes per token per rank: 2 × layers × ceil(Hkv / tp) × head_dim × dtype bytes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from planner.core.logparse import Fact, to_float, to_int
+from planner.core.model import cdiv
+from planner.core.reconcile_common import (
+    Ctx,
+    Range,
+    Variant,
+    display_equal,
+    gib_bounds,
+    judge,
+    stage_stacks,
+)
+from planner.core.reconcile_schema import Reserves
+from planner.core.units import KVDtype, kv_dtype
+
+
+def bytes_per_token(ctx: Ctx, dtype: KVDtype | None = None, tp: int | None = None) -> int:
+    assert ctx.shape is not None and ctx.dtype is not None
+    stack = stage_stacks(
+        ctx.shape,
+        ctx.rules,
+        tp or ctx.settings.tp,
+        [ctx.shape.num_hidden_layers],
+        ctx.settings.draft,
+    )[0]
+    d = dtype or ctx.dtype
+    return sum(c * d.bytes_for(s.elements_per_token) for s, c in stack)
+
+
+def _blocks(budget: int, bpt: int, tpb: int, ceil: bool = True) -> int:
+    tokens = budget // bpt
+    return cdiv(tokens, tpb) if ceil else tokens // tpb
+
+
+def _const(value: Range) -> Callable[[], Range]:
+    return lambda: value
+
+
+def _primary_check(ctx: Ctx, f: Fact, free: Fact) -> None:
+    s = ctx.settings
+    frac = s.memory_fraction or 0.9
+    text = free.values["available_gib"]
+    lo, mid, hi = gib_bounds(text)
+    bpt = bytes_per_token(ctx)
+    tpb = s.block
+
+    def window(bpt_: int, tpb_: int, frac_: float, ceil: bool = True) -> Range:
+        return (
+            _blocks(math.floor(lo * frac_), bpt_, tpb_, ceil),
+            _blocks(math.floor(hi * frac_), bpt_, tpb_, ceil),
+        )
+
+    pred = _blocks(math.floor(mid * frac), bpt, tpb)
+    variants = [
+        Variant(
+            f"matches tokens_per_block {t} (set block_size {t}; this log does not print it)",
+            _const(window(bpt, t, frac)),
+        )
+        for t in (8, 16, 32, 64, 128)
+        if t != tpb
+    ]
+    assert ctx.dtype is not None
+    other = kv_dtype("fp8") if ctx.dtype.bits >= 16 else kv_dtype("fp16")
+    variants.append(
+        Variant(
+            f"matches a {other.name} KV cache: set kv_cache_dtype",
+            lambda: window(bytes_per_token(ctx, other), tpb, frac),
+        )
+    )
+    for fr in (0.85, 0.9, 0.95):
+        if abs(fr - frac) > 1e-9:
+            variants.append(
+                Variant(f"matches free_gpu_memory_fraction {fr:g}", _const(window(bpt, tpb, fr)))
+            )
+    span = window(bpt, tpb, frac)
+    judge(
+        ctx,
+        figure="primary_blocks",
+        label="blocks in KV cache primary pool",
+        unit="blocks",
+        fact=f,
+        logged=to_int(f.values["blocks"]),
+        predicted=pred,
+        admitted=span,
+        blocks_range=(int(span[0]), int(span[1])),
+        arithmetic=f"ceil(floor({text} GiB × {frac:g} / {bpt:,} B per token) / {tpb} tokens "
+        f"per block) = {pred:,} (C++ calculateMaxNumBlocks rounds up; the Python path "
+        f"floors: {_blocks(math.floor(mid * frac), bpt, tpb, ceil=False):,})",
+        variants=variants,
+    )
+
+
+def reconcile_trtllm(ctx: Ctx) -> str:
+    s = ctx.settings
+    free = ctx.first("free_memory")
+    prof = ctx.first("profile")
+    primary = ctx.first("primary_blocks")
+    fmt = "TensorRT-LLM (C++ runtime)" if free or primary else "TensorRT-LLM"
+    if prof is not None:
+        fmt = "TensorRT-LLM (PyTorch backend)"
+    known = ctx.shape is not None and ctx.dtype is not None
+    if primary is not None:
+        if free is not None and known:
+            _primary_check(ctx, primary, free)
+        else:
+            judge(
+                ctx,
+                figure="primary_blocks",
+                label="blocks in KV cache primary pool",
+                unit="blocks",
+                fact=primary,
+                logged=to_int(primary.values["blocks"]),
+                predicted=None,
+                admitted=None,
+                arithmetic="",
+                reason=None
+                if not known
+                else "the log has no 'Memory usage when calculating "
+                "max tokens … available' line to recompute it from",
+            )
+    if prof is not None and "kv_bytes_per_token" in prof.values and known:
+        bpt = bytes_per_token(ctx)
+        judge(
+            ctx,
+            figure="kv_bytes_per_token",
+            label="kv size (bytes per token)",
+            unit="B",
+            fact=prof,
+            logged=to_int(prof.values["kv_bytes_per_token"]),
+            predicted=bpt,
+            admitted=None,
+            arithmetic=f"Σ layers 2 × ceil(Hkv / {s.tp}) × head_dim × bytes "
+            f"= {bpt:,} B per token per rank",
+        )
+    for f in ctx.of("allocated"):
+        tokens = to_int(f.values["tokens"])
+        if primary is not None:
+            b = to_int(primary.values["blocks"])
+            judge(
+                ctx,
+                figure="allocated_tokens",
+                label="max tokens in paged KV cache",
+                unit="tokens",
+                fact=f,
+                logged=tokens,
+                predicted=b * s.block,
+                admitted=None,
+                arithmetic=f"logged {b:,} primary blocks × {s.block} tokens per block",
+            )
+        elif prof is not None and "kv_bytes_per_token" in prof.values:
+            lo, mid, hi = gib_bounds(prof.values["available_gib"])
+            size = to_int(prof.values["kv_bytes_per_token"])
+            judge(
+                ctx,
+                figure="allocated_tokens",
+                label="max tokens in paged KV cache",
+                unit="tokens",
+                fact=f,
+                logged=tokens,
+                predicted=mid // size,
+                admitted=(lo // size, hi // size),
+                arithmetic=f"{prof.values['available_gib']} GiB // {size:,} B per token",
+            )
+        if not known:
+            judge(
+                ctx,
+                figure="allocated_gib",
+                label="Allocated (GiB)",
+                unit="GiB",
+                fact=f,
+                logged=to_float(f.values["gib"]),
+                predicted=None,
+                admitted=None,
+                arithmetic="",
+            )
+            continue
+        bpt = bytes_per_token(ctx)
+        pred = tokens * bpt / (1 << 30)
+        judge(
+            ctx,
+            figure="allocated_gib",
+            label="Allocated (GiB)",
+            unit="GiB",
+            fact=f,
+            logged=to_float(f.values["gib"]),
+            predicted=round(pred, 4),
+            admitted=None,
+            equal=display_equal(pred, f.values["gib"]),
+            arithmetic=f"{tokens:,} tokens × {bpt:,} B per token per rank / 2^30 = {pred:.3f}",
+        )
+        if tokens % s.block:
+            ctx.notes.append(
+                f"{tokens:,} tokens is not a multiple of tokens_per_block {s.block}: check "
+                "block_size."
+            )
+    for f in ctx.of("using_tokens"):
+        tokens = to_int(f.values["tokens"])
+        blocks = cdiv(tokens, s.block)
+        judge(
+            ctx,
+            figure="kv_tokens",
+            label="tokens in paged KV cache",
+            unit="tokens",
+            fact=f,
+            logged=tokens,
+            predicted=None,
+            admitted=None,
+            arithmetic="",
+            reason="this (old) log prints no free-memory line to recompute it from; the "
+            f"allocation rounds it up to {blocks:,} blocks of {s.block} = "
+            f"{blocks * s.block:,} tokens",
+        )
+    if free is not None or prof is not None:
+        src = free or prof
+        assert src is not None
+        text = src.values["available_gib"]
+        frac = 1.0 if src is prof else (s.memory_fraction or 0.9)
+        kv = round(to_float(text) * frac * (1 << 30))
+        derivation = [f"KV budget = available {text} GiB × fraction {frac:g}"]
+        total = src.values.get("total_gib")
+        if total is not None:
+            derivation.append(
+                f"device total {total} GiB − available {text} GiB = weights + activations "
+                "(TensorRT-LLM applies the fraction to free memory after both)"
+            )
+        ctx.reserves = Reserves(
+            weights_bytes=None,
+            weights_bytes_per_rank=None,
+            reserve_bytes=None,
+            activation_peak_bytes=None,
+            non_torch_bytes=None,
+            cuda_graph_bytes=None,
+            kv_budget_bytes=kv,
+            derivation=derivation,
+        )
+    return fmt
+
+
+__all__ = ["bytes_per_token", "reconcile_trtllm"]

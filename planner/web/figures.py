@@ -1,0 +1,121 @@
+"""The page's three charts and their legends, in the user's language.
+
+Memory per GPU (weights / reserve / KV in use / paging waste / free), max requests vs context
+length, and the decode-step floor vs context (weights part and KV part).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from planner.core.schema import Plan
+from planner.web.charts import Chart, Column, Part, columns, stacked_bar, tokens_tick
+from planner.web.i18n import Numbers
+from planner.web.view import MemoryView
+
+Gettext = Callable[[str], str]
+
+
+@dataclass(frozen=True, slots=True)
+class LegendItem:
+    cls: str
+    label: str
+    value: str
+
+
+@dataclass(frozen=True, slots=True)
+class Figure:
+    chart: Chart
+    legend: tuple[LegendItem, ...]
+
+
+def segment_labels(_: Gettext) -> dict[str, str]:
+    return {
+        "weights": _("Weights"),
+        "reserve": _("Activations and runtime reserve"),
+        "kv_used": _("KV cache in use"),
+        "waste": _("Paging waste"),
+        "kv_free": _("Free KV blocks"),
+        "unallocated": _("Not given to the engine (1 − utilization)"),
+    }
+
+
+def memory_figure(view: MemoryView, fmt: Numbers, _: Gettext) -> Figure:
+    labels = segment_labels(_)
+    parts = [Part(s.key, s.bytes, f"{labels[s.key]}: {fmt.gib(s.bytes)}") for s in view.segments]
+    legend = tuple(
+        LegendItem(f"seg-{s.key}", labels[s.key], fmt.gib(s.bytes)) for s in view.segments
+    )
+    return Figure(stacked_bar(parts, view.total_bytes), legend)
+
+
+def capacity_figure(
+    points: list[tuple[int, int]], current_tokens: int, fmt: Numbers, _: Gettext
+) -> Figure | None:
+    if len(points) < 2:
+        return None
+    cols = [
+        Column(
+            tokens_tick(ctx),
+            (
+                Part(
+                    "req",
+                    n,
+                    _("%(n)s requests of %(ctx)s tokens") % {"n": fmt.num(n), "ctx": fmt.num(ctx)},
+                ),
+            ),
+            fmt.num(n),
+            highlight=ctx == current_tokens,
+        )
+        for ctx, n in points
+    ]
+    legend = (
+        LegendItem("col-req", _("Requests that fit"), ""),
+        LegendItem("col-req is-current", _("Your context length"), fmt.num(current_tokens)),
+    )
+    return Figure(columns(cols), legend)
+
+
+def _short_ms(seconds: float) -> str:
+    value = seconds * 1e3
+    return f"{value:.0f}" if value >= 100 else f"{value:.1f}" if value >= 10 else f"{value:.2f}"
+
+
+def decode_figure(plan: Plan, capacity: dict[int, int], fmt: Numbers, _: Gettext) -> Figure | None:
+    bounds = plan.bounds
+    if bounds is None or len(bounds.context_sweep) < 2:
+        return None
+    batch = bounds.batch_requests
+    current = plan.capacity.context_tokens if plan.capacity else None
+    cols = []
+    for point in bounds.context_sweep:
+        ctx = point.context_tokens
+        fits = capacity.get(ctx)
+        cols.append(
+            Column(
+                tokens_tick(ctx),
+                (
+                    Part(
+                        "weights",
+                        point.weights_read_seconds,
+                        _("Weights read: %(t)s") % {"t": fmt.ms(point.weights_read_seconds)},
+                    ),
+                    Part(
+                        "kv",
+                        point.kv_read_seconds,
+                        _("KV read: %(t)s") % {"t": fmt.ms(point.kv_read_seconds)},
+                    ),
+                ),
+                _short_ms(point.kv_read_seconds + point.weights_read_seconds),
+                highlight=ctx == current,
+                muted=fits is not None and fits < batch,
+            )
+        )
+    legend = [
+        LegendItem("col-weights", _("Reading the weights"), ""),
+        LegendItem("col-kv", _("Reading the KV cache"), ""),
+    ]
+    if any(c.muted for c in cols):
+        legend.append(LegendItem("col-kv is-muted", _("This batch would not fit in memory"), ""))
+    return Figure(columns(cols), tuple(legend))

@@ -1,0 +1,281 @@
+"""HTML routes: `GET /` and `POST /` render the form and the answer; `POST /lang` switches the
+language (a cookie) and shows the same question again.
+
+Form mistakes are HTML, not problem+json: the form comes back with each message next to its
+field, with status 200 like every rendered page. (A 4xx document or fetch is logged by browsers
+as a console error, and live update asks on every keystroke; the API keeps 422 for tooling.)
+A POST without a pasted config answers 303 to the equivalent `GET /?…`, so every catalog answer
+ends at a shareable URL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+import anyio.to_thread
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from markupsafe import Markup
+
+from planner.api.plan import calibration_for
+from planner.catalog import list_gpus, list_models
+from planner.core.errors import FieldProblem, PlanError
+from planner.core.plan import CalibrationLike, plan
+from planner.core.schema import ENGINES, Plan, PlanRequest
+from planner.core.units import DTYPE_NAMES
+from planner.web import form
+from planner.web.figures import Figure, capacity_figure, decode_figure, memory_figure
+from planner.web.i18n import (
+    AUTONYMS,
+    COOKIE_MAX_AGE_SECONDS,
+    COOKIE_NAME,
+    HTML_LANG,
+    LANGUAGES,
+    Numbers,
+    negotiate,
+    translations,
+)
+from planner.web.paths import templates_dir
+from planner.web.view import (
+    BlockMath,
+    MemoryView,
+    block_math,
+    capacity_by_context,
+    engine_log_differs,
+    memory_view,
+    sweep_contexts,
+    symbolic_formula,
+)
+
+router = APIRouter(include_in_schema=False)
+
+ENGINE_LABELS: dict[str, str] = {
+    "vllm": "vLLM",
+    "sglang": "SGLang",
+    "trtllm": "TensorRT-LLM",
+    "transformers": "transformers",
+}
+_MAX_FORM_FIELDS = 64
+
+
+@cache
+def environment(lang: str) -> Environment:
+    """One Jinja environment per language (gettext is installed on the environment).
+
+    `autoescape=True` for every template whatever its name: `select_autoescape` would skip
+    names not ending in .html (research B.8).
+    """
+    env = Environment(
+        loader=FileSystemLoader(templates_dir()),
+        autoescape=True,
+        undefined=StrictUndefined,
+        extensions=["jinja2.ext.i18n"],
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.install_gettext_translations(translations(lang), newstyle=True)  # type: ignore[attr-defined]
+    env.globals["strong"] = lambda text: Markup("<strong>%s</strong>") % text
+    return env
+
+
+def field_labels(_: form.Gettext) -> dict[str, str]:
+    return {
+        "": _("Form"),
+        "model": _("Catalog model"),
+        "model_config": _("Or paste a config.json"),
+        "engine": _("Serving engine"),
+        "kv_cache_dtype": _("KV cache dtype"),
+        "context_tokens": _("Context length (tokens per request)"),
+        "requests": _("Or a request mix"),
+        "kv_budget_gib": _("KV cache budget per GPU (GiB)"),
+        "gpu": _("GPU"),
+        "gpu_memory_utilization": _("GPU memory utilization"),
+        "tensor_parallel_size": _("Tensor parallel size (TP)"),
+        "pipeline_parallel_size": _("Pipeline parallel size (PP)"),
+        "block_size": _("Block size (tokens)"),
+        "max_num_batched_tokens": _("Max batched tokens"),
+        "weights_gib": _("Weights, whole model (GiB)"),
+        "bandwidth_tbps": _("Memory bandwidth (TB/s)"),
+        "calibration_id": _("Calibration id"),
+    }
+
+
+def field_hints(_: form.Gettext) -> dict[str, str]:
+    return {
+        "model": _("Type to search the catalog, e.g. meta-llama/Llama-3.1-8B."),
+        "model_config": _(
+            "The model's config.json from Hugging Face, as published; it replaces the model above."
+        ),
+        "engine": _("Whose allocator rules the numbers follow."),
+        "kv_cache_dtype": _("auto = the model's own dtype; fp8 takes half the bytes of bf16."),
+        "context_tokens": _("Prompt plus generated tokens, e.g. 8192. Empty: the model's maximum."),
+        "requests": _("Tokens × count, comma-separated, e.g. 8192x10, 2048x30."),
+        "kv_budget_gib": _("1 GiB = 2^30 bytes. Leave empty to derive it from the GPU."),
+        "gpu": _("Gives the memory (less weights and a reserve) and the bandwidth."),
+        "gpu_memory_utilization": _("Fraction of the whole GPU; empty: the engine's default."),
+        "tensor_parallel_size": _("GPUs that split each layer's heads."),
+        "pipeline_parallel_size": _("GPUs that split the layers into stages."),
+        "block_size": _("Tokens per KV block; empty: the engine's default."),
+        "max_num_batched_tokens": _("Used by sliding-window admission; empty: the default."),
+        "weights_gib": _("0 means KV cache only; empty: from the model."),
+        "bandwidth_tbps": _("1 TB/s = 10^12 bytes per second; overrides the GPU's datasheet."),
+        "calibration_id": _("A stored GPU probe result (GET /api/v1/calibrations)."),
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    plan: Plan
+    memory: MemoryView | None
+    figures: dict[str, Figure]
+    blocks: BlockMath | None
+    log_differs: bool
+    symbolic: str | None
+
+
+def compute(request: PlanRequest, calibration: CalibrationLike | None, lang: str) -> Answer:
+    """The plan plus everything the page derives from it (runs in a worker thread)."""
+    result = plan(request, calibration=calibration)
+    _ = translations(lang).gettext
+    fmt = Numbers(lang)
+    figures: dict[str, Figure] = {}
+    memory = memory_view(result)
+    if memory is not None:
+        figures["memory"] = memory_figure(memory, fmt, _)
+    if result.capacity is not None:
+        current = result.capacity.context_tokens
+        contexts = sorted({*sweep_contexts(result), current})
+        points = capacity_by_context(request, contexts)
+        by_context = dict(points)
+        cap_fig = capacity_figure(points, current, fmt, _)
+        if cap_fig is not None:
+            figures["capacity"] = cap_fig
+    else:
+        by_context = {}
+    dec_fig = decode_figure(result, by_context, fmt, _)
+    if dec_fig is not None:
+        figures["decode"] = dec_fig
+    return Answer(
+        result,
+        memory,
+        figures,
+        block_math(result),
+        engine_log_differs(result),
+        symbolic_formula(result),
+    )
+
+
+def _count(request: Request, outcome: str) -> None:
+    metrics = getattr(request.app.state, "metrics", None)
+    if metrics is not None:
+        metrics.count_plan(outcome)
+
+
+async def render(request: Request, values: Mapping[str, str], lang: str) -> HTMLResponse:
+    _ = translations(lang).gettext
+    state = form.parse(values, _) if form.is_question(values) else form.FormState(dict(values))
+    answer: Answer | None = None
+    if state.request is not None:
+        try:
+            calibration = await calibration_for(state.request, request)
+            answer = await anyio.to_thread.run_sync(compute, state.request, calibration, lang)
+        except PlanError as error:
+            for problem in error.problems or [FieldProblem((), error.detail)]:
+                name = form.form_field(problem.loc, has_config=state.has_config)
+                state.add(name, form.core_message(error, problem, _))
+        _count(request, "ok" if answer else "unplannable")
+    elif state.submitted:
+        _count(request, "invalid")
+    context: dict[str, Any] = {
+        "lang": lang,
+        "html_lang": HTML_LANG[lang],
+        "languages": LANGUAGES,
+        "autonyms": AUTONYMS,
+        "html_langs": HTML_LANG,
+        "fmt": Numbers(lang),
+        "values": state.values,
+        "errors": state.errors,
+        "labels": field_labels(_),
+        "hints": field_hints(_),
+        "advanced_fields": form.ADVANCED_FIELDS,
+        "advanced_open": any(
+            state.values.get(name) or name in state.errors for name in form.ADVANCED_FIELDS
+        ),
+        "models": [m.id for m in list_models()],
+        "engine_options": [(e, ENGINE_LABELS.get(e, e)) for e in ENGINES],
+        "engine_labels": ENGINE_LABELS,
+        "dtype_options": [(d, d) for d in DTYPE_NAMES],
+        "gpu_options": [("", _("None")), *((g.id, g.id) for g in list_gpus())],
+        "answer": answer,
+        "share_url": "/?" + state.share_query() if answer and not state.has_config else None,
+        "from_config": state.has_config,
+    }
+    html = environment(lang).get_template("page.html").render(context)
+    headers = {
+        "Content-Language": HTML_LANG[lang],
+        "Vary": "Accept-Language, Cookie",
+        # A pasted config may describe an unreleased model: keep it out of caches.
+        "Cache-Control": "no-store" if state.has_config else "no-cache",
+    }
+    return HTMLResponse(html, headers=headers)
+
+
+def language_of(request: Request) -> str:
+    return negotiate(request.cookies.get(COOKIE_NAME), request.headers.get("accept-language"))
+
+
+def _redirect(values: Mapping[str, str]) -> RedirectResponse:
+    query = form.canonical_query(values)
+    return RedirectResponse("/?" + query if query else "/", status_code=303)
+
+
+@router.get("/", response_class=HTMLResponse)
+async def page(request: Request) -> Response:
+    """The form; with query parameters, the answer too (a shareable URL)."""
+    items = request.query_params.multi_items()
+    if any(name in form.QUERY_FIELDS and not value.strip() for name, value in items):
+        # A GET form submission lists empty fields too: answer at the tidy URL.
+        return _redirect(form.raw_values(request.query_params, allow_config=False))
+    values = form.raw_values(request.query_params, allow_config=False)
+    return await render(request, values, language_of(request))
+
+
+async def _form_values(request: Request) -> tuple[dict[str, str], str | None]:
+    data = await request.form(max_files=0, max_fields=_MAX_FORM_FIELDS)
+    lang = data.get("lang")
+    return form.raw_values(data, allow_config=True), lang if isinstance(lang, str) else None
+
+
+@router.post("/", response_class=HTMLResponse)
+async def submit(request: Request) -> Response:
+    """The form's submission: a pasted config is answered here, the rest at `GET /?…`."""
+    values, _lang = await _form_values(request)
+    if not values.get("model_config", "").strip():
+        return _redirect(values)
+    return await render(request, values, language_of(request))
+
+
+@router.post("/lang", response_class=HTMLResponse)
+async def switch_language(request: Request) -> Response:
+    """The toggle: remember the language, then show the same question in it."""
+    values, lang = await _form_values(request)
+    if lang not in LANGUAGES:
+        lang = language_of(request)
+    response: Response
+    if values.get("model_config", "").strip():
+        response = await render(request, values, lang)
+    else:
+        response = _redirect(values)
+    response.set_cookie(
+        COOKIE_NAME,
+        lang,
+        max_age=COOKIE_MAX_AGE_SECONDS,
+        httponly=True,
+        samesite="lax",
+        secure=request.url.scheme == "https",
+    )
+    return response

@@ -1,0 +1,323 @@
+"""The reconcile page: `GET /reconcile` (a paste box) and `POST /reconcile` (the log beside
+kvplan's recomputation); `POST /reconcile/lang` switches the language and keeps the paste.
+
+The pasted log is untrusted: it goes through the same bounded, linear-time parser as the API,
+only matched figures are shown, and Jinja autoescapes everything. Form mistakes come back as
+messages next to their fields with status 200, as on the main page.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import urlencode
+
+import anyio.to_thread
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from pydantic import ValidationError
+
+from planner.api.problems import field_of
+from planner.catalog import list_gpus, list_models
+from planner.core.errors import FieldProblem, ModelConfigError, PlanError, UnknownIdError
+from planner.core.logparse import ENGINE_LABELS, MAX_LOG_BYTES
+from planner.core.reconcile import reconcile
+from planner.core.reconcile_schema import ReconcileRequest, ReconcileResult
+from planner.web.form import FieldMessage, Gettext
+from planner.web.i18n import (
+    AUTONYMS,
+    COOKIE_MAX_AGE_SECONDS,
+    COOKIE_NAME,
+    HTML_LANG,
+    LANGUAGES,
+    Numbers,
+    translations,
+)
+from planner.web.page import environment, language_of
+
+router = APIRouter(include_in_schema=False)
+
+FIELDS: tuple[str, ...] = (
+    "log",
+    "model",
+    "model_config",
+    "engine",
+    "tensor_parallel_size",
+    "pipeline_parallel_size",
+    "kv_cache_dtype",
+    "block_size",
+    "gpu",
+    "memory_fraction",
+)
+_INT_FIELDS = ("tensor_parallel_size", "pipeline_parallel_size", "block_size")
+_FRACTION = {
+    "vllm": "gpu_memory_utilization",
+    "sglang": "mem_fraction_static",
+    "trtllm": "free_gpu_memory_fraction",
+}
+_MAX_FORM_FIELDS = 32
+_MAX_FIELD_CHARS = 256 * 1024
+
+
+def labels(_: Gettext) -> dict[str, str]:
+    return {
+        "": _("Form"),
+        "log": _("Engine start-up log"),
+        "model": _("Catalog model"),
+        "model_config": _("Or paste a config.json"),
+        "engine": _("Engine that wrote the log"),
+        "tensor_parallel_size": _("Tensor parallel size (TP)"),
+        "pipeline_parallel_size": _("Pipeline parallel size (PP)"),
+        "kv_cache_dtype": _("KV cache dtype"),
+        "block_size": _("Block size (tokens)"),
+        "gpu": _("GPU"),
+        "memory_fraction": _("Memory fraction"),
+    }
+
+
+def hints(_: Gettext) -> dict[str, str]:
+    return {
+        "log": _(
+            "Paste the lines the engine prints at start-up (vLLM, SGLang or TensorRT-LLM), "
+            "up to 2 MiB. Only the KV-cache lines are read."
+        ),
+        "model": _("Empty: the model the log names, when the catalog has it."),
+        "engine": _("Empty: detected from the log."),
+        "tensor_parallel_size": _(
+            "Settings the log does not print; empty: from the log, else the engine's default."
+        ),
+        "kv_cache_dtype": _("e.g. auto, fp8."),
+        "gpu": _("Turns the learned figures into reserves for a plan."),
+        "memory_fraction": _(
+            "gpu_memory_utilization (vLLM), mem_fraction_static (SGLang) or "
+            "free_gpu_memory_fraction (TensorRT-LLM)."
+        ),
+    }
+
+
+def status_labels(_: Gettext) -> dict[str, str]:
+    return {
+        "equal": _("equal"),
+        "consistent": _("consistent within rounding"),
+        "different": _("different"),
+        "not_recomputable": _("not recomputable"),
+    }
+
+
+def _form_field(loc: tuple[str | int, ...]) -> str:
+    if not loc:
+        return ""
+    head = str(loc[0])
+    if head == "settings" and len(loc) > 1:
+        name = str(loc[1])
+        if name in _FRACTION.values():
+            return "memory_fraction"
+        return name if name in FIELDS else ""
+    if head == "model" and len(loc) > 1:
+        return "model_config"
+    return head if head in FIELDS else ""
+
+
+def parse(
+    values: Mapping[str, str], _: Gettext
+) -> tuple[ReconcileRequest | None, dict[str, list[FieldMessage]]]:
+    errors: dict[str, list[FieldMessage]] = {}
+
+    def add(name: str, message: FieldMessage) -> None:
+        errors.setdefault(name, []).append(message)
+
+    body: dict[str, Any] = {"log": values.get("log", "")}
+    settings: dict[str, Any] = {}
+    engine = values.get("engine", "").strip()
+    if engine:
+        body["engine"] = engine
+    for name in _INT_FIELDS:
+        text = values.get(name, "").strip()
+        if text:
+            if not text.isdigit() or len(text) > 9:
+                add(
+                    name,
+                    FieldMessage(_("Enter a whole number, e.g. %(example)s.") % {"example": "2"}),
+                )
+            else:
+                settings[name] = int(text)
+    fraction = values.get("memory_fraction", "").strip()
+    if fraction:
+        try:
+            settings[_FRACTION.get(engine, "gpu_memory_utilization")] = float(fraction)
+        except ValueError:
+            add("memory_fraction", FieldMessage(_("Enter a fraction such as 0.9.")))
+    for name in ("kv_cache_dtype", "gpu"):
+        text = values.get(name, "").strip()
+        if text:
+            settings[name] = text
+    body["settings"] = settings
+    config_text = values.get("model_config", "").strip()
+    if config_text:
+        try:
+            config = json.loads(config_text)
+        except ValueError as exc:
+            add("model_config", FieldMessage(_("This is not valid JSON."), str(exc)))
+        else:
+            if isinstance(config, dict):
+                body["model"] = config
+            else:
+                add("model_config", FieldMessage(_("Paste a JSON object (a config.json).")))
+    elif values.get("model", "").strip():
+        body["model"] = values["model"].strip()
+    if errors:
+        return None, errors
+    try:
+        return ReconcileRequest.model_validate(body), errors
+    except ValidationError as exc:
+        for item in exc.errors(include_input=False, include_url=False):
+            loc = tuple(part for part in item["loc"] if isinstance(part, str | int))
+            add(
+                _form_field(loc),
+                FieldMessage(_("This value cannot be used."), f"{field_of(loc)}: {item['msg']}"),
+            )
+        return None, errors
+
+
+def _message(error: PlanError, problem: FieldProblem, _: Gettext) -> FieldMessage:
+    """A core error next to its field: a lead in the user's language, the core's detail."""
+    if isinstance(error, ModelConfigError):
+        lead = _("This config.json cannot be used.")
+    elif isinstance(error, UnknownIdError):
+        lead = _("Not found.")
+    else:
+        lead = _("This log cannot be reconciled as given.")
+    return FieldMessage(lead, problem.msg)
+
+
+def plan_link(result: ReconcileResult) -> str | None:
+    """The main page asking the same deployment, with the KV budget the log reports."""
+    req = result.plan_request
+    if not req or not isinstance(req.get("model"), str) or result.reserves is None:
+        return None
+    budget = result.reserves.kv_budget_bytes
+    if budget is None:
+        return None
+    query = {
+        "model": req["model"],
+        "engine": req["engine"],
+        "kv_cache_dtype": req["kv_cache_dtype"],
+        "kv_budget_gib": f"{budget / (1 << 30):.4f}".rstrip("0").rstrip("."),
+        "tensor_parallel_size": str(req["tensor_parallel_size"]),
+        "pipeline_parallel_size": str(req["pipeline_parallel_size"]),
+        "block_size": str(req["block_size"]),
+    }
+    if "context_tokens" in req:
+        query["context_tokens"] = str(req["context_tokens"])
+    return "/?" + urlencode(query)
+
+
+def show(value: float | None, unit: str, fmt: Numbers) -> str:
+    if value is None:
+        return "—"
+    if unit == "x":
+        return fmt.dec(value) + "x"
+    if unit == "GiB":
+        return fmt.dec(value) + " GiB"
+    if float(value).is_integer():
+        return fmt.num(int(value))
+    return fmt.dec(value, 4)
+
+
+async def render(
+    request: Request, values: Mapping[str, str], lang: str, *, submitted: bool
+) -> HTMLResponse:
+    _ = translations(lang).gettext
+    errors: dict[str, list[FieldMessage]] = {}
+    result: ReconcileResult | None = None
+    if submitted:
+        req, errors = parse(values, _)
+        if req is not None:
+            try:
+                result = await anyio.to_thread.run_sync(reconcile, req)
+            except PlanError as error:
+                for problem in error.problems or [FieldProblem((), error.detail)]:
+                    errors.setdefault(_form_field(problem.loc), []).append(
+                        _message(error, problem, _)
+                    )
+    if "\x00" in values.get("log", ""):
+        # Never echo binary back into the page; the message says what was wrong with it.
+        values = {**values, "log": ""}
+    fmt = Numbers(lang)
+    context: dict[str, Any] = {
+        "lang": lang,
+        "html_lang": HTML_LANG[lang],
+        "languages": LANGUAGES,
+        "autonyms": AUTONYMS,
+        "html_langs": HTML_LANG,
+        "lang_form": "reconcile-form",
+        "lang_action": "/reconcile/lang",
+        "fmt": fmt,
+        "values": values,
+        "errors": errors,
+        "labels": labels(_),
+        "hints": hints(_),
+        "statuses": status_labels(_),
+        "engine_options": [("", _("Detect")), *((e, ENGINE_LABELS[e]) for e in _FRACTION)],
+        "gpu_options": [("", _("None")), *((g.id, g.id) for g in list_gpus())],
+        "models": [m.id for m in list_models()],
+        "result": result,
+        "show": lambda value, unit: show(value, unit, fmt),
+        "plan_link": plan_link(result) if result else None,
+        "max_log_mib": MAX_LOG_BYTES >> 20,
+    }
+    html = environment(lang).get_template("reconcile.html").render(context)
+    return HTMLResponse(
+        html,
+        headers={
+            "Content-Language": HTML_LANG[lang],
+            "Vary": "Accept-Language, Cookie",
+            # A pasted log may name private hosts or models: keep it out of caches.
+            "Cache-Control": "no-store",
+        },
+    )
+
+
+async def _form_values(request: Request) -> tuple[dict[str, str], str | None]:
+    data = await request.form(max_files=0, max_fields=_MAX_FORM_FIELDS)
+    out: dict[str, str] = {}
+    for name in FIELDS:
+        value = data.get(name)
+        if isinstance(value, str):
+            out[name] = value[: MAX_LOG_BYTES + 1] if name == "log" else value[:_MAX_FIELD_CHARS]
+    lang = data.get("lang")
+    return out, lang if isinstance(lang, str) else None
+
+
+@router.get("/reconcile", response_class=HTMLResponse)
+async def reconcile_page(request: Request) -> Response:
+    return await render(request, {}, language_of(request), submitted=False)
+
+
+@router.post("/reconcile", response_class=HTMLResponse)
+async def reconcile_submit(request: Request) -> Response:
+    values, _lang = await _form_values(request)
+    return await render(request, values, language_of(request), submitted=True)
+
+
+@router.post("/reconcile/lang", response_class=HTMLResponse)
+async def reconcile_language(request: Request) -> Response:
+    """The language toggle: remember the choice and show the same paste in it."""
+    values, lang = await _form_values(request)
+    if lang not in LANGUAGES:
+        lang = language_of(request)
+    response: Response
+    if values.get("log", "").strip():
+        response = await render(request, values, lang, submitted=True)
+    else:
+        response = RedirectResponse("/reconcile", status_code=303)
+    response.set_cookie(
+        COOKIE_NAME,
+        lang,
+        max_age=COOKIE_MAX_AGE_SECONDS,
+        httponly=True,
+        samesite="lax",
+        secure=request.url.scheme == "https",
+    )
+    return response

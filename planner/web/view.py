@@ -1,0 +1,142 @@
+"""What the page shows beyond the `Plan` itself: memory per GPU split into parts, the capacity
+at other context lengths, and which of the textbook formulas reproduce the engine's numbers.
+
+Pure functions of a `Plan` (and, for the sweep, of its `PlanRequest`): no HTTP, no templates.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from planner.core.errors import PlanError
+from planner.core.plan import plan as make_plan
+from planner.core.schema import Plan, PlanRequest
+
+MAX_SWEEP_POINTS = 12
+FIRST_SWEEP_TOKENS = 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """One part of a GPU's memory; `key` names it (and its colour) in the template."""
+
+    key: str
+    bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryView:
+    total_bytes: int
+    segments: tuple[Segment, ...]
+    requests: int
+    # The workload needs more KV memory than the budget holds.
+    overflow: bool
+
+
+def memory_view(plan: Plan) -> MemoryView | None:
+    """Memory of one GPU (the largest pipeline stage's rank) with the KV cache full.
+
+    KV in use is the workload when one was given, else `max_requests` requests of the context.
+    Paging waste is the paged minus the logical bytes of those requests: every layer pages the
+    same tokens, so the whole-model ratio holds on each rank.
+    """
+    cap = plan.capacity
+    if cap is None:
+        return None
+    totals = plan.totals
+    if cap.workload_fits is not None:
+        requests = totals.requests
+        logical = totals.per_rank_kv_bytes
+        ratio = totals.paged_kv_bytes / totals.kv_bytes if totals.kv_bytes else 1.0
+    else:
+        requests = cap.max_requests
+        one = plan.requests[0]
+        logical = requests * totals.per_rank_kv_bytes
+        ratio = one.paged_kv_bytes / one.kv_bytes if one.kv_bytes else 1.0
+    paged = round(logical * ratio)
+    budget = cap.kv_budget_bytes
+    parts: list[Segment] = []
+    b = cap.budget
+    if b.source == "gpu" and b.gpu_memory_bytes:
+        parts.append(Segment("weights", b.weights_bytes_per_rank or 0))
+        parts.append(Segment("reserve", b.reserve_bytes or 0))
+    parts += [
+        Segment("kv_used", min(logical, budget)),
+        Segment("waste", max(0, min(paged, budget) - min(logical, budget))),
+        Segment("kv_free", max(0, budget - paged)),
+    ]
+    if b.source == "gpu" and b.gpu_memory_bytes:
+        used = sum(p.bytes for p in parts)
+        parts.append(Segment("unallocated", max(0, b.gpu_memory_bytes - used)))
+        total = max(b.gpu_memory_bytes, used)
+    else:
+        total = budget
+    return MemoryView(total, tuple(parts), requests, overflow=paged > budget)
+
+
+def sweep_contexts(plan: Plan) -> list[int]:
+    """Context lengths for the charts: the core's decode sweep, else powers of two from 1k."""
+    if plan.bounds is not None and plan.bounds.context_sweep:
+        return [p.context_tokens for p in plan.bounds.context_sweep]
+    ctx = plan.capacity.context_tokens if plan.capacity else FIRST_SWEEP_TOKENS
+    top = max(ctx, plan.model.max_position_embeddings or ctx, FIRST_SWEEP_TOKENS)
+    out: list[int] = []
+    length = FIRST_SWEEP_TOKENS
+    while length <= top and len(out) < MAX_SWEEP_POINTS:
+        out.append(length)
+        length *= 2
+    return out
+
+
+def capacity_by_context(request: PlanRequest, contexts: list[int]) -> list[tuple[int, int]]:
+    """(context, max requests of that length) under the same model, engine and budget."""
+    out: list[tuple[int, int]] = []
+    for ctx in contexts:
+        variant = request.model_copy(update={"context_tokens": ctx, "requests": None})
+        try:
+            result = make_plan(variant)
+        except PlanError:
+            continue
+        if result.capacity is not None:
+            out.append((ctx, result.capacity.max_requests))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class BlockMath:
+    """The textbook steps, each shown only where it reproduces the engine's own number."""
+
+    block_bytes: int | None  # page × layers per rank, when budget // it == num_blocks
+    blocks_per_request_simple: bool  # blocks_per_request == ceil(context / block_size)
+    max_requests_simple: bool  # max == (num_blocks - reserved) // blocks_per_request
+
+
+def block_math(plan: Plan) -> BlockMath | None:
+    cap = plan.capacity
+    if cap is None:
+        return None
+    block_bytes: int | None = plan.per_rank.page_bytes * plan.per_rank.layers
+    if not block_bytes or cap.kv_budget_bytes // block_bytes != cap.num_blocks:
+        block_bytes = None
+    simple_bpr = cap.blocks_per_request == math.ceil(cap.context_tokens / plan.block_size)
+    simple_max = cap.blocks_per_request > 0 and cap.max_requests == (
+        (cap.num_blocks - cap.reserved_blocks) // cap.blocks_per_request
+    )
+    return BlockMath(block_bytes, simple_bpr, simple_max)
+
+
+def engine_log_differs(plan: Plan) -> bool:
+    """The engine's start-up log prints a concurrency other than the requests that fit."""
+    cap = plan.capacity
+    if cap is None or cap.engine_reported_concurrency is None:
+        return False
+    return math.floor(cap.engine_reported_concurrency) != cap.max_requests
+
+
+def symbolic_formula(plan: Plan) -> str | None:
+    """`2 × L × Hkv × d × b` when the core's formula has that shape (uniform layers)."""
+    formula = plan.kv_bytes_per_token_formula
+    if formula.startswith("2 × ") and "+" not in formula:
+        return "2 × L × Hkv × d × b"
+    return None

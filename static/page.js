@@ -1,0 +1,145 @@
+// kvplan page: optional live update. The page works without this file; with it, changing a
+// field re-renders the answer without a reload. Same-origin fetch only; no inline code (CSP).
+(function () {
+  "use strict";
+
+  var form = document.getElementById("plan-form");
+  if (!form || !window.fetch || !window.DOMParser || !window.URLSearchParams) {
+    return;
+  }
+  var DELAY_MS = 400;
+  var timer = null;
+  var sequence = 0;
+  var controller = null;
+
+  function fieldsOf(formElement) {
+    var params = new URLSearchParams();
+    var data = new FormData(formElement);
+    data.forEach(function (value, name) {
+      if (typeof value === "string" && value.trim() !== "") {
+        params.append(name, name === "model_config" ? value : value.trim());
+      }
+    });
+    return params;
+  }
+
+  function swap(doc, id) {
+    var fresh = doc.getElementById(id);
+    var old = document.getElementById(id);
+    if (fresh && old) {
+      old.replaceWith(document.importNode(fresh, true));
+    }
+  }
+
+  function swapChildren(doc, id) {
+    // Keeps the element itself, so a live region stays the same node and is announced.
+    var fresh = doc.getElementById(id);
+    var old = document.getElementById(id);
+    if (fresh && old) {
+      old.replaceChildren.apply(
+        old,
+        Array.prototype.map.call(fresh.childNodes, function (node) {
+          return document.importNode(node, true);
+        })
+      );
+      old.hidden = fresh.hidden;
+    }
+  }
+
+  function applyErrors(doc) {
+    // Errors and their aria state; the inputs themselves keep what the user is typing.
+    var slots = document.querySelectorAll("[data-error-for]");
+    Array.prototype.forEach.call(slots, function (slot) {
+      var name = slot.getAttribute("data-error-for");
+      var fresh = doc.querySelector('[data-error-for="' + name + '"]');
+      var field = document.querySelector('[data-field="' + name + '"]');
+      var control = document.getElementById("f-" + name);
+      var invalid = !!(fresh && !fresh.hasAttribute("hidden"));
+      slot.replaceChildren();
+      if (fresh) {
+        Array.prototype.forEach.call(fresh.childNodes, function (node) {
+          slot.appendChild(document.importNode(node, true));
+        });
+      }
+      slot.hidden = !invalid;
+      if (field) {
+        field.classList.toggle("has-error", invalid);
+      }
+      if (control) {
+        if (invalid) {
+          control.setAttribute("aria-invalid", "true");
+        } else {
+          control.removeAttribute("aria-invalid");
+        }
+      }
+    });
+  }
+
+  function update() {
+    var params = fieldsOf(form);
+    if (!params.has("model") && !params.has("model_config")) {
+      return;
+    }
+    var mine = ++sequence;
+    if (controller) {
+      controller.abort();
+    }
+    controller = window.AbortController ? new AbortController() : null;
+    var withConfig = params.has("model_config");
+    var url = withConfig ? "/" : "/?" + params.toString();
+    var init = {
+      method: withConfig ? "POST" : "GET",
+      credentials: "same-origin",
+      headers: { Accept: "text/html" },
+    };
+    if (withConfig) {
+      init.body = params;
+    }
+    if (controller) {
+      init.signal = controller.signal;
+    }
+    document.body.classList.add("is-updating");
+    fetch(url, init)
+      .then(function (response) {
+        return response.text();
+      })
+      .then(function (html) {
+        if (mine !== sequence) {
+          return;
+        }
+        var doc = new DOMParser().parseFromString(html, "text/html");
+        swapChildren(doc, "answer-hero");
+        swap(doc, "answer");
+        swapChildren(doc, "error-summary");
+        applyErrors(doc);
+        document.title = doc.title;
+        if (!withConfig && window.history && window.history.replaceState) {
+          // The answer's own share link is the tidy URL; with errors, the URL asked.
+          var share = doc.getElementById("share-link");
+          window.history.replaceState(null, "", share ? share.getAttribute("href") : url);
+        }
+      })
+      .catch(function () {
+        // Offline or aborted: the submit button still works.
+      })
+      .then(function () {
+        if (mine === sequence) {
+          document.body.classList.remove("is-updating");
+        }
+      });
+  }
+
+  function schedule() {
+    window.clearTimeout(timer);
+    timer = window.setTimeout(update, DELAY_MS);
+  }
+
+  form.addEventListener("change", schedule);
+  form.addEventListener("input", function (event) {
+    // The model picker waits for "change": half a name is not worth an error message.
+    var target = event.target;
+    if (target && target.tagName === "INPUT" && target.id !== "f-model") {
+      schedule();
+    }
+  });
+})();

@@ -1,0 +1,441 @@
+"""Reconcile real start-up logs with kvplan's rules.
+
+Every expected number below is the fixture's own hand recomputation (`recomputed.expected`,
+`recomputed.delta` in tests/fixtures/engine_logs.jsonl, sources: the public issue threads named
+in each fixture), never this implementation's output. Model geometry comes from each fixture's
+`recomputed.model_config` where the catalog lacks the model.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from planner.core.errors import FieldError
+from planner.core.plan import plan
+from planner.core.reconcile import reconcile
+from planner.core.reconcile_schema import Check, ReconcileRequest, ReconcileResult
+from planner.core.schema import PlanRequest
+from tests.core.test_logparse import ENGINE, load_fixtures
+
+FIXTURES = {f["id"]: f for f in load_fixtures()}
+
+
+def _config(
+    layers: int, kv_heads: int, head_dim: int, heads: int, dtype: str = "bfloat16"
+) -> dict[str, Any]:
+    return {
+        "model_type": "qwen3",
+        "num_hidden_layers": layers,
+        "num_attention_heads": heads,
+        "num_key_value_heads": kv_heads,
+        "head_dim": head_dim,
+        "torch_dtype": dtype,
+    }
+
+
+# recomputed.model_config of the fixtures (query-head counts from the models' configs).
+QWEN3_14B = _config(40, 8, 128, 40)
+QWEN3_235B = _config(94, 4, 128, 64)
+QWEN3_30B_A3B = _config(48, 4, 128, 32)  # also the geometry the 25350 fixtures infer
+QWEN3_1P7B = _config(28, 8, 128, 16)
+QWEN25_14B = _config(48, 8, 128, 40)  # DeepSeek-R1-Distill-Qwen-14B
+QWQ_32B = _config(64, 8, 128, 40)
+QWEN15_7B = _config(32, 32, 128, 32, "float16")
+TINYLLAMA = _config(22, 4, 64, 32)
+LLAMA2_7B = _config(32, 32, 128, 32, "float16")
+GRANITE_MICRO = {
+    "_name_or_path": "ibm-granite/granite-4.0-micro",
+    "model_type": "granite",
+    "num_hidden_layers": 40,
+    "num_attention_heads": 40,
+    "num_key_value_heads": 8,
+    "hidden_size": 2560,  # head_dim 64 = 2560 / 40
+    "torch_dtype": "bfloat16",
+    "max_position_embeddings": 131072,
+}
+KIMI_LINEAR = {
+    "model_type": "kimi_linear",
+    "num_hidden_layers": 27,
+    "num_attention_heads": 32,
+    "kv_lora_rank": 512,
+    "qk_rope_head_dim": 64,
+    "linear_attn_config": {"kda_layers": 20, "full_attn_layers": 7},
+}
+
+# fixture id -> (model, settings the log lacks)
+INPUTS: dict[str, tuple[Any, dict[str, Any]]] = {
+    "vllm-v1-qwen3-14b-lmcache1739": (QWEN3_14B, {}),
+    "vllm-v1-qwen3-235b-fp8-tp4-vllm21348": (QWEN3_235B, {"tensor_parallel_size": 4}),
+    "vllm-v1-fp8kv-mml100k-vllm25350": (QWEN3_30B_A3B, {"kv_cache_dtype": "fp8"}),
+    "vllm-v1-fp8kv-mml221k-error-vllm25350": (QWEN3_30B_A3B, {"kv_cache_dtype": "fp8"}),
+    "vllm-v1early-llama31-70b-w8a8-pr12569": ("meta-llama/Llama-3.1-70B", {"vllm_engine": "v1"}),
+    "vllm-v1-kimi-linear-awq-tp2-3090-vllm28228": (KIMI_LINEAR, {"tensor_parallel_size": 2}),
+    "vllm-v1-qwen3-1p7b-24gb-vllm33263": (QWEN3_1P7B, {}),
+    "vllm-v1-granite4-micro-fp8-l40s-ibmcodeengine": (GRANITE_MICRO, {}),
+    "vllm-v1-qwen3-coder-30b-fp8-pp2-uneven-error-vllm34076": (
+        QWEN3_30B_A3B,
+        {"pipeline_parallel_size": 2, "pipeline_layer_partition": [16, 32]},
+    ),
+    "vllm-v1-gptoss120b-eagle3-padding-pr29303": ("openai/gpt-oss-120b", {"draft_layers": 1}),
+    "vllm-v0-llama31-8b-3090-20k-vllm10517": ("meta-llama/Llama-3.1-8B", {}),
+    "vllm-v0-llama31-8b-3090-29k-error-vllm10517": ("meta-llama/Llama-3.1-8B", {}),
+    "vllm-v0-r1-distill-qwen14b-tp2-4090-vllm13061": (QWEN25_14B, {"tensor_parallel_size": 2}),
+    "vllm-v0-gemma3-27b-awq-a10g-error-vllm16199": ("google/gemma-3-27b-it", {}),
+    "sglang-qwen3-235b-fp8-tp4-vllm21348": (QWEN3_235B, {"tensor_parallel_size": 4}),
+    "sglang-qwq32b-tp4-l4-llms-in-clouds": (
+        QWQ_32B,
+        {"tensor_parallel_size": 4, "mem_fraction_static": 0.85},
+    ),
+    "sglang-qwen3-30b-a3b-fp8-mi355-pr18263": (QWEN3_30B_A3B, {}),
+    "trtllm-llama31-8b-fp8-rtx5090-trtllm4275": (
+        "meta-llama/Llama-3.1-8B",
+        {"kv_cache_dtype": "fp8"},
+    ),
+    "trtllm-qwen15-7b-a100-40gb-trtllm2268": (QWEN15_7B, {"block_size": 64}),
+    "trtllm-tinyllama-tp2-disagg-dynamo-readme": (TINYLLAMA, {"tensor_parallel_size": 2}),
+    "trtllm-llama2-7b-a10-old-trtllm224": (LLAMA2_7B, {"block_size": 16}),
+}
+
+
+def run(fixture_id: str, **override: Any) -> ReconcileResult:
+    fixture = FIXTURES[fixture_id]
+    model, settings = INPUTS[fixture_id]
+    body: dict[str, Any] = {
+        "log": "\n".join(fixture["log_lines"]),
+        "model": model,
+        "engine": ENGINE[fixture["engine"]],
+        "settings": settings,
+    }
+    body.update(override)
+    return reconcile(ReconcileRequest.model_validate(body))
+
+
+def check(result: ReconcileResult, figure: str, index: int = 0) -> Check:
+    return [c for c in result.checks if c.figure == figure][index]
+
+
+def test_every_fixture_has_inputs() -> None:
+    assert set(INPUTS) == set(FIXTURES)
+
+
+# ---- Acceptance: every vLLM v1 fixture with a known config ---------------------------------
+
+V1_KNOWN = [
+    fid
+    for fid, f in FIXTURES.items()
+    if f["engine"] == "vllm" and fid.startswith("vllm-v1") and "kimi" not in fid
+]
+
+
+@pytest.mark.parametrize("fixture_id", V1_KNOWN)
+def test_v1_fixtures_reconcile_or_explain(fixture_id: str) -> None:
+    result = run(fixture_id)
+    assert result.checks
+    for c in result.checks:
+        if c.status == "different":
+            assert c.reason, c
+        elif c.status == "not_recomputable":
+            assert c.reason, c
+        else:
+            assert c.status in ("equal", "consistent")
+
+
+def test_acceptance_counts() -> None:
+    # 9 vLLM v1 fixtures with a known config: 16 figures, none different without a reason.
+    statuses: dict[str, int] = {}
+    for fid in V1_KNOWN:
+        for c in run(fid).checks:
+            key = "explained" if c.status == "different" and c.reason else c.status
+            statuses[key] = statuses.get(key, 0) + 1
+    assert len(V1_KNOWN) == 9
+    assert statuses == {"equal": 6, "consistent": 5, "explained": 4, "not_recomputable": 1}
+
+
+# ---- Per fixture: the fixture's own numbers ---------------------------------------------------
+
+
+def test_qwen3_14b_exact() -> None:
+    # "floor(6.51*2^30 / 2,621,440) = 2,666 blocks -> 42,656 tokens"; "±0.005 GiB display
+    # rounding allows 2,664..2,668"; "2,666 / 2,048 -> 1.30x".
+    r = run("vllm-v1-qwen3-14b-lmcache1739")
+    tokens = check(r, "gpu_kv_cache_tokens")
+    assert (tokens.status, tokens.predicted, tokens.blocks_range) == ("equal", 42656, [2664, 2668])
+    conc = check(r, "max_concurrency")
+    assert (conc.status, conc.predicted) == ("equal", 1.3)
+    assert "1 requests" in conc.arithmetic  # null block: 2,665 // 2,048 = 1 resident request
+
+
+def test_qwen3_235b_tp4_min_over_workers() -> None:
+    # expected 11,308 blocks -> 180,928 tokens; window 11,301..11,315; logged 178,880.
+    c = check(run("vllm-v1-qwen3-235b-fp8-tp4-vllm21348"), "gpu_kv_cache_tokens")
+    assert c.predicted == 180928 and c.blocks_range == [11301, 11315]
+    assert c.status == "different" and c.difference == -2048
+    assert c.difference_pct == pytest.approx(-1.132, abs=0.001)
+    assert c.reason is not None and "minimum over its 4 workers" in c.reason
+
+
+def test_fp8_100k_within_rounding() -> None:
+    # floor(10.55*2^30/786,432) = 14,404 -> 230,464; window 14,397..14,411; 2.31x.
+    r = run("vllm-v1-fp8kv-mml100k-vllm25350")
+    tokens = check(r, "gpu_kv_cache_tokens")
+    assert (tokens.status, tokens.predicted, tokens.blocks_range) == (
+        "consistent",
+        230464,
+        [14397, 14411],
+    )
+    assert check(r, "max_concurrency").status in ("equal", "consistent")
+
+
+def test_fp8_221k_error_line() -> None:
+    # needed 10.117 GiB -> '10.12' (exact); estimate 7,632 blocks -> 122,112 (log 122,080).
+    r = run("vllm-v1-fp8kv-mml221k-error-vllm25350")
+    needed = check(r, "kv_needed_gib")
+    assert needed.status == "equal" and needed.predicted == pytest.approx(10.117, abs=5e-4)
+    estimate = check(r, "estimated_max_model_len")
+    assert (estimate.status, estimate.predicted) == ("consistent", 122112)
+
+
+def test_early_v1_blocks_only() -> None:
+    # "1,381 / 128 = 10.789 -> 10.79x (exact); implied KV memory ... = 6.74 GiB".
+    r = run("vllm-v1early-llama31-70b-w8a8-pr12569")
+    assert check(r, "max_concurrency").status == "equal"
+    blocks = check(r, "num_gpu_blocks")
+    assert blocks.status == "not_recomputable" and blocks.predicted is None
+    assert blocks.reason is not None and "6.74 GiB" in blocks.reason
+
+
+def test_kimi_linear_says_why() -> None:
+    # "Token count/concurrency not recomputed: needs the KDA state page size ..."
+    r = run("vllm-v1-kimi-linear-awq-tp2-3090-vllm28228")
+    assert {c.status for c in r.checks} == {"not_recomputable"}
+    assert all(c.predicted is None for c in r.checks)
+    assert all("state" in (c.reason or "") for c in r.checks)
+    without = run("vllm-v1-kimi-linear-awq-tp2-3090-vllm28228", model=None)
+    assert all("no model" in (c.reason or "") for c in without.checks)
+
+
+def test_qwen3_1p7b_top_of_window() -> None:
+    # floor(18.78*2^30/1,835,008) = 10,988 -> 175,808; logged 175,856 (10,991), window
+    # 10,986..10,991.
+    c = check(run("vllm-v1-qwen3-1p7b-24gb-vllm33263"), "gpu_kv_cache_tokens")
+    assert (c.status, c.predicted, c.blocks_range) == ("consistent", 175808, [10986, 10991])
+
+
+def test_granite_bottom_of_window_and_reserves_round_trip() -> None:
+    # 28,950 blocks -> 463,200 tokens; logged 463,136 (28,946); window 28,946..28,954; 3.53x.
+    r = run(
+        "vllm-v1-granite4-micro-fp8-l40s-ibmcodeengine",
+        settings={"gpu": "L40S-48GB", "gpu_memory_utilization": 0.9},
+    )
+    tokens = check(r, "gpu_kv_cache_tokens")
+    assert (tokens.status, tokens.predicted, tokens.blocks_range) == (
+        "consistent",
+        463200,
+        [28946, 28954],
+    )
+    assert check(r, "max_concurrency").status == "equal"
+    # Learned: weights 3.4244 GiB per rank, KV 35.34 GiB; a plan of the same deployment gets
+    # the same budget back, hence the same blocks.
+    assert r.reserves is not None and r.reserves.weights_bytes == round(3.4244 * (1 << 30))
+    assert r.reserves.kv_budget_bytes == round(35.34 * (1 << 30))
+    assert r.reserves.cuda_graph_bytes == round(0.72 * (1 << 30))
+    assert r.plan_request is not None
+    planned = plan(PlanRequest.model_validate(r.plan_request))
+    assert planned.capacity is not None
+    assert planned.capacity.kv_budget_bytes == r.reserves.kv_budget_bytes
+    assert planned.capacity.num_blocks == tokens.predicted // 16
+
+
+def test_pipeline_stage_with_more_layers() -> None:
+    # "needed = 16,384 blocks x (32,768 B x 48 layers) = 24.0 GiB - the check charges ALL 48
+    # layers against one PP worker's memory"; estimate 2,170 blocks -> 34,720 (log 34,736);
+    # "Per-stage (32 layers) it would be 52,096".
+    r = run("vllm-v1-qwen3-coder-30b-fp8-pp2-uneven-error-vllm34076")
+    needed = check(r, "kv_needed_gib")
+    assert needed.predicted == pytest.approx(16.0)  # the 32-layer stage
+    assert needed.status == "different" and "all 48 layers" in (needed.reason or "")
+    estimate = check(r, "estimated_max_model_len")
+    assert estimate.predicted == 52096
+    assert estimate.status == "different" and "vllm#34076" in (estimate.reason or "")
+
+
+def test_gpt_oss_eagle_padding_before_and_after() -> None:
+    # Before PR #29303: 17 padding layers, 89.47%; after: 1 layer, 5.56%.
+    r = run("vllm-v1-gptoss120b-eagle3-padding-pr29303")
+    before, after = check(r, "padding_layers", 0), check(r, "padding_layers", 1)
+    assert (after.status, after.predicted) == ("equal", 1)
+    assert before.status == "different" and "#29303" in (before.reason or "")
+    # Without the draft layer the draft itself is the explanation.
+    bare = run("vllm-v1-gptoss120b-eagle3-padding-pr29303", settings={})
+    assert all("draft" in (c.reason or "") for c in bare.checks)
+
+
+def test_v0_llama_20k() -> None:
+    # kv_cache_size 3.81 (matches); 1,950 blocks (log 1,952; window 1,948..1,953); CPU 2,048
+    # exact; 1.56x.
+    r = run("vllm-v0-llama31-8b-3090-20k-vllm10517")
+    assert r.log_format == "vLLM v0"
+    blocks = check(r, "num_gpu_blocks")
+    assert (blocks.status, blocks.predicted, blocks.blocks_range) == (
+        "consistent",
+        1950,
+        [1948, 1953],
+    )
+    assert (check(r, "num_cpu_blocks").status, check(r, "num_cpu_blocks").predicted) == (
+        "equal",
+        2048,
+    )
+    assert check(r, "kv_cache_size_gib").status == "equal"
+    assert check(r, "max_concurrency").status == "equal"
+
+
+def test_v0_llama_29k_error() -> None:
+    # 1,479 blocks (log 1,478, window 1,477..1,482); tokens 1,478*16 = 23,648 exact.
+    r = run("vllm-v0-llama31-8b-3090-29k-error-vllm10517")
+    blocks = check(r, "num_gpu_blocks")
+    assert (blocks.predicted, blocks.blocks_range) == (1479, [1477, 1482])
+    assert check(r, "kv_max_tokens").status == "equal"
+    assert r.reserves is not None and r.reserves.reserve_bytes is not None
+
+
+@pytest.mark.parametrize(
+    ("fixture_id", "implied"),
+    [
+        ("vllm-v0-r1-distill-qwen14b-tp2-4090-vllm13061", "7.46 GiB"),
+        ("vllm-v0-gemma3-27b-awq-a10g-error-vllm16199", "1.70 GiB"),
+    ],
+)
+def test_v0_error_without_memory_says_what_is_implied(fixture_id: str, implied: str) -> None:
+    c = check(run(fixture_id), "kv_max_tokens")
+    assert c.status == "not_recomputable" and c.predicted is None
+    assert implied in (c.reason or "")
+
+
+def test_sglang_k_size_exact_tokens_not_recomputable() -> None:
+    # "K size = 367,404 x 94 x 1 x 128 x 2 B / 2^30 = 8.234 -> '8.23 GB'. Token count not
+    # recomputable (no avail-mem lines)."
+    r = run("sglang-qwen3-235b-fp8-tp4-vllm21348")
+    assert check(r, "k_size_gib").status == "equal"
+    assert check(r, "v_size_gib").status == "equal"
+    tokens = check(r, "max_total_num_tokens")
+    assert tokens.status == "not_recomputable" and "Load weight begin" in (tokens.reason or "")
+
+
+def test_sglang_qwq_budget() -> None:
+    # rest = 6.09 - 21.63*(1-0.85) = 2.8455 GiB -> 46,620 tokens (log 46,611, window
+    # 46,526..46,714); K size 1.42 exact.
+    r = run("sglang-qwq32b-tp4-l4-llms-in-clouds")
+    tokens = check(r, "max_total_num_tokens")
+    assert (tokens.status, tokens.predicted, tokens.predicted_range) == (
+        "consistent",
+        46620,
+        [46526, 46714],
+    )
+    assert check(r, "k_size_gib").status == "equal"
+
+
+def test_sglang_mi355_k_size() -> None:
+    r = run("sglang-qwen3-30b-a3b-fp8-mi355-pr18263")
+    assert check(r, "k_size_gib").status == "equal"  # 101.95 exact
+    assert check(r, "max_total_num_tokens").status == "not_recomputable"
+
+
+def test_trtllm_rtx5090() -> None:
+    # ceil(0.9 x 17.83 GiB / 2 MiB) = 8,217 (log 8,219; window 8,214..8,219); 263,008 tokens
+    # exact; 16.05 GiB exact.
+    r = run("trtllm-llama31-8b-fp8-rtx5090-trtllm4275")
+    blocks = check(r, "primary_blocks")
+    assert (blocks.status, blocks.predicted, blocks.blocks_range) == (
+        "consistent",
+        8217,
+        [8214, 8219],
+    )
+    assert check(r, "allocated_tokens").status == "equal"
+    assert check(r, "allocated_gib").status == "equal"
+
+
+def test_trtllm_qwen15_tokens_per_block() -> None:
+    # "with tokens_per_block 64 ... ceil(630.43) = 631 (C++ ceilDiv). With 32 it would be 1,261."
+    assert check(run("trtllm-qwen15-7b-a100-40gb-trtllm2268"), "primary_blocks").status == "equal"
+    default = check(run("trtllm-qwen15-7b-a100-40gb-trtllm2268", settings={}), "primary_blocks")
+    assert (default.status, default.predicted) == ("different", 1261)
+    assert "tokens_per_block 64" in (default.reason or "")
+
+
+def test_trtllm_tinyllama_bytes() -> None:
+    # per-rank 11,264 B/token; 1,800,032 x 11,264 = 18.88 GiB exact.
+    assert check(run("trtllm-tinyllama-tp2-disagg-dynamo-readme"), "allocated_gib").status == (
+        "equal"
+    )
+
+
+def test_trtllm_old_log_rounds_up() -> None:
+    # "not a multiple of 16 - allocation rounds up to cdiv(10,718,16)=670 blocks = 10,720".
+    c = check(run("trtllm-llama2-7b-a10-old-trtllm224"), "kv_tokens")
+    assert c.status == "not_recomputable" and "10,720 tokens" in (c.reason or "")
+
+
+# ---- Inputs -----------------------------------------------------------------------------------
+
+
+def test_wrong_engine_is_a_field_error() -> None:
+    with pytest.raises(FieldError) as info:
+        run("vllm-v1-qwen3-14b-lmcache1739", engine="sglang")
+    assert info.value.problems[0].field == "engine"
+    assert "vLLM log" in info.value.detail
+
+
+def test_unrecognised_log() -> None:
+    with pytest.raises(FieldError) as info:
+        reconcile(ReconcileRequest(log="hello\nINFO vllm started\n"))
+    assert "no KV-cache start-up line" in info.value.detail
+    assert "vLLM" in info.value.detail
+
+
+def test_model_named_in_the_log() -> None:
+    log = (
+        "INFO non-default args: {'model': 'meta-llama/Llama-3.1-8B', 'max_model_len': 8192}\n"
+        "Available KV cache memory: 40.00 GiB\n"
+        "GPU KV cache size: 327,680 tokens\n"
+        "Maximum concurrency for 8,192 tokens per request: 40.00x\n"
+    )
+    # engine_rules.md §6.2: Llama-3.1-8B, 40 GiB: 20,480 blocks, 327,680 tokens, 8k: 40.00x
+    # (39 resident).
+    r = reconcile(ReconcileRequest(log=log))
+    assert r.model == "meta-llama/Llama-3.1-8B"
+    assert [c.status for c in r.checks] == ["equal", "equal"]
+    assert "39 requests" in check(r, "max_concurrency").arithmetic
+
+
+def test_hybrid_tokens_divide_by_groups() -> None:
+    # engine_rules.md §6.2 Gemma-3-27B, 40 GiB: 7 groups, 32,768 blocks, log 74,896 tokens;
+    # 32k: 5.95x.
+    log = (
+        "Available KV cache memory: 40.00 GiB\n"
+        "GPU KV cache size: 74,896 tokens\n"
+        "Maximum concurrency for 32,768 tokens per request: 5.95x\n"
+    )
+    r = reconcile(ReconcileRequest(log=log, model="google/gemma-3-27b-it"))
+    assert [c.status for c in r.checks] == ["equal", "equal"]
+    assert any("7 KV-cache groups" in n for n in r.notes)
+
+
+def test_several_workers_take_the_minimum() -> None:
+    log = (
+        "(Worker_TP0 pid=1) Available KV cache memory: 40.00 GiB\n"
+        "(Worker_TP1 pid=2) Available KV cache memory: 39.00 GiB\n"
+        "GPU KV cache size: 319,488 tokens\n"
+    )
+    # Llama-3.1-8B blocks are 2 MiB (engine_rules.md §6.2: 40 GiB -> 20,480); vLLM uses the
+    # smaller worker: 39 GiB -> 19,968 blocks -> 319,488 tokens.
+    r = reconcile(ReconcileRequest(log=log, model="meta-llama/Llama-3.1-8B"))
+    assert check(r, "gpu_kv_cache_tokens").status == "equal"
+    assert any("smallest" in n for n in r.notes)
+
+
+def test_settings_errors_name_the_settings_field() -> None:
+    with pytest.raises(FieldError) as info:
+        run("vllm-v1-qwen3-14b-lmcache1739", settings={"tensor_parallel_size": 3})
+    assert info.value.problems[0].loc[0] == "settings"

@@ -1,0 +1,145 @@
+"""The form layer: strings to a PlanRequest, errors keyed by the form field that caused them."""
+
+from __future__ import annotations
+
+import pytest
+
+from planner.web import form
+
+GiB = 1 << 30
+
+
+def _(text: str) -> str:
+    return text
+
+
+def test_question_parses_to_the_api_request() -> None:
+    state = form.parse(
+        {
+            "model": "meta-llama/Llama-3.1-8B",
+            "kv_cache_dtype": "bf16",
+            "context_tokens": "8,192",
+            "kv_budget_gib": "48",
+            "tensor_parallel_size": "2",
+        },
+        _,
+    )
+    assert state.errors == {}
+    assert state.request is not None
+    body = state.request.model_dump(exclude_defaults=True)
+    assert body == {
+        "model": "meta-llama/Llama-3.1-8B",
+        "kv_cache_dtype": "bf16",
+        "context_tokens": 8192,
+        "kv_budget_bytes": 48 * GiB,
+        "tensor_parallel_size": 2,
+    }
+
+
+def test_units_convert_exactly() -> None:
+    state = form.parse(
+        {
+            "model": "m",
+            "kv_budget_gib": "0.5",
+            "weights_gib": "0",
+            "bandwidth_tbps": "3.35",
+            "gpu_memory_utilization": "0.9",
+        },
+        _,
+    )
+    assert state.request is not None
+    assert state.request.kv_budget_bytes == GiB // 2  # GiB = 2^30 B
+    assert state.request.weights_bytes == 0
+    assert state.request.bandwidth_bytes_per_s == pytest.approx(3.35e12)  # TB/s = 10^12 B/s
+    assert state.request.gpu_memory_utilization == 0.9
+
+
+@pytest.mark.parametrize(
+    ("text", "mix"),
+    [
+        ("8192x10, 2048x30", [(8192, 10), (2048, 30)]),
+        ("8192 × 10; 4096", [(8192, 10), (4096, 1)]),
+        ("8 192*2\n1024X3", [(8192, 2), (1024, 3)]),
+    ],
+)
+def test_request_mix(text: str, mix: list[tuple[int, int]]) -> None:
+    state = form.parse({"model": "m", "requests": text}, _)
+    assert state.request is not None and state.request.requests is not None
+    assert [(r.context_tokens, r.count) for r in state.request.requests] == mix
+
+
+@pytest.mark.parametrize("text", ["8192x", "x10", "8192x0", "0x1", "8192x10x2", "a"])
+def test_bad_request_mix(text: str) -> None:
+    state = form.parse({"model": "m", "requests": text}, _)
+    assert state.request is None and "requests" in state.errors
+
+
+def test_every_bad_field_is_reported_at_once() -> None:
+    state = form.parse(
+        {
+            "model": "m",
+            "context_tokens": "x",
+            "block_size": "0",
+            "weights_gib": "nan",
+            "bandwidth_tbps": "0",
+            "gpu_memory_utilization": "1.5",
+        },
+        _,
+    )
+    assert set(state.errors) == {
+        "context_tokens",
+        "block_size",
+        "weights_gib",
+        "bandwidth_tbps",
+        "gpu_memory_utilization",
+    }
+
+
+def test_config_wins_over_the_catalog_model() -> None:
+    state = form.parse({"model": "meta-llama/Llama-3.1-8B", "model_config": '{"a": 1}'}, _)
+    assert state.request is not None and state.request.model == {"a": 1}
+    assert form.form_field(("model", "num_hidden_layers"), has_config=True) == "model_config"
+    assert form.form_field(("model",), has_config=False) == "model"
+
+
+def test_oversized_config_is_refused_before_parsing() -> None:
+    text = '{"x": "' + "a" * form.MAX_CONFIG_CHARS + '"}'
+    state = form.parse({"model_config": text}, _)
+    assert "model_config" in state.errors
+
+
+def test_api_locations_map_to_form_fields() -> None:
+    assert form.form_field(("kv_budget_bytes",), has_config=False) == "kv_budget_gib"
+    assert form.form_field(("bandwidth_bytes_per_s",), has_config=False) == "bandwidth_tbps"
+    assert form.form_field(("requests", 3, "count"), has_config=False) == "requests"
+    assert form.form_field(("something_else",), has_config=False) == ""
+    assert form.form_field((), has_config=False) == ""
+
+
+def test_canonical_query_keeps_order_drops_empties_and_config() -> None:
+    query = form.canonical_query(
+        {
+            "kv_budget_gib": "48",
+            "model": "meta-llama/Llama-3.1-8B",
+            "gpu": " ",
+            "model_config": "{}",
+            "engine": "sglang",
+        }
+    )
+    assert query == "model=meta-llama/Llama-3.1-8B&engine=sglang&kv_budget_gib=48"
+
+
+def test_raw_values_take_known_strings_only() -> None:
+    values = form.raw_values(
+        {"model": " m ", "unknown": "x", "model_config": " {} ", "gpu": 3}, allow_config=True
+    )
+    assert values == {"model": "m", "model_config": " {} "}
+    assert "model_config" not in form.raw_values({"model_config": "{}"}, allow_config=False)
+
+
+def test_defaults_are_not_a_question_and_not_in_the_url() -> None:
+    assert not form.is_question({"engine": "vllm", "kv_cache_dtype": "auto", "gpu": ""})
+    assert form.is_question({"engine": "sglang"})
+    assert form.canonical_query({"model": "m", "engine": "vllm", "kv_cache_dtype": "auto"}) == (
+        "model=m"
+    )

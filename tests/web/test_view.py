@@ -1,0 +1,120 @@
+"""Derived page values: memory per GPU, the context sweep, which formulas reproduce the engine."""
+
+from __future__ import annotations
+
+from planner.core.plan import plan
+from planner.core.schema import PlanRequest
+from planner.web.charts import WIDTH, Column, Part, columns, stacked_bar, tokens_tick
+from planner.web.view import (
+    block_math,
+    capacity_by_context,
+    engine_log_differs,
+    memory_view,
+    sweep_contexts,
+    symbolic_formula,
+)
+
+GiB = 1 << 30
+KiB = 1 << 10
+LLAMA = "meta-llama/Llama-3.1-8B"
+
+
+def _plan(**body: object):  # type: ignore[no-untyped-def]
+    return plan(PlanRequest.model_validate({"model": LLAMA, "kv_cache_dtype": "bf16", **body}))
+
+
+def test_memory_at_the_48_gib_answer() -> None:
+    # Seed 000 lab: "128 KiB/token; 8192 tokens = 1.000 GiB", so 47 requests hold 47 GiB and
+    # 1 GiB of the 48 stays free (the null block and the remainder), with no paging waste.
+    view = memory_view(_plan(context_tokens=8192, kv_budget_bytes=48 * GiB))
+    assert view is not None
+    parts = {s.key: s.bytes for s in view.segments}
+    assert parts == {"kv_used": 47 * GiB, "waste": 0, "kv_free": 1 * GiB}
+    assert view.total_bytes == 48 * GiB and view.requests == 47 and not view.overflow
+
+
+def test_paging_waste_is_the_last_partial_block() -> None:
+    # 8,193 tokens need 513 blocks of 16: 15 empty token slots × 128 KiB per request.
+    result = _plan(context_tokens=8193, kv_budget_bytes=48 * GiB)
+    assert result.capacity is not None and result.capacity.max_requests == (24576 - 1) // 513
+    view = memory_view(result)
+    assert view is not None
+    parts = {s.key: s.bytes for s in view.segments}
+    assert parts["waste"] == view.requests * 15 * 128 * KiB
+
+
+def test_gpu_memory_parts_add_up_to_the_device() -> None:
+    result = _plan(context_tokens=8192, gpu="H100-SXM-80GB", tensor_parallel_size=2)
+    view = memory_view(result)
+    assert view is not None and result.capacity is not None
+    keys = [s.key for s in view.segments]
+    assert keys == ["weights", "reserve", "kv_used", "waste", "kv_free", "unallocated"]
+    assert sum(s.bytes for s in view.segments) == view.total_bytes
+    assert view.total_bytes == result.capacity.budget.gpu_memory_bytes
+
+
+def test_workload_over_budget_is_flagged() -> None:
+    result = _plan(requests=[{"context_tokens": 8192, "count": 60}], kv_budget_bytes=48 * GiB)
+    view = memory_view(result)
+    assert view is not None and view.overflow and view.requests == 60
+    assert sum(s.bytes for s in view.segments) == 48 * GiB
+
+
+def test_no_budget_no_memory_view() -> None:
+    assert memory_view(_plan(context_tokens=8192)) is None
+
+
+def test_capacity_sweep_halves_with_each_doubling() -> None:
+    result = _plan(context_tokens=8192, kv_budget_bytes=48 * GiB)
+    contexts = sweep_contexts(result)
+    assert contexts[0] == 1024 and contexts[-1] == 131072  # up to max_position_embeddings
+    request = PlanRequest.model_validate(
+        {"model": LLAMA, "kv_cache_dtype": "bf16", "kv_budget_bytes": 48 * GiB}
+    )
+    points = dict(capacity_by_context(request, [8192, 16384]))
+    assert points == {8192: 47, 16384: (24576 - 1) // 1024}
+
+
+def test_textbook_steps_reproduce_vllm() -> None:
+    result = _plan(context_tokens=8192, kv_budget_bytes=48 * GiB)
+    steps = block_math(result)
+    assert steps is not None
+    assert steps.block_bytes == 64 * KiB * 32  # page (one layer, one block) × layers
+    assert steps.blocks_per_request_simple and steps.max_requests_simple
+    assert engine_log_differs(result)
+    assert symbolic_formula(result) == "2 × L × Hkv × d × b"
+    mla = plan(
+        PlanRequest.model_validate({"model": "deepseek-ai/DeepSeek-V3", "context_tokens": 8192})
+    )
+    assert symbolic_formula(mla) is None
+
+
+def test_stacked_bar_fills_the_width() -> None:
+    chart = stacked_bar([Part("a", 3, "a"), Part("b", 0, "b"), Part("c", 1, "c")], total=4)
+    assert [r.cls for r in chart.rects] == ["seg-a", "seg-c"]
+    assert sum(r.width for r in chart.rects) == WIDTH
+    assert chart.rects[1].x == chart.rects[0].width
+
+
+def test_columns_scale_to_the_tallest() -> None:
+    chart = columns(
+        [
+            Column("1k", (Part("x", 10, ""),), "10"),
+            Column("2k", (Part("x", 5, ""), Part("y", 15, "")), "20", highlight=True),
+        ],
+        plot_height=100,
+    )
+    heights = [r.height for r in chart.rects]
+    assert heights == [50, 25, 75]
+    assert chart.rects[1].cls == "col-x is-current"
+    assert [label.text for label in chart.labels] == ["10", "1k", "20", "2k"]
+
+
+def test_tokens_tick() -> None:
+    assert [tokens_tick(n) for n in (1024, 8192, 131072, 1 << 20, 3000)] == [
+        "1k",
+        "8k",
+        "128k",
+        "1M",
+        "3,000",
+    ]
