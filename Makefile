@@ -32,7 +32,7 @@ pytest: $(STAMP)
 test: lint types pytest
 
 run: $(STAMP)
-	$(BIN)/kvplan plan --model meta-llama/Llama-3.1-8B --dtype bf16 --context 8192 --budget 48GiB
+	$(BIN)/kvplan serve --host $(HOST) --port $(PORT)
 
 bench: $(STAMP)
 	$(BIN)/python bench/plan_speed.py

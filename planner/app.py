@@ -39,6 +39,7 @@ from planner.core.reconcile_schema import ReconcileRequest
 from planner.core.schema import PlanRequest
 from planner.probe import CalibrationIn, ProbeRequest
 from planner.settings import Settings, load_settings
+from planner.web import explain as web_explain
 from planner.web import page as web_page
 from planner.web import reconcile as web_reconcile
 
@@ -65,6 +66,7 @@ ROOT_ROUTERS: tuple[APIRouter, ...] = (
     docs_api.router,
     web_page.router,
     web_reconcile.router,
+    web_explain.router,
 )
 # ---------------------------------------------------------------------------------------------
 

@@ -73,7 +73,9 @@ def parse_json_body(raw: bytes, model: type[M]) -> M:
     if where is not None:
         raise _malformed(f"{where}: number is not finite in a double; send a finite number")
     try:
-        return model.model_validate_json(raw)
+        # strict: no bool→number or str→number coercion in any body model (not only the
+        # ones declared strict); JSON strings still parse as datetimes.
+        return model.model_validate_json(raw, strict=True)
     except ValidationError as exc:
         raise ProblemException(
             validation_problem(exc.errors(include_url=False, include_input=False), tree)

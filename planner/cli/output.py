@@ -9,14 +9,16 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
+import pydantic_core
 import typer
-from pydantic import ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from planner.core.errors import FieldProblem, PlanError
 
 MAX_INPUT_BYTES = 16 << 20
+M = TypeVar("M", bound=BaseModel)
 
 
 def _write(problem_json: str) -> NoReturn:
@@ -30,10 +32,58 @@ def fail(exc: PlanError) -> NoReturn:
     _write(problem_from_plan_error(exc).model_dump_json(exclude_none=True))
 
 
-def emit_problem(exc: ValidationError) -> NoReturn:
+def emit_problem(exc: ValidationError, body: Any = None) -> NoReturn:
     from planner.api.problems import validation_problem
 
-    _write(validation_problem(exc.errors()).model_dump_json(exclude_none=True))
+    errors = exc.errors(include_url=False, include_input=False)
+    problem = validation_problem(errors, body) if body is not None else validation_problem(errors)
+    _write(problem.model_dump_json(exclude_none=True))
+
+
+def parse_body(raw: bytes, model: type[M]) -> M:
+    """Strict JSON → `model` with the API's exact rules (planner.api.body), problems on stderr."""
+    from planner.api.body import parse_json_body
+    from planner.api.problems import ProblemException
+
+    try:
+        return parse_json_body(raw, model)
+    except ProblemException as exc:
+        _write(exc.problem.model_dump_json(exclude_none=True))
+
+
+def parse_body_list(raw: bytes, adapter: TypeAdapter[list[M]]) -> list[M]:
+    """A JSON list of request objects, validated all-or-nothing; errors located by index."""
+    from planner.api.body import _non_finite_path
+
+    try:
+        tree = pydantic_core.from_json(raw, allow_inf_nan=False)
+    except ValueError as exc:
+        _bad_input(f"invalid JSON ({exc}); send JSON without NaN/Infinity or trailing characters")
+    where = _non_finite_path(tree)
+    if where is not None:
+        _bad_input(f"{where}: number is not finite in a double; send a finite number")
+    try:
+        return adapter.validate_json(raw, strict=True)
+    except ValidationError as exc:
+        emit_problem(exc, tree)
+
+
+def read_source_bytes(source: str) -> bytes:
+    """Raw bytes from a file path or '-' (stdin), bounded."""
+    try:
+        if source == "-":
+            data = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
+        else:
+            path = Path(source)
+            if not path.is_file():
+                _bad_input(f"no such file: {source}")
+            with path.open("rb") as fh:
+                data = fh.read(MAX_INPUT_BYTES + 1)
+    except OSError as exc:
+        _bad_input(f"cannot read {source}: {exc.strerror}")
+    if len(data) > MAX_INPUT_BYTES:
+        _bad_input(f"input larger than {MAX_INPUT_BYTES} bytes")
+    return data
 
 
 def _bad_input(detail: str, field: str = "request") -> NoReturn:
@@ -56,19 +106,7 @@ def _reject_constant(name: str) -> Any:
 
 def read_json_source(source: str) -> Any:
     """Parse JSON from a file path or '-' (stdin): strict (no NaN/Infinity), bounded size."""
-    try:
-        if source == "-":
-            data = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
-        else:
-            path = Path(source)
-            if not path.is_file():
-                _bad_input(f"no such file: {source}")
-            with path.open("rb") as fh:
-                data = fh.read(MAX_INPUT_BYTES + 1)
-    except OSError as exc:
-        _bad_input(f"cannot read {source}: {exc.strerror}")
-    if len(data) > MAX_INPUT_BYTES:
-        _bad_input(f"input larger than {MAX_INPUT_BYTES} bytes")
+    data = read_source_bytes(source)
     try:
         return json.loads(data.decode("utf-8"), parse_constant=_reject_constant)
     except UnicodeDecodeError:
@@ -77,4 +115,12 @@ def read_json_source(source: str) -> Any:
         _bad_input(f"invalid JSON: {exc}")
 
 
-__all__ = ["FieldProblem", "emit_problem", "fail", "read_json_source"]
+__all__ = [
+    "FieldProblem",
+    "emit_problem",
+    "fail",
+    "parse_body",
+    "parse_body_list",
+    "read_json_source",
+    "read_source_bytes",
+]

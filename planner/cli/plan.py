@@ -14,7 +14,14 @@ from typing import Annotated, Any, NoReturn
 import typer
 from pydantic import TypeAdapter, ValidationError
 
-from planner.cli.output import emit_problem, fail, read_json_source
+from planner.cli.output import (
+    emit_problem,
+    fail,
+    parse_body,
+    parse_body_list,
+    read_json_source,
+    read_source_bytes,
+)
 from planner.core.errors import FieldProblem, PlanError
 from planner.core.plan import CalibrationLike, plan
 from planner.core.schema import Plan, PlanRequest
@@ -57,24 +64,21 @@ def _plan_all(requests: list[PlanRequest]) -> list[Plan]:
 
 
 def _from_request_source(source: str) -> NoReturn:
-    raw = read_json_source(source)
-    try:
-        if isinstance(raw, list):
-            if not raw:
-                fail(
-                    PlanError(
-                        "the request list is empty",
-                        [FieldProblem((), "give at least one request object")],
-                    )
+    raw = read_source_bytes(source)
+    if raw.lstrip()[:1] == b"[":
+        reqs = parse_body_list(raw, _LIST)
+        if not reqs:
+            fail(
+                PlanError(
+                    "the request list is empty",
+                    [FieldProblem((), "give at least one request object")],
                 )
-            reqs = _LIST.validate_python(raw)
-            plans = _plan_all(reqs)
-            sys.stdout.write("[" + ",".join(p.model_dump_json() for p in plans) + "]\n")
-        else:
-            req = PlanRequest.model_validate(raw)
-            sys.stdout.write(_plan_all([req])[0].model_dump_json() + "\n")
-    except ValidationError as exc:
-        emit_problem(exc)
+            )
+        plans = _plan_all(reqs)
+        sys.stdout.write("[" + ",".join(p.model_dump_json() for p in plans) + "]\n")
+    else:
+        req = parse_body(raw, PlanRequest)
+        sys.stdout.write(_plan_all([req])[0].model_dump_json() + "\n")
     raise typer.Exit(0)
 
 

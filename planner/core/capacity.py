@@ -152,6 +152,18 @@ class Pool:
         """Largest ctx with at least one request admitted (binary search; need is monotone)."""
         if self.max_requests(1) < 1:
             return 0
+        kinds = {g.kind for g in self.groups}
+        if kinds <= {"full", "mla"} and not self._bytes_pool() and self.swa_pool_tokens is None:
+            # Full attention only: need = Σ_groups cdiv(ctx, bs_g); with one block size the
+            # answer is closed-form: every group gets usable // groups blocks.
+            sizes = {g.block_size for g in self.groups}
+            if len(sizes) == 1:
+                usable = self.num_blocks - self.reserved_blocks
+                if self.engine == "sglang":
+                    longest = usable * self.unit_tokens
+                else:
+                    longest = usable // len(self.groups) * sizes.pop()
+                return min(longest, MAX_CONTEXT_SEARCH)
         lo, hi = 1, MAX_CONTEXT_SEARCH
         if self.max_requests(hi) >= 1:
             return hi

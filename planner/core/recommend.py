@@ -13,6 +13,7 @@ fp8, then the fewest GPUs, then the smallest TP.
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,7 +31,7 @@ from planner.core.recommend_schema import (
     Suggestion,
     WorkloadCapacity,
 )
-from planner.core.schema import Plan, PlanRequest
+from planner.core.schema import MAX_PARALLEL, Plan, PlanRequest
 from planner.core.workload import MixCapacity, mix_capacity
 
 MAX_SUGGESTED_GPUS = 64
@@ -84,11 +85,36 @@ def _base(req: RecommendRequest, tp: int, dtype: str, util: float) -> dict[str, 
     return body
 
 
-def _plan(body: dict[str, Any]) -> Plan:
-    return plan(PlanRequest.model_validate(body))
+class _Planner:
+    """`plan()` with a memo: the search and its what-ifs ask the same questions repeatedly."""
+
+    def __init__(self) -> None:
+        self.memo: dict[str, Plan] = {}
+
+    def __call__(self, body: dict[str, Any]) -> Plan:
+        key = json.dumps(body, sort_keys=True)
+        found = self.memo.get(key)
+        if found is None:
+            found = self.memo[key] = plan(PlanRequest.model_validate(body))
+        return found
 
 
-def _evaluate(req: RecommendRequest, tp: int, dtype: str, util: float) -> _Eval:
+def _batch_counts(batch: int, shares: list[float], lengths: list[int]) -> list[int]:
+    """A batch as whole requests of each class in the mix's proportions, summing to `batch`
+    (largest remainders; ties to the class nearest the mean length, so the batch costs what
+    the mix does on average — the tail figure already holds the margin above that)."""
+    exact = [batch * p for p in shares]
+    counts = [math.floor(x) for x in exact]
+    mean = sum(p * c for p, c in zip(shares, lengths, strict=True))
+    order = sorted(
+        range(len(shares)), key=lambda i: (counts[i] - exact[i], abs(lengths[i] - mean), i)
+    )
+    for i in order[: batch - sum(counts)]:
+        counts[i] += 1
+    return counts
+
+
+def _evaluate(req: RecommendRequest, tp: int, dtype: str, util: float, _plan: _Planner) -> _Eval:
     ev = _Eval(tp, dtype)
     lengths, shares, max_len = _classes(req)
     base = _base(req, tp, dtype, util)
@@ -140,10 +166,10 @@ def _evaluate(req: RecommendRequest, tp: int, dtype: str, util: float) -> _Eval:
             f"{req.concurrency}"
         )
         return ev
-    for instances in range(first, available + 1):
+
+    def attempt(instances: int) -> bool:
         batch = math.ceil(req.concurrency / instances)
-        counts = [max(0, math.ceil(batch * p)) for p in shares]
-        counts[shares.index(max(shares))] += max(0, batch - sum(counts))
+        counts = _batch_counts(batch, shares, lengths)
         result = _plan(
             {
                 **base,
@@ -162,16 +188,29 @@ def _evaluate(req: RecommendRequest, tp: int, dtype: str, util: float) -> _Eval:
         if not rcap.workload_fits:
             ev.limit = "concurrency"
             ev.detail = f"a batch of {batch} in the mix's proportions does not fit one instance"
-            continue
+            return False
         if req.tpot_seconds is not None and step is not None and step > req.tpot_seconds:
             ev.limit = "tpot"
             ev.detail = (
                 f"the decode step's bandwidth floor at a batch of {batch} is {step * 1e3:.2f} ms, "
                 f"above the {req.tpot_seconds * 1e3:.2f} ms TPOT target"
             )
-            continue
+            return False
         ev.ok, ev.limit, ev.detail = True, None, ""
+        return True
+
+    # More instances mean a smaller batch each, which fits and steps no worse: the smallest
+    # count that works is found by bisection.
+    if attempt(first) or not attempt(available):
         return ev
+    lo, hi = first, available  # attempt(lo) fails, attempt(hi) works
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if attempt(mid):
+            hi = mid
+        else:
+            lo = mid
+    attempt(hi)
     return ev
 
 
@@ -183,7 +222,7 @@ def _tp_sizes(gpu_count: int) -> list[int]:
     return out
 
 
-def _search(req: RecommendRequest) -> tuple[_Eval | None, list[_Eval]]:
+def _search(req: RecommendRequest, planner: _Planner) -> tuple[_Eval | None, list[_Eval]]:
     rules = engine_rules(req.engine)
     util = req.gpu_memory_utilization or rules.default_memory_utilization
     dtypes = (
@@ -194,7 +233,7 @@ def _search(req: RecommendRequest) -> tuple[_Eval | None, list[_Eval]]:
     evals: list[_Eval] = []
     for dtype in dtypes:
         for tp in _tp_sizes(req.gpu_count):
-            evals.append(_evaluate(req, tp, dtype, util))
+            evals.append(_evaluate(req, tp, dtype, util, planner))
     feasible = [e for e in evals if e.ok]
     if not feasible:
         return None, evals
@@ -207,18 +246,20 @@ def _most_permissive(evals: list[_Eval]) -> _Eval:
     return valid[-1]
 
 
-def _fits_with(req: RecommendRequest, **update: Any) -> _Eval | None:
+def _fits_with(req: RecommendRequest, planner: _Planner, **update: Any) -> _Eval | None:
     try:
-        best, _ = _search(req.model_copy(update=update))
+        best, _ = _search(req.model_copy(update=update), planner)
     except PlanError:
         return None
     return best
 
 
-def _nearest(req: RecommendRequest, worst: _Eval, limit: str) -> list[Suggestion]:
+def _nearest(
+    req: RecommendRequest, worst: _Eval, limit: str, planner: _Planner
+) -> list[Suggestion]:
     out: list[Suggestion] = []
     if req.kv_cache_dtype is None and not req.allow_fp8_kv and limit != "tpot":
-        hit = _fits_with(req, allow_fp8_kv=True)
+        hit = _fits_with(req, planner, allow_fp8_kv=True)
         if hit is not None:
             out.append(
                 Suggestion(
@@ -235,24 +276,21 @@ def _nearest(req: RecommendRequest, worst: _Eval, limit: str) -> list[Suggestion
         )
     if limit in ("concurrency", "tpot") and worst.mix is not None:
         reach = worst.mix.tail_concurrency * max(1, req.gpu_count // worst.tp)
-        if limit == "tpot":
-            reach = _tpot_reach(req, worst)
-        if 0 < reach < req.concurrency:
+        if req.tpot_seconds is not None:
+            reach = min(reach, _tpot_reach(req, worst, planner))
+        # Offered only when it really fits (every constraint, as a fresh search finds it).
+        if 0 < reach < req.concurrency and _fits_with(req, planner, concurrency=reach):
             out.append(
                 Suggestion(
                     change=f"concurrency {reach}",
-                    detail=f"{reach} concurrent requests fit "
-                    + (
-                        "the TPOT target"
-                        if limit == "tpot"
-                        else f"{req.tail_quantile:.0%} of the time"
-                    )
+                    detail=f"{reach} concurrent requests fit {req.tail_quantile:.0%} of the time"
+                    + (" and meet the TPOT target" if req.tpot_seconds is not None else "")
                     + f" on {req.gpu_count} GPU(s)",
                 )
             )
     count = req.gpu_count * 2
-    while count <= max(MAX_SUGGESTED_GPUS, req.gpu_count * 2):
-        hit = _fits_with(req, gpu_count=count)
+    while count <= min(MAX_PARALLEL, max(MAX_SUGGESTED_GPUS, req.gpu_count * 2)):
+        hit = _fits_with(req, planner, gpu_count=count)
         if hit is not None:
             out.append(
                 Suggestion(
@@ -265,14 +303,14 @@ def _nearest(req: RecommendRequest, worst: _Eval, limit: str) -> list[Suggestion
     return out
 
 
-def _tpot_reach(req: RecommendRequest, ev: _Eval) -> int:
+def _tpot_reach(req: RecommendRequest, ev: _Eval, planner: _Planner) -> int:
     """Largest total concurrency whose per-instance batch meets the TPOT target."""
     assert req.tpot_seconds is not None and ev.mix is not None
     lengths, shares, max_len = _classes(req)
     instances = max(1, req.gpu_count // ev.tp)
 
     def step(batch: int) -> float:
-        counts = [max(0, math.ceil(batch * p)) for p in shares]
+        counts = _batch_counts(batch, shares, lengths)
         body = {
             **ev.body,
             "context_tokens": max_len,
@@ -280,7 +318,7 @@ def _tpot_reach(req: RecommendRequest, ev: _Eval) -> int:
                 {"context_tokens": c, "count": k} for c, k in zip(lengths, counts, strict=True) if k
             ],
         }
-        bounds = _plan(body).bounds
+        bounds = planner(body).bounds
         return bounds.decode_step_seconds if bounds is not None else 0.0
 
     lo, hi = 0, ev.mix.tail_concurrency
@@ -300,7 +338,8 @@ def recommend(req: RecommendRequest) -> Recommendation:
     gpu_label = req.gpu if isinstance(req.gpu, str) else req.gpu.name
     name = model_name(req.model)
     notes: list[str] = []
-    best, evals = _search(req)
+    planner = _Planner()
+    best, evals = _search(req, planner)
     candidates = [
         Candidate(
             tensor_parallel_size=e.tp,
@@ -331,7 +370,7 @@ def recommend(req: RecommendRequest) -> Recommendation:
             tpot_seconds=req.tpot_seconds,
             binding_constraint=limit,
             binding_detail=f"with TP {worst.tp} and {worst.dtype} KV: {worst.detail}",
-            nearest=_nearest(req, worst, limit),
+            nearest=_nearest(req, worst, limit, planner),
             plan_request=None,
             candidates=candidates,
             notes=notes,

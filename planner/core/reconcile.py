@@ -16,6 +16,7 @@ from planner.core.engines import engine_rules
 from planner.core.errors import FieldError, PlanError
 from planner.core.logparse import (
     ENGINE_LABELS,
+    Fact,
     ParsedLog,
     engine_hint,
     parse_log,
@@ -35,6 +36,9 @@ from planner.core.reconcile_sglang import reconcile_sglang
 from planner.core.reconcile_trtllm import reconcile_trtllm
 from planner.core.reconcile_vllm import reconcile_vllm
 from planner.core.units import GiB, KVDtype, kv_dtype
+
+# Lines of one kind checked (a log of many restarts repeats them; work and output stay bounded).
+MAX_FACTS_PER_KIND = 32
 
 # Configs with layers kvplan does not size (linear attention / state-space): say so, never guess.
 _STATE_KEYS = (
@@ -393,6 +397,17 @@ def _plan_request(ctx: Ctx) -> dict[str, Any] | None:
     return body
 
 
+def _cap(facts: list[Fact]) -> tuple[list[Fact], int]:
+    """At most MAX_FACTS_PER_KIND lines of each kind: bounded work and output, whatever the log."""
+    seen: dict[str, int] = {}
+    kept: list[Fact] = []
+    for f in facts:
+        seen[f.kind] = seen.get(f.kind, 0) + 1
+        if seen[f.kind] <= MAX_FACTS_PER_KIND:
+            kept.append(f)
+    return kept, len(facts) - len(kept)
+
+
 def reconcile(req: ReconcileRequest) -> ReconcileResult:
     """Reconcile one log. Raises `PlanError` subclasses naming the offending field."""
     log = parse_log(req.log)
@@ -413,6 +428,12 @@ def reconcile(req: ReconcileRequest) -> ReconcileResult:
     others = len(log.facts) - len(facts)
     if others:
         notes.append(f"{others} recognised line(s) of another engine were left out.")
+    facts, dropped = _cap(facts)
+    if dropped:
+        notes.append(
+            f"{dropped} repeated line(s) beyond the first {MAX_FACTS_PER_KIND} of each kind "
+            "were not checked (several restarts or ranks in one log?)."
+        )
     ctx = Ctx(
         engine=engine,
         rules=rules,
@@ -458,7 +479,7 @@ def reconcile(req: ReconcileRequest) -> ReconcileResult:
         summary=summary,
         reserves=ctx.reserves,
         plan_request=_plan_request(ctx),
-        notes=ctx.notes,
+        notes=list(dict.fromkeys(ctx.notes)),  # several lines may raise the same note
     )
 
 

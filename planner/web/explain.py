@@ -19,6 +19,7 @@ from urllib.parse import urlencode
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from markupsafe import Markup
 
 from planner.core.counting import (
     CountRow,
@@ -188,8 +189,9 @@ class MaskView:
         return self.cached_tokens + self.chunk_tokens
 
     @property
-    def first_wrong_position(self) -> int | None:
-        return next((r.query_position for r in self.rows if r.differs), None)
+    def first_wrong(self) -> MaskGridRow | None:
+        """The first query row the top-left mask changes; None when P = 0."""
+        return next((r for r in self.rows if r.differs), None)
 
 
 def mask_view(cached_tokens: int, chunk_tokens: int) -> MaskView:
@@ -287,7 +289,9 @@ def pass_view(prompt_tokens: int = PROMPT_TOKENS, new_tokens: int = NEW_TOKENS) 
     rows = []
     for i, (n, c) in enumerate(zip(no_cache, cached, strict=True)):
         # Without a cache a pass reads all n tokens so far; with one, only the last c are new.
-        rows.append(PassRow(letters[n], " ".join(letters[:n]), n, " ".join(letters[n - c : n]), c, i == 0))
+        rows.append(
+            PassRow(letters[n], " ".join(letters[:n]), n, " ".join(letters[n - c : n]), c, i == 0)
+        )
     return PassView(tuple(rows))
 
 
@@ -349,6 +353,7 @@ def render(values: Mapping[str, str], lang: str) -> HTMLResponse:
         "softmax": softmax_view(),
         "mask": mask_view(chosen["cached_tokens"], chosen["chunk_tokens"]),
         "key_span": key_span,
+        "code": lambda text: Markup("<code>%s</code>") % text,
         "ring": ring_view(chosen["ring_tokens"], chosen["ring_capacity"]),
         "window_start": window_start,
         "passes": pass_view(),

@@ -7,7 +7,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner.core.schema import MAX_COUNT
+from planner.core.schema import MAX_COUNT, MAX_TOKENS
 from tests.core.conftest import run
 
 ENGINES = ["vllm", "sglang", "trtllm", "transformers"]
@@ -84,3 +84,23 @@ def test_capacity_round_trip(cfg: dict[str, Any], n: int, budget: int, engine: s
     over = run(model=cfg, engine=engine, kv_budget_bytes=budget,
                requests=[{"context_tokens": n, "count": fit + 1}])
     assert over.capacity is not None and over.capacity.workload_fits is False
+
+
+@settings(max_examples=60, deadline=None)
+@given(cfg=configs(window=True), budget=st.integers(1 << 24, 1 << 36),
+       engine=st.sampled_from(ENGINES), bs=st.sampled_from([1, 16, 32]))
+def test_longest_context_fits_and_one_more_token_does_not(
+    cfg: dict[str, Any], budget: int, engine: str, bs: int
+) -> None:
+    p = run(model=cfg, engine=engine, context_tokens=1, kv_budget_bytes=budget, block_size=bs)
+    assert p.capacity is not None
+    longest = p.capacity.longest_context_tokens
+    if longest == 0 or longest >= MAX_TOKENS:
+        return
+    at = run(model=cfg, engine=engine, context_tokens=longest, kv_budget_bytes=budget,
+             block_size=bs)
+    past = run(model=cfg, engine=engine, context_tokens=longest + 1, kv_budget_bytes=budget,
+               block_size=bs)
+    assert at.capacity is not None and past.capacity is not None
+    assert at.capacity.max_requests >= 1
+    assert past.capacity.max_requests == 0

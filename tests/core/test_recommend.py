@@ -256,3 +256,13 @@ def test_bad_workloads(body: dict[str, Any], field: str) -> None:
         RecommendRequest.model_validate(
             {"model": "meta-llama/Llama-3.1-8B", "gpu": "L4-24GB", **body}
         )
+
+
+def test_many_classes_batch_is_whole_requests_summing_to_max_num_seqs() -> None:
+    mix = [{"context_tokens": 1000 + 997 * i, "share": 1 / 16} for i in range(16)]
+    r = rec(model="meta-llama/Llama-3.1-8B", gpu="H100-SXM-80GB", context_mix=mix, concurrency=20)
+    assert r.feasible and r.settings is not None and r.plan_request is not None
+    counts = [x["count"] for x in r.plan_request["requests"]]
+    assert sum(counts) == r.settings.max_num_seqs == 20
+    assert max(counts) - min(counts) <= 1
+    assert plan_from_command(r, "H100-SXM-80GB").capacity.workload_fits is True  # type: ignore[union-attr]

@@ -439,3 +439,15 @@ def test_settings_errors_name_the_settings_field() -> None:
     with pytest.raises(FieldError) as info:
         run("vllm-v1-qwen3-14b-lmcache1739", settings={"tensor_parallel_size": 3})
     assert info.value.problems[0].loc[0] == "settings"
+
+
+def test_repeated_lines_are_bounded() -> None:
+    # A log of many restarts: work and output stay bounded, and the result says so.
+    log = "\n".join(f"GPU KV cache size: {1000 + i:,} tokens" for i in range(500))
+    r = reconcile(
+        ReconcileRequest(
+            log="Available KV cache memory: 1.00 GiB\n" + log, model="meta-llama/Llama-3.1-8B"
+        )
+    )
+    assert len(r.checks) == 32 and len(r.lines) == 33
+    assert any("468 repeated line(s)" in note for note in r.notes)
