@@ -1,0 +1,112 @@
+"""`kvplan plan / models / gpus`: the contract JSON in and out, exit 2 naming the field."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from planner.cli import app
+
+runner = CliRunner()
+LLAMA = "meta-llama/Llama-3.1-8B"
+
+
+def plan_json(body: Any) -> tuple[int, str, str]:
+    r = runner.invoke(app, ["plan", "--request", "-"], input=json.dumps(body))
+    return r.exit_code, r.stdout, r.stderr
+
+
+def test_request_roundtrip_answers_47() -> None:
+    code, out, _ = plan_json({"model": LLAMA, "kv_cache_dtype": "bf16", "context_tokens": 8192,
+                              "kv_budget_bytes": 48 << 30})
+    assert code == 0
+    assert json.loads(out)["capacity"]["max_requests"] == 47
+
+
+def test_list_in_list_out() -> None:
+    code, out, _ = plan_json([{"model": LLAMA, "context_tokens": 1},
+                              {"model": LLAMA, "context_tokens": 2}])
+    assert code == 0
+    assert [p["requests"][0]["context_tokens"] for p in json.loads(out)] == [1, 2]
+
+
+def test_list_is_all_or_nothing_with_indexed_locations() -> None:
+    code, out, err = plan_json([{"model": LLAMA}, {"model": LLAMA},
+                                {"model": LLAMA, "tensor_parallel_size": 3},
+                                {"model": LLAMA, "tensor_parallel_size": True}])
+    assert code == 2 and out == ""
+    problem = json.loads(err)
+    assert [e["field"] for e in problem["errors"]] == ["[3].tensor_parallel_size"]
+    code, out, err = plan_json([{"model": LLAMA}, {"model": LLAMA, "tensor_parallel_size": 3}])
+    assert code == 2 and out == ""
+    assert json.loads(err)["errors"][0]["field"] == "[1].tensor_parallel_size"
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"model": {"num_hidden_layers": 2, "num_attention_heads": 6, "num_key_value_heads": 4,
+                    "head_dim": 64}}, "model.num_key_value_heads"),
+        ({"model": LLAMA, "tensor_parallel_size": 3}, "tensor_parallel_size"),
+        ({"model": "meta-llama/Llama-3.1-70B", "engine": "transformers",
+          "tensor_parallel_size": 16}, "tensor_parallel_size"),
+        ({"model": LLAMA, "context_tokens": 0}, "context_tokens"),
+        ({"model": LLAMA, "context_tokens": -5}, "context_tokens"),
+        ({"model": LLAMA, "kv_budget_bytes": 10**30}, "kv_budget_bytes"),
+        ({"model": LLAMA, "kv_cache_dtype": "fp7"}, "kv_cache_dtype"),
+        ({"model": LLAMA, "engine": "tgi"}, "engine"),
+        ({"model": LLAMA, "gpu": "H1000"}, "gpu"),
+        ({"model": "no/such-model"}, "model"),
+        ({"model": LLAMA, "colour": "blue"}, "colour"),
+        ({"model": LLAMA, "tensor_parallel_size": True}, "tensor_parallel_size"),
+        ({"model": LLAMA, "context_tokens": "8192"}, "context_tokens"),
+        ({"model": LLAMA, "gpu_memory_utilization": 1.5}, "gpu_memory_utilization"),
+    ],
+)
+def test_bad_input_exits_2_naming_the_field(body: dict[str, Any], field: str) -> None:
+    code, out, err = plan_json(body)
+    assert code == 2 and out == ""
+    problem = json.loads(err)
+    assert problem["status"] in (400, 422)
+    assert any(e["field"] == field for e in problem["errors"]), problem
+
+
+@pytest.mark.parametrize("text", ['{"model": "x", "kv_budget_bytes": NaN}',
+                                  '{"model": "x", "kv_budget_bytes": Infinity}',
+                                  '{"model": "x"} trailing', "", "{"])
+def test_malformed_json_exits_2(text: str) -> None:
+    r = runner.invoke(app, ["plan", "--request", "-"], input=text)
+    assert r.exit_code == 2 and r.stdout == ""
+    assert json.loads(r.stderr)["status"] == 400
+
+
+def test_convenience_flags_table_and_json() -> None:
+    r = runner.invoke(app, ["plan", "--model", LLAMA, "--context", "8192", "--budget", "48GiB",
+                            "--dtype", "bf16"])
+    assert r.exit_code == 0 and "47 requests fit" in r.stdout and "48.00x" in r.stdout
+    r = runner.invoke(app, ["plan", "--model", LLAMA, "--context", "8192", "--budget", "48GiB",
+                            "--dtype", "fp8", "--json"])
+    assert json.loads(r.stdout)["capacity"]["max_requests"] == 95
+    r = runner.invoke(app, ["plan", "--model", LLAMA, "--budget", "48 parsecs"])
+    assert r.exit_code == 2 and json.loads(r.stderr)["errors"][0]["field"] == "kv_budget_bytes"
+
+
+def test_models_and_gpus_list_the_catalog() -> None:
+    r = runner.invoke(app, ["models", "--json"])
+    ids = {m["id"] for m in json.loads(r.stdout)}
+    assert {LLAMA, "deepseek-ai/DeepSeek-V3", "openai/gpt-oss-120b"} <= ids
+    r = runner.invoke(app, ["gpus"])
+    assert "H100-SXM-80GB" in r.stdout
+
+
+def test_no_traceback_from_the_real_entry_point() -> None:
+    out = subprocess.run([sys.executable, "-m", "planner", "plan", "-r", "-"], input="[1, 2]",
+                         capture_output=True, text=True)
+    assert out.returncode == 2
+    assert "Traceback" not in out.stderr
+    json.loads(out.stderr)
