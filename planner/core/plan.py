@@ -434,6 +434,13 @@ def _model_out(shape: ModelShape) -> s.ModelOut:
     )
 
 
+def _iso(value: Any) -> str:
+    """RFC 3339 as the API prints it (UTC as `Z`)."""
+    if isinstance(value, datetime):
+        return value.isoformat().replace("+00:00", "Z")
+    return str(value)
+
+
 def _window_note(rules: EngineRules, policy: SlidingPolicy, mnbt: int) -> str:
     if policy == "vllm_admission":
         return (
@@ -752,7 +759,7 @@ def _bounds(
         calibrated = s.CalibratedOut(
             calibration_id=str(calibration.id),
             device_name=calibration.device_name,
-            measured_at=measured.isoformat() if isinstance(measured, datetime) else str(measured),
+            measured_at=_iso(measured),
             decode_bandwidth_bytes_per_s=calibration.decode_bandwidth_bytes_per_s,
             fixed_overhead_seconds=calibration.fixed_overhead_seconds,
             attention_calls=calls,
