@@ -293,7 +293,7 @@ def test_calibrated_estimate_names_the_gpu_and_the_time(
     response = client.get(QUESTION_URL + "&gpu=H100-SXM-80GB&calibration_id=cal-1")
     text = html.unescape(response.text)
     assert "Calibrated estimate" in text
-    assert "Measured on NVIDIA H100 80GB HBM3 at 2026-05-01T12:00:00+00:00" in text
+    assert "Measured on NVIDIA H100 80GB HBM3 at 2026-05-01T12:00:00Z" in text
     assert "2.90 TB/s" in text  # the measured decode bandwidth, labelled
 
 
