@@ -19,11 +19,15 @@ PY=${PYTHON:-.venv/bin/python}
 [ -x "$PY" ] || PY=python3
 ST=${ST:-$(dirname "$PY")/st}
 command -v "$ST" >/dev/null 2>&1 || ST=st
+ST=$(realpath "$(command -v "$ST")")
+CONFIG=$PWD/bench/schemathesis.toml
 MAX_TIME=${MAX_TIME:-600}
 MAX_EXAMPLES=${MAX_EXAMPLES:-2000}
 WORKERS=${WORKERS:-2}
 SEED=${SEED:-7}
 REPORT_DIR=${REPORT_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/kvplan-fuzz.XXXXXX")}
+mkdir -p "$REPORT_DIR"
+REPORT_DIR=$(realpath "$REPORT_DIR")
 
 WORK=$(mktemp -d)
 SERVER_PID=""
@@ -50,7 +54,9 @@ fi
 [ -n "${TOKEN:-}" ] || { echo "fuzz.sh: set TOKEN (the server's KVPLAN_ADMIN_TOKEN) with URL" >&2; exit 2; }
 
 set +e
-"$ST" --config-file bench/schemathesis.toml run "$URL/api/v1/openapi.json" \
+# Run from the scratch dir: schemathesis keeps a .schemathesis/ cache in its working directory.
+cd "$WORK"
+"$ST" --config-file "$CONFIG" run "$URL/api/v1/openapi.json" \
   --header "Authorization: Bearer $TOKEN" \
   --exclude-operation-id run_probe \
   --max-time "$MAX_TIME" --max-examples "$MAX_EXAMPLES" --workers "$WORKERS" --seed "$SEED" \

@@ -144,6 +144,13 @@ def stage_stacks(
     return out
 
 
+def whole_stack(ctx: Ctx, tp: int | None = None) -> Stack:
+    """The per-rank stack of all layers (one stage), draft layers included."""
+    assert ctx.shape is not None
+    sizes = [ctx.shape.num_hidden_layers]
+    return stage_stacks(ctx.shape, ctx.rules, tp or ctx.settings.tp, sizes, ctx.settings.draft)[0]
+
+
 # ---------------------------------------------------------------------------------------------
 # Judging one figure
 
@@ -156,26 +163,39 @@ class Variant:
     figure: Callable[[], Range | None]  # the figure's admitted range under this reading
 
 
+def const(value: Range | None) -> Callable[[], Range | None]:
+    """A variant's figure that is already computed."""
+    return lambda: value
+
+
+@dataclass(frozen=True)
+class Figure:
+    """What a check is about: its id in `Check.figure`, its label as the log words it, its unit."""
+
+    name: str
+    label: str
+    unit: str
+
+
 def judge(
     ctx: Ctx,
-    *,
-    figure: str,
-    label: str,
-    unit: str,
+    about: Figure,
     fact: Fact,
     logged: float,
-    predicted: float | None,
-    admitted: Range | None,
-    arithmetic: str,
+    *,
+    predicted: float | None = None,
+    admitted: Range | None = None,
+    arithmetic: str = "",
     blocks_range: tuple[int, int] | None = None,
     equal: bool | None = None,
     reason: str | None = None,
     variants: Sequence[Variant] = (),
     likely: str | None = None,
 ) -> Check:
-    """Build one check. `equal` overrides the exact comparison (display precision);
-    `reason` is required when `predicted` is None; `variants` are tried, in order, to explain
-    a difference; `likely` is a cause that cannot be checked numerically."""
+    """Build one check. Without `predicted` the figure is not recomputable: `reason` says why
+    (default: the context's no-model reason). `equal` overrides the exact comparison (display
+    precision); `variants` are tried, in order, to explain a difference; `likely` is a cause
+    that cannot be checked numerically."""
     status: Status
     diff = pct = None
     if predicted is None:
@@ -194,9 +214,9 @@ def judge(
             status = "different"
             reason = reason or _explain(logged, variants) or likely
     check = Check(
-        figure=figure,
-        label=label,
-        unit=unit,
+        figure=about.name,
+        label=about.label,
+        unit=about.unit,
         line=fact.line_no,
         logged=logged,
         predicted=predicted,
@@ -212,6 +232,34 @@ def judge(
     return check
 
 
+def judge_printed(
+    ctx: Ctx,
+    about: Figure,
+    fact: Fact,
+    text: str,
+    predicted: float,
+    *,
+    arithmetic: str,
+    admitted: Range | None = None,
+    blocks_range: tuple[int, int] | None = None,
+    variants: Sequence[Variant] = (),
+) -> Check:
+    """A figure the log prints with few digits (`text`): equal when `predicted`, printed with
+    those digits, is `text`."""
+    return judge(
+        ctx,
+        about,
+        fact,
+        to_float(text),
+        predicted=round(predicted, 4),
+        admitted=admitted,
+        arithmetic=arithmetic,
+        blocks_range=blocks_range,
+        equal=display_equal(predicted, text),
+        variants=variants,
+    )
+
+
 def _explain(logged: float, variants: Sequence[Variant]) -> str | None:
     for v in variants:
         try:
@@ -221,6 +269,32 @@ def _explain(logged: float, variants: Sequence[Variant]) -> str | None:
         if window is not None and window[0] <= logged <= window[1]:
             return v.reason
     return None
+
+
+def set_reserves(
+    ctx: Ctx,
+    derivation: list[str],
+    *,
+    weights_rank: int | None = None,
+    reserve: int | None = None,
+    activation_peak: int | None = None,
+    non_torch: int | None = None,
+    cuda_graph: int | None = None,
+    kv_budget: int | None = None,
+) -> None:
+    """What the log teaches about memory; figures it does not show stay None. Weights for the
+    whole deployment are the per-rank figure on every rank (TP × PP)."""
+    s = ctx.settings
+    ctx.reserves = Reserves(
+        weights_bytes=weights_rank * s.tp * s.pp if weights_rank is not None else None,
+        weights_bytes_per_rank=weights_rank,
+        reserve_bytes=reserve,
+        activation_peak_bytes=activation_peak,
+        non_torch_bytes=non_torch,
+        cuda_graph_bytes=cuda_graph,
+        kv_budget_bytes=kv_budget,
+        derivation=derivation,
+    )
 
 
 def unique_facts(facts: Sequence[Fact], key: str) -> list[Fact]:
@@ -238,15 +312,20 @@ def unique_facts(facts: Sequence[Fact], key: str) -> list[Fact]:
 
 __all__ = [
     "Ctx",
+    "Figure",
     "Range",
     "Resolved",
     "Variant",
+    "const",
     "display_equal",
     "gib",
     "gib_bounds",
     "judge",
+    "judge_printed",
     "n",
     "rank_spec",
+    "set_reserves",
     "stage_stacks",
     "unique_facts",
+    "whole_stack",
 ]

@@ -12,29 +12,25 @@ import math
 
 from planner.core.capacity import build_pool
 from planner.core.logparse import Fact, half_unit, to_float, to_int
-from planner.core.model import Stack
 from planner.core.reconcile_common import (
     Ctx,
+    Figure,
     Variant,
-    display_equal,
     gib,
     judge,
-    stage_stacks,
+    judge_printed,
+    set_reserves,
+    whole_stack,
 )
-from planner.core.reconcile_schema import Reserves
 from planner.core.units import GiB, KVDtype, kv_dtype
 
-
-def _stack(ctx: Ctx, tp: int | None = None) -> Stack:
-    assert ctx.shape is not None
-    sizes = [ctx.shape.num_hidden_layers]
-    return stage_stacks(ctx.shape, ctx.rules, tp or ctx.settings.tp, sizes, ctx.settings.draft)[0]
+TOKENS = Figure("max_total_num_tokens", "KV cache tokens (#tokens)", "tokens")
 
 
 def _size_checks(ctx: Ctx, f: Fact) -> None:
     assert ctx.dtype is not None
     tokens = to_int(f.values["tokens"])
-    stack = _stack(ctx)
+    stack = whole_stack(ctx)
     b = ctx.dtype.bytes_per_element
     k_elems = sum(c * s.kv_heads * s.head_size_k for s, c in stack)
     v_elems = sum(c * s.kv_heads * s.head_size_v for s, c in stack)
@@ -48,16 +44,12 @@ def _size_checks(ctx: Ctx, f: Fact) -> None:
         if key not in f.values:
             continue
         pred = tokens * elems * b / GiB
-        judge(
+        judge_printed(
             ctx,
-            figure=key.replace("_gb", "_size_gib"),
-            label=label,
-            unit="GiB",
-            fact=f,
-            logged=to_float(f.values[key]),
-            predicted=round(pred, 4),
-            admitted=None,
-            equal=display_equal(pred, f.values[key]),
+            Figure(key.replace("_gb", "_size_gib"), label, "GiB"),
+            f,
+            f.values[key],
+            pred,
             arithmetic=f"{tokens:,} tokens × {elems:,} elements per token (all layers, per "
             f"rank) × {b:g} B / 2^30 = {pred:.3f} (SGLang's 'GB' is GiB)",
             variants=_dtype_variant(ctx, tokens, elems, f.values[key]),
@@ -102,18 +94,8 @@ def _tokens_check(ctx: Ctx, f: Fact, budget: tuple[int, int, int, str] | None) -
             missing.append("'Load weight end … avail mem' (free memory after weights)")
         if ctx.settings.memory_fraction is None:
             missing.append("mem_fraction_static (auto-chosen by SGLang when not passed)")
-        judge(
-            ctx,
-            figure="max_total_num_tokens",
-            label="KV cache tokens (#tokens)",
-            unit="tokens",
-            fact=f,
-            logged=logged,
-            predicted=None,
-            admitted=None,
-            arithmetic="",
-            reason="SGLang's budget needs " + " and ".join(missing) + ", which this log lacks",
-        )
+        reason = "SGLang's budget needs " + " and ".join(missing) + ", which this log lacks"
+        judge(ctx, TOKENS, f, logged, reason=reason)
         return
     lo, mid, hi, how = budget
 
@@ -123,7 +105,7 @@ def _tokens_check(ctx: Ctx, f: Fact, budget: tuple[int, int, int, str] | None) -
     def tokens(budget_bytes: int) -> int:
         pool = build_pool(
             ctx.rules,
-            _stack(ctx),
+            whole_stack(ctx),
             dtype,
             ctx.settings.block,
             ctx.rules.sliding_policy(shape, True),
@@ -133,14 +115,12 @@ def _tokens_check(ctx: Ctx, f: Fact, budget: tuple[int, int, int, str] | None) -
         return pool.num_blocks * pool.unit_tokens
 
     pred = tokens(mid)
-    cell = ctx.dtype.bytes_for(sum(c * s.elements_per_token for s, c in _stack(ctx)))
+    cell = ctx.dtype.bytes_for(sum(c * s.elements_per_token for s, c in whole_stack(ctx)))
     judge(
         ctx,
-        figure="max_total_num_tokens",
-        label="KV cache tokens (#tokens)",
-        unit="tokens",
-        fact=f,
-        logged=logged,
+        TOKENS,
+        f,
+        logged,
         predicted=pred,
         admitted=(tokens(lo), tokens(hi)),
         blocks_range=(tokens(lo), tokens(hi)),
@@ -153,17 +133,7 @@ def reconcile_sglang(ctx: Ctx) -> str:
     alloc = ctx.first("kv_allocated") or ctx.first("max_total_tokens")
     if ctx.shape is None or ctx.dtype is None:
         for f in ctx.of("kv_allocated") + ctx.of("max_total_tokens"):
-            judge(
-                ctx,
-                figure="max_total_num_tokens",
-                label="KV cache tokens (#tokens)",
-                unit="tokens",
-                fact=f,
-                logged=to_int(f.values["tokens"]),
-                predicted=None,
-                admitted=None,
-                arithmetic="",
-            )
+            judge(ctx, TOKENS, f, to_int(f.values["tokens"]))
         return "SGLang"
     budget = _budget(ctx)
     if alloc is not None:
@@ -177,21 +147,16 @@ def reconcile_sglang(ctx: Ctx) -> str:
         else None
     )
     if weights_rank is not None or budget is not None:
-        s = ctx.settings
-        ctx.reserves = Reserves(
-            weights_bytes=weights_rank * s.tp * s.pp if weights_rank is not None else None,
-            weights_bytes_per_rank=weights_rank,
-            reserve_bytes=None,
-            activation_peak_bytes=None,
-            non_torch_bytes=None,
-            cuda_graph_bytes=None,
-            kv_budget_bytes=budget[1] if budget else None,
-            derivation=[
+        set_reserves(
+            ctx,
+            [
                 f"KV budget {budget[3]}" if budget else "no budget lines",
                 f"weights per rank {gib(weights_rank)} ('mem usage')"
                 if weights_rank is not None
                 else "no weights line",
             ],
+            weights_rank=weights_rank,
+            kv_budget=budget[1] if budget else None,
         )
     pool_end = ctx.first("pool_end")
     if pool_end is not None:

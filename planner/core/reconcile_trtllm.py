@@ -12,43 +12,37 @@ Bytes per token per rank: 2 × layers × ceil(Hkv / tp) × head_dim × dtype byt
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
 from planner.core.logparse import Fact, to_float, to_int
 from planner.core.model import cdiv
 from planner.core.reconcile_common import (
     Ctx,
+    Figure,
     Range,
     Variant,
-    display_equal,
+    const,
     gib_bounds,
     judge,
-    stage_stacks,
+    judge_printed,
+    set_reserves,
+    whole_stack,
 )
-from planner.core.reconcile_schema import Reserves
 from planner.core.units import KVDtype, kv_dtype
+
+PRIMARY_BLOCKS = Figure("primary_blocks", "blocks in KV cache primary pool", "blocks")
+ALLOCATED_TOKENS = Figure("allocated_tokens", "max tokens in paged KV cache", "tokens")
+ALLOCATED_GIB = Figure("allocated_gib", "Allocated (GiB)", "GiB")
 
 
 def bytes_per_token(ctx: Ctx, dtype: KVDtype | None = None, tp: int | None = None) -> int:
     assert ctx.shape is not None and ctx.dtype is not None
-    stack = stage_stacks(
-        ctx.shape,
-        ctx.rules,
-        tp or ctx.settings.tp,
-        [ctx.shape.num_hidden_layers],
-        ctx.settings.draft,
-    )[0]
     d = dtype or ctx.dtype
-    return sum(c * d.bytes_for(s.elements_per_token) for s, c in stack)
+    return sum(c * d.bytes_for(s.elements_per_token) for s, c in whole_stack(ctx, tp))
 
 
 def _blocks(budget: int, bpt: int, tpb: int, ceil: bool = True) -> int:
     tokens = budget // bpt
     return cdiv(tokens, tpb) if ceil else tokens // tpb
-
-
-def _const(value: Range) -> Callable[[], Range]:
-    return lambda: value
 
 
 def _primary_check(ctx: Ctx, f: Fact, free: Fact) -> None:
@@ -69,7 +63,7 @@ def _primary_check(ctx: Ctx, f: Fact, free: Fact) -> None:
     variants = [
         Variant(
             f"matches tokens_per_block {t} (set block_size {t}; this log does not print it)",
-            _const(window(bpt, t, frac)),
+            const(window(bpt, t, frac)),
         )
         for t in (8, 16, 32, 64, 128)
         if t != tpb
@@ -85,16 +79,14 @@ def _primary_check(ctx: Ctx, f: Fact, free: Fact) -> None:
     for fr in (0.85, 0.9, 0.95):
         if abs(fr - frac) > 1e-9:
             variants.append(
-                Variant(f"matches free_gpu_memory_fraction {fr:g}", _const(window(bpt, tpb, fr)))
+                Variant(f"matches free_gpu_memory_fraction {fr:g}", const(window(bpt, tpb, fr)))
             )
     span = window(bpt, tpb, frac)
     judge(
         ctx,
-        figure="primary_blocks",
-        label="blocks in KV cache primary pool",
-        unit="blocks",
-        fact=f,
-        logged=to_int(f.values["blocks"]),
+        PRIMARY_BLOCKS,
+        f,
+        to_int(f.values["blocks"]),
         predicted=pred,
         admitted=span,
         blocks_range=(int(span[0]), int(span[1])),
@@ -120,14 +112,9 @@ def reconcile_trtllm(ctx: Ctx) -> str:
         else:
             judge(
                 ctx,
-                figure="primary_blocks",
-                label="blocks in KV cache primary pool",
-                unit="blocks",
-                fact=primary,
-                logged=to_int(primary.values["blocks"]),
-                predicted=None,
-                admitted=None,
-                arithmetic="",
+                PRIMARY_BLOCKS,
+                primary,
+                to_int(primary.values["blocks"]),
                 reason=None
                 if not known
                 else "the log has no 'Memory usage when calculating "
@@ -137,13 +124,10 @@ def reconcile_trtllm(ctx: Ctx) -> str:
         bpt = bytes_per_token(ctx)
         judge(
             ctx,
-            figure="kv_bytes_per_token",
-            label="kv size (bytes per token)",
-            unit="B",
-            fact=prof,
-            logged=to_int(prof.values["kv_bytes_per_token"]),
+            Figure("kv_bytes_per_token", "kv size (bytes per token)", "B"),
+            prof,
+            to_int(prof.values["kv_bytes_per_token"]),
             predicted=bpt,
-            admitted=None,
             arithmetic=f"Σ layers 2 × ceil(Hkv / {s.tp}) × head_dim × bytes "
             f"= {bpt:,} B per token per rank",
         )
@@ -153,13 +137,10 @@ def reconcile_trtllm(ctx: Ctx) -> str:
             b = to_int(primary.values["blocks"])
             judge(
                 ctx,
-                figure="allocated_tokens",
-                label="max tokens in paged KV cache",
-                unit="tokens",
-                fact=f,
-                logged=tokens,
+                ALLOCATED_TOKENS,
+                f,
+                tokens,
                 predicted=b * s.block,
-                admitted=None,
                 arithmetic=f"logged {b:,} primary blocks × {s.block} tokens per block",
             )
         elif prof is not None and "kv_bytes_per_token" in prof.values:
@@ -167,40 +148,24 @@ def reconcile_trtllm(ctx: Ctx) -> str:
             size = to_int(prof.values["kv_bytes_per_token"])
             judge(
                 ctx,
-                figure="allocated_tokens",
-                label="max tokens in paged KV cache",
-                unit="tokens",
-                fact=f,
-                logged=tokens,
+                ALLOCATED_TOKENS,
+                f,
+                tokens,
                 predicted=mid // size,
                 admitted=(lo // size, hi // size),
                 arithmetic=f"{prof.values['available_gib']} GiB // {size:,} B per token",
             )
         if not known:
-            judge(
-                ctx,
-                figure="allocated_gib",
-                label="Allocated (GiB)",
-                unit="GiB",
-                fact=f,
-                logged=to_float(f.values["gib"]),
-                predicted=None,
-                admitted=None,
-                arithmetic="",
-            )
+            judge(ctx, ALLOCATED_GIB, f, to_float(f.values["gib"]))
             continue
         bpt = bytes_per_token(ctx)
         pred = tokens * bpt / (1 << 30)
-        judge(
+        judge_printed(
             ctx,
-            figure="allocated_gib",
-            label="Allocated (GiB)",
-            unit="GiB",
-            fact=f,
-            logged=to_float(f.values["gib"]),
-            predicted=round(pred, 4),
-            admitted=None,
-            equal=display_equal(pred, f.values["gib"]),
+            ALLOCATED_GIB,
+            f,
+            f.values["gib"],
+            pred,
             arithmetic=f"{tokens:,} tokens × {bpt:,} B per token per rank / 2^30 = {pred:.3f}",
         )
         if tokens % s.block:
@@ -213,14 +178,9 @@ def reconcile_trtllm(ctx: Ctx) -> str:
         blocks = cdiv(tokens, s.block)
         judge(
             ctx,
-            figure="kv_tokens",
-            label="tokens in paged KV cache",
-            unit="tokens",
-            fact=f,
-            logged=tokens,
-            predicted=None,
-            admitted=None,
-            arithmetic="",
+            Figure("kv_tokens", "tokens in paged KV cache", "tokens"),
+            f,
+            tokens,
             reason="this (old) log prints no free-memory line to recompute it from; the "
             f"allocation rounds it up to {blocks:,} blocks of {s.block} = "
             f"{blocks * s.block:,} tokens",
@@ -238,16 +198,7 @@ def reconcile_trtllm(ctx: Ctx) -> str:
                 f"device total {total} GiB − available {text} GiB = weights + activations "
                 "(TensorRT-LLM applies the fraction to free memory after both)"
             )
-        ctx.reserves = Reserves(
-            weights_bytes=None,
-            weights_bytes_per_rank=None,
-            reserve_bytes=None,
-            activation_peak_bytes=None,
-            non_torch_bytes=None,
-            cuda_graph_bytes=None,
-            kv_budget_bytes=kv,
-            derivation=derivation,
-        )
+        set_reserves(ctx, derivation, kv_budget=kv)
     return fmt
 
 

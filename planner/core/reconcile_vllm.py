@@ -23,19 +23,27 @@ from planner.core.model import Stack
 from planner.core.parallel import pipeline_stage_layers
 from planner.core.reconcile_common import (
     Ctx,
+    Figure,
     Range,
     Variant,
+    const,
     display_equal,
     gib,
     gib_bounds,
     judge,
+    judge_printed,
+    set_reserves,
     stage_stacks,
     unique_facts,
 )
-from planner.core.reconcile_schema import Reserves
 from planner.core.units import GiB, KVDtype, kv_dtype
 
 MAX_LEN_SEARCH = 1 << 24
+
+GPU_TOKENS = Figure("gpu_kv_cache_tokens", "GPU KV cache size", "tokens")
+GPU_BLOCKS = Figure("num_gpu_blocks", "# GPU blocks", "blocks")
+MAX_TOKENS = Figure("kv_max_tokens", "max tokens the KV cache can store", "tokens")
+PADDING = Figure("padding_layers", "padding layers (KV-cache groups)", "layers")
 
 
 @dataclass(frozen=True)
@@ -249,18 +257,8 @@ def _tokens_checks(ctx: Ctx, src: tuple[str, Fact, str] | None) -> None:
     for f in unique_facts(ctx.of("kv_tokens"), "tokens"):
         logged = to_int(f.values["tokens"])
         if src is None:
-            judge(
-                ctx,
-                figure="gpu_kv_cache_tokens",
-                label="GPU KV cache size",
-                unit="tokens",
-                fact=f,
-                logged=logged,
-                predicted=None,
-                admitted=None,
-                arithmetic="",
-                reason="the log has no 'Available KV cache memory' line to recompute it from",
-            )
+            reason = "the log has no 'Available KV cache memory' line to recompute it from"
+            judge(ctx, GPU_TOKENS, f, logged, reason=reason)
             continue
         text = src[0]
         pred, window, blocks, pool = _by_budget(ctx, text, lambda p: p.reported_tokens())
@@ -278,11 +276,9 @@ def _tokens_checks(ctx: Ctx, src: tuple[str, Fact, str] | None) -> None:
             )
         judge(
             ctx,
-            figure="gpu_kv_cache_tokens",
-            label="GPU KV cache size",
-            unit="tokens",
-            fact=f,
-            logged=logged,
+            GPU_TOKENS,
+            f,
+            logged,
             predicted=pred,
             admitted=window,
             blocks_range=blocks,
@@ -322,6 +318,7 @@ def _concurrency_checks(ctx: Ctx, src: tuple[str, Fact, str] | None) -> None:
         )
         blocks_fact = ctx.first("num_blocks")
         tokens_fact = ctx.first("kv_tokens")
+        about = Figure("max_concurrency", f"Maximum concurrency for {c:,} tokens", "x")
         if src is not None:
             text = src[0]
 
@@ -336,67 +333,41 @@ def _concurrency_checks(ctx: Ctx, src: tuple[str, Fact, str] | None) -> None:
                     f"; it ignores the null block: {resident} requests of {c:,} tokens can hold "
                     "all their blocks at once (kvplan's max_requests)"
                 )
-            judge(
+            judge_printed(
                 ctx,
-                figure="max_concurrency",
-                label=f"Maximum concurrency for {c:,} tokens",
-                unit="x",
-                fact=f,
-                logged=to_float(x),
-                predicted=pred,
+                about,
+                f,
+                x,
+                pred,
                 admitted=window,
                 blocks_range=blocks,
                 arithmetic=arithmetic,
-                equal=display_equal(pred, x),
                 variants=_variants(ctx, _window(text, conc)),
             )
         elif blocks_fact is not None:
             b = to_int(blocks_fact.values["gpu_blocks"])
             pred = _concurrency(b, need, v0, bs, c)
-            judge(
-                ctx,
-                figure="max_concurrency",
-                label=f"Maximum concurrency for {c:,} tokens",
-                unit="x",
-                fact=f,
-                logged=to_float(x),
-                predicted=pred,
-                admitted=None,
-                arithmetic=f"logged {b:,} {how} = {pred:.2f}x",
-                equal=display_equal(pred, x),
-            )
+            judge_printed(ctx, about, f, x, pred, arithmetic=f"logged {b:,} {how} = {pred:.2f}x")
         elif tokens_fact is not None:
             t = to_int(tokens_fact.values["tokens"])
             g = len(pool.groups)
             lo_b, hi_b = t // bs * g, t // bs * g + g - 1
             pred = _concurrency(lo_b, need, v0, bs, c)
             window = (pred, _concurrency(hi_b, need, v0, bs, c))
-            judge(
+            judge_printed(
                 ctx,
-                figure="max_concurrency",
-                label=f"Maximum concurrency for {c:,} tokens",
-                unit="x",
-                fact=f,
-                logged=to_float(x),
-                predicted=pred,
+                about,
+                f,
+                x,
+                pred,
                 admitted=window,
                 arithmetic=f"from the logged {t:,} tokens = {lo_b:,} blocks: {lo_b:,} {how}",
-                equal=display_equal(pred, x),
             )
         else:
-            judge(
-                ctx,
-                figure="max_concurrency",
-                label=f"Maximum concurrency for {c:,} tokens",
-                unit="x",
-                fact=f,
-                logged=to_float(x),
-                predicted=None,
-                admitted=None,
-                arithmetic="",
-                reason="the log has neither the available KV memory nor a "
-                "block or token count to divide",
+            reason = (
+                "the log has neither the available KV memory nor a block or token count to divide"
             )
+            judge(ctx, about, f, to_float(x), reason=reason)
 
 
 def _blocks_checks(ctx: Ctx, src: tuple[str, Fact, str] | None) -> None:
@@ -407,14 +378,9 @@ def _blocks_checks(ctx: Ctx, src: tuple[str, Fact, str] | None) -> None:
         if src is None:
             judge(
                 ctx,
-                figure="num_gpu_blocks",
-                label="# GPU blocks",
-                unit="blocks",
-                fact=f,
-                logged=logged,
-                predicted=None,
-                admitted=None,
-                arithmetic="",
+                GPU_BLOCKS,
+                f,
+                logged,
                 reason=f"this log prints no available KV memory (only the block count); "
                 f"implied KV memory: {logged:,} blocks × {cost:,} B = {gib(logged * cost)} "
                 "per worker",
@@ -424,11 +390,9 @@ def _blocks_checks(ctx: Ctx, src: tuple[str, Fact, str] | None) -> None:
             pred, window, blocks, _ = _by_budget(ctx, text, lambda p: p.num_blocks)
             judge(
                 ctx,
-                figure="num_gpu_blocks",
-                label="# GPU blocks",
-                unit="blocks",
-                fact=f,
-                logged=logged,
+                GPU_BLOCKS,
+                f,
+                logged,
                 predicted=pred,
                 admitted=window,
                 blocks_range=blocks,
@@ -440,13 +404,10 @@ def _blocks_checks(ctx: Ctx, src: tuple[str, Fact, str] | None) -> None:
             swap = ctx.settings.swap_bytes
             judge(
                 ctx,
-                figure="num_cpu_blocks",
-                label="# CPU blocks",
-                unit="blocks",
-                fact=f,
-                logged=cpu,
+                Figure("num_cpu_blocks", "# CPU blocks", "blocks"),
+                f,
+                cpu,
                 predicted=swap // cost,
-                admitted=None,
                 arithmetic=f"swap space {gib(swap)} // {cost:,} B = {swap // cost:,}",
             )
 
@@ -470,16 +431,13 @@ def _v0_profile_checks(ctx: Ctx) -> None:
             - nums["non_torch_memory"]
         )
         slack = 0.005 * (1 + nums["gpu_memory_utilization"]) + 0.01
-        judge(
+        judge_printed(
             ctx,
-            figure="kv_cache_size_gib",
-            label="kv_cache_size (memory profiling)",
-            unit="GiB",
-            fact=f,
-            logged=to_float(v["kv_cache_size"]),
-            predicted=round(pred, 4),
+            Figure("kv_cache_size_gib", "kv_cache_size (memory profiling)", "GiB"),
+            f,
+            v["kv_cache_size"],
+            pred,
             admitted=(pred - slack, pred + slack),
-            equal=display_equal(pred, v["kv_cache_size"]),
             arithmetic=f"{v['total_gpu_memory']} × {v['gpu_memory_utilization']} − peak torch "
             f"{v['peak_torch_memory']} − non-torch {v.get('non_torch_memory', '0')} = "
             f"{pred:.3f} GiB",
@@ -494,16 +452,13 @@ def _v0_profile_checks(ctx: Ctx) -> None:
         ]
         pred = to_float(inst.values["requested_gib"]) - sum(parts)
         slack = 0.005 * (len(parts) + 1)
-        judge(
+        judge_printed(
             ctx,
-            figure="kv_cache_size_gib",
-            label="memory reserved for KV cache",
-            unit="GiB",
-            fact=b,
-            logged=to_float(b.values["kv_gib"]),
-            predicted=round(pred, 4),
+            Figure("kv_cache_size_gib", "memory reserved for KV cache", "GiB"),
+            b,
+            b.values["kv_gib"],
+            pred,
             admitted=(pred - slack, pred + slack),
-            equal=display_equal(pred, b.values["kv_gib"]),
             arithmetic=f"{inst.values['requested_gib']} GiB − weights − non-torch − "
             f"activation peak = {pred:.3f} GiB",
         )
@@ -516,18 +471,14 @@ def _v0_error_checks(ctx: Ctx, src: tuple[str, Fact, str] | None) -> None:
         base = scenario(ctx)
         _, cost = base.groups(base.worst)
         blocks_fact = ctx.first("num_blocks")
-        label = "max tokens the KV cache can store"
         if blocks_fact is not None:
             b = to_int(blocks_fact.values["gpu_blocks"])
             judge(
                 ctx,
-                figure="kv_max_tokens",
-                label=label,
-                unit="tokens",
-                fact=f,
-                logged=logged,
+                MAX_TOKENS,
+                f,
+                logged,
                 predicted=b * bs,
-                admitted=None,
                 arithmetic=f"logged {b:,} GPU blocks × {bs} tokens = {b * bs:,}",
             )
         elif src is not None:
@@ -538,11 +489,9 @@ def _v0_error_checks(ctx: Ctx, src: tuple[str, Fact, str] | None) -> None:
             )
             judge(
                 ctx,
-                figure="kv_max_tokens",
-                label=label,
-                unit="tokens",
-                fact=f,
-                logged=logged,
+                MAX_TOKENS,
+                f,
+                logged,
                 predicted=pred,
                 admitted=window,
                 blocks_range=span,
@@ -552,14 +501,9 @@ def _v0_error_checks(ctx: Ctx, src: tuple[str, Fact, str] | None) -> None:
             implied = logged // bs
             judge(
                 ctx,
-                figure="kv_max_tokens",
-                label=label,
-                unit="tokens",
-                fact=f,
-                logged=logged,
-                predicted=None,
-                admitted=None,
-                arithmetic="",
+                MAX_TOKENS,
+                f,
+                logged,
                 reason=f"the log prints no KV memory or block count to recompute it from; "
                 f"implied: {logged:,} tokens = {implied:,} blocks × {cost:,} B = "
                 f"{gib(implied * cost)} of KV per worker (vLLM v0 takes the minimum over "
@@ -586,19 +530,15 @@ def _v1_error_checks(ctx: Ctx) -> None:
                     f"{ctx.shape.num_hidden_layers if ctx.shape else 0} layers (every pipeline "
                     f"stage) against one stage's memory: {gib(w)} "
                     "(version-dependent, vllm#34076)",
-                    _const(span_w),
+                    const(span_w),
                 )
             )
-        judge(
+        judge_printed(
             ctx,
-            figure="kv_needed_gib",
-            label=f"KV cache needed for {length:,} tokens",
-            unit="GiB",
-            fact=f,
-            logged=to_float(v["needed_gib"]),
-            predicted=round(needed / GiB, 4),
-            admitted=None,
-            equal=display_equal(needed / GiB, v["needed_gib"]),
+            Figure("kv_needed_gib", f"KV cache needed for {length:,} tokens", "GiB"),
+            f,
+            v["needed_gib"],
+            needed / GiB,
             arithmetic=f"cdiv({length:,}, {ctx.settings.block}) blocks × per-block bytes of "
             f"the largest stage = {needed:,} B = {needed / GiB:.3f} GiB",
             variants=variants,
@@ -615,7 +555,7 @@ def _v1_error_checks(ctx: Ctx) -> None:
                     Variant(
                         "estimated with all layers of every pipeline stage, as this version's "
                         "check charges them (vllm#34076)",
-                        _const((whole.longest(wst, lo), whole.longest(wst, hi))),
+                        const((whole.longest(wst, lo), whole.longest(wst, hi))),
                     )
                 )
 
@@ -624,11 +564,9 @@ def _v1_error_checks(ctx: Ctx) -> None:
 
             judge(
                 ctx,
-                figure="estimated_max_model_len",
-                label="estimated maximum model length",
-                unit="tokens",
-                fact=f,
-                logged=to_int(v["estimated_max_model_len"]),
+                Figure("estimated_max_model_len", "estimated maximum model length", "tokens"),
+                f,
+                to_int(v["estimated_max_model_len"]),
                 predicted=pred,
                 admitted=window,
                 arithmetic=f"largest length whose KV fits "
@@ -672,7 +610,7 @@ def _padding_checks(ctx: Ctx) -> None:
             Variant(
                 "version-dependent: before vLLM PR #29303 the group size was always the smallest "
                 "layer bucket",
-                _const(_hit(_padding(ctx, base, True), layers, pct)),
+                const(_hit(_padding(ctx, base, True), layers, pct)),
             )
         ]
         if ctx.settings.draft == 0:
@@ -684,18 +622,15 @@ def _padding_checks(ctx: Ctx) -> None:
                             f"the KV cache includes {k} speculative draft layer"
                             f"{'s' if k > 1 else ''} (EAGLE/MTP)"
                             + (" and the grouping rule before vLLM PR #29303" if old else ""),
-                            _const(_hit(_padding(ctx, sc, old), layers, pct)),
+                            const(_hit(_padding(ctx, sc, old), layers, pct)),
                         )
                     )
         judge(
             ctx,
-            figure="padding_layers",
-            label="padding layers (KV-cache groups)",
-            unit="layers",
-            fact=f,
-            logged=layers,
+            PADDING,
+            f,
+            layers,
             predicted=pred[0],
-            admitted=None,
             equal=bool(hit),
             arithmetic=(
                 "per layer bucket: group_size − bucket % group_size; waste = padding / bucket: "
@@ -703,10 +638,6 @@ def _padding_checks(ctx: Ctx) -> None:
             ),
             variants=variants,
         )
-
-
-def _const(value: Range | None) -> Callable[[], Range | None]:
-    return lambda: value
 
 
 def _hit(found: list[tuple[int, float]], layers: int, pct: str) -> Range | None:
@@ -770,15 +701,15 @@ def _reserves(ctx: Ctx, src: tuple[str, Fact, str] | None) -> None:
         )
     if weights_rank is None and reserve is None and kv is None:
         return
-    ctx.reserves = Reserves(
-        weights_bytes=weights_rank * s.tp * s.pp if weights_rank is not None else None,
-        weights_bytes_per_rank=weights_rank,
-        reserve_bytes=reserve,
-        activation_peak_bytes=activation,
-        non_torch_bytes=non_torch,
-        cuda_graph_bytes=graphs,
-        kv_budget_bytes=kv,
-        derivation=derivation,
+    set_reserves(
+        ctx,
+        derivation,
+        weights_rank=weights_rank,
+        reserve=reserve,
+        activation_peak=activation,
+        non_torch=non_torch,
+        cuda_graph=graphs,
+        kv_budget=kv,
     )
 
 
@@ -805,30 +736,21 @@ def reconcile_vllm(ctx: Ctx) -> str:
     return fmt
 
 
+# fact kind -> (the figure, the fact's value it logs), for logs kvplan cannot recompute.
 _FIGURES = {
-    "kv_tokens": ("gpu_kv_cache_tokens", "GPU KV cache size", "tokens", "tokens"),
-    "max_concurrency": ("max_concurrency", "Maximum concurrency", "x", "x"),
-    "num_blocks": ("num_gpu_blocks", "# GPU blocks", "blocks", "gpu_blocks"),
-    "v0_error": ("kv_max_tokens", "max tokens the KV cache can store", "tokens", "max_tokens"),
-    "v1_error": ("kv_needed_gib", "KV cache needed", "GiB", "needed_gib"),
-    "padding": ("padding_layers", "padding layers (KV-cache groups)", "layers", "layers"),
+    "kv_tokens": (GPU_TOKENS, "tokens"),
+    "max_concurrency": (Figure("max_concurrency", "Maximum concurrency", "x"), "x"),
+    "num_blocks": (GPU_BLOCKS, "gpu_blocks"),
+    "v0_error": (MAX_TOKENS, "max_tokens"),
+    "v1_error": (Figure("kv_needed_gib", "KV cache needed", "GiB"), "needed_gib"),
+    "padding": (PADDING, "layers"),
 }
 
 
 def _unrecomputable(ctx: Ctx) -> None:
-    for kind, (figure, label, unit, key) in _FIGURES.items():
+    for kind, (about, key) in _FIGURES.items():
         for f in ctx.of(kind):
-            judge(
-                ctx,
-                figure=figure,
-                label=label,
-                unit=unit,
-                fact=f,
-                logged=to_float(f.values[key]),
-                predicted=None,
-                admitted=None,
-                arithmetic="",
-            )
+            judge(ctx, about, f, to_float(f.values[key]))
 
 
 __all__ = ["Scenario", "reconcile_vllm", "scenario"]

@@ -32,16 +32,8 @@ from planner.core.lab import COUNT_DIM, COUNT_LENGTHS
 from planner.core.reference import causal_mask, mask_rows, softmax_example
 from planner.core.ring import RingStep, ring_slots
 from planner.web.form import FieldMessage, Gettext
-from planner.web.i18n import (
-    AUTONYMS,
-    COOKIE_MAX_AGE_SECONDS,
-    COOKIE_NAME,
-    HTML_LANG,
-    LANGUAGES,
-    Numbers,
-    translations,
-)
-from planner.web.page import environment, language_of
+from planner.web.i18n import Numbers, translations
+from planner.web.page import language_of, remember_language, render_page, toggled_language
 
 router = APIRouter(include_in_schema=False)
 
@@ -337,11 +329,6 @@ def render(values: Mapping[str, str], lang: str) -> HTMLResponse:
     _ = translations(lang).gettext
     chosen, errors = parse(values, _)
     context: dict[str, Any] = {
-        "lang": lang,
-        "html_lang": HTML_LANG[lang],
-        "languages": LANGUAGES,
-        "autonyms": AUTONYMS,
-        "html_langs": HTML_LANG,
         "lang_form": "explain-form",
         "lang_action": "/explain/lang",
         "nav_current": "explain",
@@ -359,15 +346,7 @@ def render(values: Mapping[str, str], lang: str) -> HTMLResponse:
         "passes": pass_view(),
         "counts": count_view(),
     }
-    html = environment(lang).get_template("explain.html").render(context)
-    return HTMLResponse(
-        html,
-        headers={
-            "Content-Language": HTML_LANG[lang],
-            "Vary": "Accept-Language, Cookie",
-            "Cache-Control": "no-cache",
-        },
-    )
+    return render_page("explain.html", lang, context, cache_control="no-cache")
 
 
 def _query_values(request: Request) -> dict[str, str]:
@@ -389,17 +368,7 @@ async def explain_language(request: Request) -> Response:
     """The language toggle: remember the choice, come back to the same values."""
     data = await request.form(max_files=0, max_fields=16)
     values = {n: v[:64] for n in BOUNDS if isinstance(v := data.get(n), str)}
-    lang = data.get("lang")
-    if not isinstance(lang, str) or lang not in LANGUAGES:
-        lang = language_of(request)
+    lang = toggled_language(request, data.get("lang"))
     query = canonical_query(values)
     response = RedirectResponse("/explain?" + query if query else "/explain", status_code=303)
-    response.set_cookie(
-        COOKIE_NAME,
-        lang,
-        max_age=COOKIE_MAX_AGE_SECONDS,
-        httponly=True,
-        samesite="lax",
-        secure=request.url.scheme == "https",
-    )
-    return response
+    return remember_language(response, request, lang)

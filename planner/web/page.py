@@ -82,6 +82,27 @@ def environment(lang: str) -> Environment:
     return env
 
 
+def render_page(
+    template: str, lang: str, context: Mapping[str, Any], *, cache_control: str
+) -> HTMLResponse:
+    """Render one of the site's pages: `context` plus what base.html needs for the language
+    toggle, with the headers every page sends."""
+    toggle = {
+        "lang": lang,
+        "html_lang": HTML_LANG[lang],
+        "languages": LANGUAGES,
+        "autonyms": AUTONYMS,
+        "html_langs": HTML_LANG,
+    }
+    html = environment(lang).get_template(template).render({**toggle, **context})
+    headers = {
+        "Content-Language": HTML_LANG[lang],
+        "Vary": "Accept-Language, Cookie",
+        "Cache-Control": cache_control,
+    }
+    return HTMLResponse(html, headers=headers)
+
+
 def field_labels(_: form.Gettext) -> dict[str, str]:
     return {
         "": _("Form"),
@@ -191,11 +212,6 @@ async def render(request: Request, values: Mapping[str, str], lang: str) -> HTML
     elif state.submitted:
         _count(request, "invalid")
     context: dict[str, Any] = {
-        "lang": lang,
-        "html_lang": HTML_LANG[lang],
-        "languages": LANGUAGES,
-        "autonyms": AUTONYMS,
-        "html_langs": HTML_LANG,
         "fmt": Numbers(lang),
         "values": state.values,
         "errors": state.errors,
@@ -214,18 +230,31 @@ async def render(request: Request, values: Mapping[str, str], lang: str) -> HTML
         "share_url": "/?" + state.share_query() if answer and not state.has_config else None,
         "from_config": state.has_config,
     }
-    html = environment(lang).get_template("page.html").render(context)
-    headers = {
-        "Content-Language": HTML_LANG[lang],
-        "Vary": "Accept-Language, Cookie",
-        # A pasted config may describe an unreleased model: keep it out of caches.
-        "Cache-Control": "no-store" if state.has_config else "no-cache",
-    }
-    return HTMLResponse(html, headers=headers)
+    # A pasted config may describe an unreleased model: keep it out of caches.
+    cache_control = "no-store" if state.has_config else "no-cache"
+    return render_page("page.html", lang, context, cache_control=cache_control)
 
 
 def language_of(request: Request) -> str:
     return negotiate(request.cookies.get(COOKIE_NAME), request.headers.get("accept-language"))
+
+
+def toggled_language(request: Request, choice: object) -> str:
+    """The language a toggle button asked for, else the request's own."""
+    return choice if isinstance(choice, str) and choice in LANGUAGES else language_of(request)
+
+
+def remember_language(response: Response, request: Request, lang: str) -> Response:
+    """The toggle's cookie: the choice outlives the page (and beats Accept-Language)."""
+    response.set_cookie(
+        COOKIE_NAME,
+        lang,
+        max_age=COOKIE_MAX_AGE_SECONDS,
+        httponly=True,
+        samesite="lax",
+        secure=request.url.scheme == "https",
+    )
+    return response
 
 
 def _redirect(values: Mapping[str, str]) -> RedirectResponse:
@@ -262,20 +291,11 @@ async def submit(request: Request) -> Response:
 @router.post("/lang", response_class=HTMLResponse)
 async def switch_language(request: Request) -> Response:
     """The toggle: remember the language, then show the same question in it."""
-    values, lang = await _form_values(request)
-    if lang not in LANGUAGES:
-        lang = language_of(request)
+    values, choice = await _form_values(request)
+    lang = toggled_language(request, choice)
     response: Response
     if values.get("model_config", "").strip():
         response = await render(request, values, lang)
     else:
         response = _redirect(values)
-    response.set_cookie(
-        COOKIE_NAME,
-        lang,
-        max_age=COOKIE_MAX_AGE_SECONDS,
-        httponly=True,
-        samesite="lax",
-        secure=request.url.scheme == "https",
-    )
-    return response
+    return remember_language(response, request, lang)

@@ -24,17 +24,9 @@ from planner.core.errors import FieldProblem, ModelConfigError, PlanError, Unkno
 from planner.core.logparse import ENGINE_LABELS, MAX_LOG_BYTES
 from planner.core.reconcile import reconcile
 from planner.core.reconcile_schema import ReconcileRequest, ReconcileResult
-from planner.web.form import FieldMessage, Gettext
-from planner.web.i18n import (
-    AUTONYMS,
-    COOKIE_MAX_AGE_SECONDS,
-    COOKIE_NAME,
-    HTML_LANG,
-    LANGUAGES,
-    Numbers,
-    translations,
-)
-from planner.web.page import environment, language_of
+from planner.web.form import FieldMessage, Gettext, core_message
+from planner.web.i18n import Numbers, translations
+from planner.web.page import language_of, remember_language, render_page, toggled_language
 
 router = APIRouter(include_in_schema=False)
 
@@ -181,14 +173,11 @@ def parse(
 
 
 def _message(error: PlanError, problem: FieldProblem, _: Gettext) -> FieldMessage:
-    """A core error next to its field: a lead in the user's language, the core's detail."""
-    if isinstance(error, ModelConfigError):
-        lead = _("This config.json cannot be used.")
-    elif isinstance(error, UnknownIdError):
-        lead = _("Not found.")
-    else:
-        lead = _("This log cannot be reconciled as given.")
-    return FieldMessage(lead, problem.msg)
+    """A core error next to its field: the main page's lead for a config or an unknown id, a
+    log's own otherwise; the core's detail."""
+    if isinstance(error, ModelConfigError | UnknownIdError):
+        return core_message(error, problem, _)
+    return FieldMessage(_("This log cannot be reconciled as given."), problem.msg)
 
 
 def plan_link(result: ReconcileResult) -> str | None:
@@ -246,11 +235,6 @@ async def render(
         values = {**values, "log": ""}
     fmt = Numbers(lang)
     context: dict[str, Any] = {
-        "lang": lang,
-        "html_lang": HTML_LANG[lang],
-        "languages": LANGUAGES,
-        "autonyms": AUTONYMS,
-        "html_langs": HTML_LANG,
         "lang_form": "reconcile-form",
         "lang_action": "/reconcile/lang",
         "fmt": fmt,
@@ -267,16 +251,8 @@ async def render(
         "plan_link": plan_link(result) if result else None,
         "max_log_mib": MAX_LOG_BYTES >> 20,
     }
-    html = environment(lang).get_template("reconcile.html").render(context)
-    return HTMLResponse(
-        html,
-        headers={
-            "Content-Language": HTML_LANG[lang],
-            "Vary": "Accept-Language, Cookie",
-            # A pasted log may name private hosts or models: keep it out of caches.
-            "Cache-Control": "no-store",
-        },
-    )
+    # A pasted log may name private hosts or models: keep it out of caches.
+    return render_page("reconcile.html", lang, context, cache_control="no-store")
 
 
 async def _form_values(request: Request) -> tuple[dict[str, str], str | None]:
@@ -304,20 +280,11 @@ async def reconcile_submit(request: Request) -> Response:
 @router.post("/reconcile/lang", response_class=HTMLResponse)
 async def reconcile_language(request: Request) -> Response:
     """The language toggle: remember the choice and show the same paste in it."""
-    values, lang = await _form_values(request)
-    if lang not in LANGUAGES:
-        lang = language_of(request)
+    values, choice = await _form_values(request)
+    lang = toggled_language(request, choice)
     response: Response
     if values.get("log", "").strip():
         response = await render(request, values, lang, submitted=True)
     else:
         response = RedirectResponse("/reconcile", status_code=303)
-    response.set_cookie(
-        COOKIE_NAME,
-        lang,
-        max_age=COOKIE_MAX_AGE_SECONDS,
-        httponly=True,
-        samesite="lax",
-        secure=request.url.scheme == "https",
-    )
-    return response
+    return remember_language(response, request, lang)

@@ -155,16 +155,117 @@ def test_acceptance_counts() -> None:
 
 # ---- Per fixture: the fixture's own numbers ---------------------------------------------------
 
-
-def test_qwen3_14b_exact() -> None:
+# A recomputed figure and the window the log's display rounding admits (blocks; SGLang: tokens).
+WINDOWS = [
     # "floor(6.51*2^30 / 2,621,440) = 2,666 blocks -> 42,656 tokens"; "±0.005 GiB display
-    # rounding allows 2,664..2,668"; "2,666 / 2,048 -> 1.30x".
-    r = run("vllm-v1-qwen3-14b-lmcache1739")
-    tokens = check(r, "gpu_kv_cache_tokens")
-    assert (tokens.status, tokens.predicted, tokens.blocks_range) == ("equal", 42656, [2664, 2668])
-    conc = check(r, "max_concurrency")
+    # rounding allows 2,664..2,668".
+    ("vllm-v1-qwen3-14b-lmcache1739", "gpu_kv_cache_tokens", "equal", 42656, [2664, 2668]),
+    # floor(10.55*2^30/786,432) = 14,404 -> 230,464; window 14,397..14,411.
+    (
+        "vllm-v1-fp8kv-mml100k-vllm25350",
+        "gpu_kv_cache_tokens",
+        "consistent",
+        230464,
+        [14397, 14411],
+    ),
+    # floor(18.78*2^30/1,835,008) = 10,988 -> 175,808; logged 175,856 (10,991), window
+    # 10,986..10,991: the top of the window.
+    (
+        "vllm-v1-qwen3-1p7b-24gb-vllm33263",
+        "gpu_kv_cache_tokens",
+        "consistent",
+        175808,
+        [10986, 10991],
+    ),
+    # 28,950 blocks -> 463,200 tokens; logged 463,136 (28,946); window 28,946..28,954: the
+    # bottom of the window.
+    (
+        "vllm-v1-granite4-micro-fp8-l40s-ibmcodeengine",
+        "gpu_kv_cache_tokens",
+        "consistent",
+        463200,
+        [28946, 28954],
+    ),
+    # 1,950 blocks (log 1,952; window 1,948..1,953).
+    ("vllm-v0-llama31-8b-3090-20k-vllm10517", "num_gpu_blocks", "consistent", 1950, [1948, 1953]),
+    # 1,479 blocks (log 1,478, window 1,477..1,482).
+    (
+        "vllm-v0-llama31-8b-3090-29k-error-vllm10517",
+        "num_gpu_blocks",
+        "consistent",
+        1479,
+        [1477, 1482],
+    ),
+    # rest = 6.09 - 21.63*(1-0.85) = 2.8455 GiB -> 46,620 tokens (log 46,611, window
+    # 46,526..46,714).
+    (
+        "sglang-qwq32b-tp4-l4-llms-in-clouds",
+        "max_total_num_tokens",
+        "consistent",
+        46620,
+        [46526, 46714],
+    ),
+    # ceil(0.9 x 17.83 GiB / 2 MiB) = 8,217 (log 8,219; window 8,214..8,219).
+    (
+        "trtllm-llama31-8b-fp8-rtx5090-trtllm4275",
+        "primary_blocks",
+        "consistent",
+        8217,
+        [8214, 8219],
+    ),
+]
+
+
+@pytest.mark.parametrize(("fixture_id", "figure", "status", "predicted", "window"), WINDOWS)
+def test_figure_and_its_rounding_window(
+    fixture_id: str, figure: str, status: str, predicted: int, window: list[int]
+) -> None:
+    c = check(run(fixture_id), figure)
+    assert (c.status, c.predicted, c.blocks_range) == (status, predicted, window)
+
+
+# Figures the fixture's notes recompute to the digit the log prints (or say cannot be).
+STATUSES = [
+    # "1,381 / 128 = 10.789 -> 10.79x (exact)".
+    ("vllm-v1early-llama31-70b-w8a8-pr12569", "max_concurrency", "equal"),
+    # "14,408/cdiv(100,000,16)=6,250 = 2.305 -> 2.31x": consistent with the logged blocks.
+    ("vllm-v1-fp8kv-mml100k-vllm25350", "max_concurrency", "consistent"),
+    # 28,950 blocks: 3.53x.
+    ("vllm-v1-granite4-micro-fp8-l40s-ibmcodeengine", "max_concurrency", "equal"),
+    # kv_cache_size 3.81 (matches); CPU 2,048 exact; 1.56x.
+    ("vllm-v0-llama31-8b-3090-20k-vllm10517", "kv_cache_size_gib", "equal"),
+    ("vllm-v0-llama31-8b-3090-20k-vllm10517", "num_cpu_blocks", "equal"),
+    ("vllm-v0-llama31-8b-3090-20k-vllm10517", "max_concurrency", "equal"),
+    # tokens 1,478*16 = 23,648 exact.
+    ("vllm-v0-llama31-8b-3090-29k-error-vllm10517", "kv_max_tokens", "equal"),
+    # "K size = 367,404 x 94 x 1 x 128 x 2 B / 2^30 = 8.234 -> '8.23 GB'".
+    ("sglang-qwen3-235b-fp8-tp4-vllm21348", "k_size_gib", "equal"),
+    ("sglang-qwen3-235b-fp8-tp4-vllm21348", "v_size_gib", "equal"),
+    # K size 1.42 exact.
+    ("sglang-qwq32b-tp4-l4-llms-in-clouds", "k_size_gib", "equal"),
+    # 101.95 exact; no avail-mem lines, so no token count.
+    ("sglang-qwen3-30b-a3b-fp8-mi355-pr18263", "k_size_gib", "equal"),
+    ("sglang-qwen3-30b-a3b-fp8-mi355-pr18263", "max_total_num_tokens", "not_recomputable"),
+    # 263,008 tokens exact; 16.05 GiB exact.
+    ("trtllm-llama31-8b-fp8-rtx5090-trtllm4275", "allocated_tokens", "equal"),
+    ("trtllm-llama31-8b-fp8-rtx5090-trtllm4275", "allocated_gib", "equal"),
+    # "with tokens_per_block 64 ... ceil(630.43) = 631 (C++ ceilDiv)".
+    ("trtllm-qwen15-7b-a100-40gb-trtllm2268", "primary_blocks", "equal"),
+    # per-rank 11,264 B/token; 1,800,032 x 11,264 = 18.88 GiB exact.
+    ("trtllm-tinyllama-tp2-disagg-dynamo-readme", "allocated_gib", "equal"),
+]
+
+
+@pytest.mark.parametrize(("fixture_id", "figure", "status"), STATUSES)
+def test_figure_status(fixture_id: str, figure: str, status: str) -> None:
+    assert check(run(fixture_id), figure).status == status
+
+
+def test_qwen3_14b_concurrency_counts_resident_requests() -> None:
+    # "2,666 / 2,048 -> 1.30x"; the null block leaves 2,665 // 2,048 = 1 resident request.
+    conc = check(run("vllm-v1-qwen3-14b-lmcache1739"), "max_concurrency")
     assert (conc.status, conc.predicted) == ("equal", 1.3)
-    assert "1 requests" in conc.arithmetic  # null block: 2,665 // 2,048 = 1 resident request
+    assert "1 requests" in conc.arithmetic
 
 
 def test_qwen3_235b_tp4_min_over_workers() -> None:
@@ -174,18 +275,6 @@ def test_qwen3_235b_tp4_min_over_workers() -> None:
     assert c.status == "different" and c.difference == -2048
     assert c.difference_pct == pytest.approx(-1.132, abs=0.001)
     assert c.reason is not None and "minimum over its 4 workers" in c.reason
-
-
-def test_fp8_100k_within_rounding() -> None:
-    # floor(10.55*2^30/786,432) = 14,404 -> 230,464; window 14,397..14,411; 2.31x.
-    r = run("vllm-v1-fp8kv-mml100k-vllm25350")
-    tokens = check(r, "gpu_kv_cache_tokens")
-    assert (tokens.status, tokens.predicted, tokens.blocks_range) == (
-        "consistent",
-        230464,
-        [14397, 14411],
-    )
-    assert check(r, "max_concurrency").status in ("equal", "consistent")
 
 
 def test_fp8_221k_error_line() -> None:
@@ -198,10 +287,8 @@ def test_fp8_221k_error_line() -> None:
 
 
 def test_early_v1_blocks_only() -> None:
-    # "1,381 / 128 = 10.789 -> 10.79x (exact); implied KV memory ... = 6.74 GiB".
-    r = run("vllm-v1early-llama31-70b-w8a8-pr12569")
-    assert check(r, "max_concurrency").status == "equal"
-    blocks = check(r, "num_gpu_blocks")
+    # "implied KV memory ... = 6.74 GiB".
+    blocks = check(run("vllm-v1early-llama31-70b-w8a8-pr12569"), "num_gpu_blocks")
     assert blocks.status == "not_recomputable" and blocks.predicted is None
     assert blocks.reason is not None and "6.74 GiB" in blocks.reason
 
@@ -216,28 +303,13 @@ def test_kimi_linear_says_why() -> None:
     assert all("no model" in (c.reason or "") for c in without.checks)
 
 
-def test_qwen3_1p7b_top_of_window() -> None:
-    # floor(18.78*2^30/1,835,008) = 10,988 -> 175,808; logged 175,856 (10,991), window
-    # 10,986..10,991.
-    c = check(run("vllm-v1-qwen3-1p7b-24gb-vllm33263"), "gpu_kv_cache_tokens")
-    assert (c.status, c.predicted, c.blocks_range) == ("consistent", 175808, [10986, 10991])
-
-
-def test_granite_bottom_of_window_and_reserves_round_trip() -> None:
-    # 28,950 blocks -> 463,200 tokens; logged 463,136 (28,946); window 28,946..28,954; 3.53x.
+def test_granite_reserves_round_trip() -> None:
+    # Learned: weights 3.4244 GiB per rank, KV 35.34 GiB; a plan of the same deployment gets
+    # the same budget back, hence the same 28,950 blocks.
     r = run(
         "vllm-v1-granite4-micro-fp8-l40s-ibmcodeengine",
         settings={"gpu": "L40S-48GB", "gpu_memory_utilization": 0.9},
     )
-    tokens = check(r, "gpu_kv_cache_tokens")
-    assert (tokens.status, tokens.predicted, tokens.blocks_range) == (
-        "consistent",
-        463200,
-        [28946, 28954],
-    )
-    assert check(r, "max_concurrency").status == "equal"
-    # Learned: weights 3.4244 GiB per rank, KV 35.34 GiB; a plan of the same deployment gets
-    # the same budget back, hence the same blocks.
     assert r.reserves is not None and r.reserves.weights_bytes == round(3.4244 * (1 << 30))
     assert r.reserves.kv_budget_bytes == round(35.34 * (1 << 30))
     assert r.reserves.cuda_graph_bytes == round(0.72 * (1 << 30))
@@ -245,7 +317,7 @@ def test_granite_bottom_of_window_and_reserves_round_trip() -> None:
     planned = plan(PlanRequest.model_validate(r.plan_request))
     assert planned.capacity is not None
     assert planned.capacity.kv_budget_bytes == r.reserves.kv_budget_bytes
-    assert planned.capacity.num_blocks == tokens.predicted // 16
+    assert planned.capacity.num_blocks == 28950
 
 
 def test_pipeline_stage_with_more_layers() -> None:
@@ -272,31 +344,15 @@ def test_gpt_oss_eagle_padding_before_and_after() -> None:
     assert all("draft" in (c.reason or "") for c in bare.checks)
 
 
-def test_v0_llama_20k() -> None:
-    # kv_cache_size 3.81 (matches); 1,950 blocks (log 1,952; window 1,948..1,953); CPU 2,048
-    # exact; 1.56x.
+def test_v0_log_format_and_swap_blocks() -> None:
+    # CPU 2,048 exact: 4 GiB of swap in 2 MiB blocks.
     r = run("vllm-v0-llama31-8b-3090-20k-vllm10517")
     assert r.log_format == "vLLM v0"
-    blocks = check(r, "num_gpu_blocks")
-    assert (blocks.status, blocks.predicted, blocks.blocks_range) == (
-        "consistent",
-        1950,
-        [1948, 1953],
-    )
-    assert (check(r, "num_cpu_blocks").status, check(r, "num_cpu_blocks").predicted) == (
-        "equal",
-        2048,
-    )
-    assert check(r, "kv_cache_size_gib").status == "equal"
-    assert check(r, "max_concurrency").status == "equal"
+    assert check(r, "num_cpu_blocks").predicted == 2048
 
 
-def test_v0_llama_29k_error() -> None:
-    # 1,479 blocks (log 1,478, window 1,477..1,482); tokens 1,478*16 = 23,648 exact.
+def test_v0_error_log_learns_the_reserve() -> None:
     r = run("vllm-v0-llama31-8b-3090-29k-error-vllm10517")
-    blocks = check(r, "num_gpu_blocks")
-    assert (blocks.predicted, blocks.blocks_range) == (1479, [1477, 1482])
-    assert check(r, "kv_max_tokens").status == "equal"
     assert r.reserves is not None and r.reserves.reserve_bytes is not None
 
 
@@ -313,62 +369,17 @@ def test_v0_error_without_memory_says_what_is_implied(fixture_id: str, implied: 
     assert implied in (c.reason or "")
 
 
-def test_sglang_k_size_exact_tokens_not_recomputable() -> None:
-    # "K size = 367,404 x 94 x 1 x 128 x 2 B / 2^30 = 8.234 -> '8.23 GB'. Token count not
-    # recomputable (no avail-mem lines)."
-    r = run("sglang-qwen3-235b-fp8-tp4-vllm21348")
-    assert check(r, "k_size_gib").status == "equal"
-    assert check(r, "v_size_gib").status == "equal"
-    tokens = check(r, "max_total_num_tokens")
+def test_sglang_tokens_need_the_avail_mem_lines() -> None:
+    # "Token count not recomputable (no avail-mem lines)."
+    tokens = check(run("sglang-qwen3-235b-fp8-tp4-vllm21348"), "max_total_num_tokens")
     assert tokens.status == "not_recomputable" and "Load weight begin" in (tokens.reason or "")
 
 
-def test_sglang_qwq_budget() -> None:
-    # rest = 6.09 - 21.63*(1-0.85) = 2.8455 GiB -> 46,620 tokens (log 46,611, window
-    # 46,526..46,714); K size 1.42 exact.
-    r = run("sglang-qwq32b-tp4-l4-llms-in-clouds")
-    tokens = check(r, "max_total_num_tokens")
-    assert (tokens.status, tokens.predicted, tokens.predicted_range) == (
-        "consistent",
-        46620,
-        [46526, 46714],
-    )
-    assert check(r, "k_size_gib").status == "equal"
-
-
-def test_sglang_mi355_k_size() -> None:
-    r = run("sglang-qwen3-30b-a3b-fp8-mi355-pr18263")
-    assert check(r, "k_size_gib").status == "equal"  # 101.95 exact
-    assert check(r, "max_total_num_tokens").status == "not_recomputable"
-
-
-def test_trtllm_rtx5090() -> None:
-    # ceil(0.9 x 17.83 GiB / 2 MiB) = 8,217 (log 8,219; window 8,214..8,219); 263,008 tokens
-    # exact; 16.05 GiB exact.
-    r = run("trtllm-llama31-8b-fp8-rtx5090-trtllm4275")
-    blocks = check(r, "primary_blocks")
-    assert (blocks.status, blocks.predicted, blocks.blocks_range) == (
-        "consistent",
-        8217,
-        [8214, 8219],
-    )
-    assert check(r, "allocated_tokens").status == "equal"
-    assert check(r, "allocated_gib").status == "equal"
-
-
-def test_trtllm_qwen15_tokens_per_block() -> None:
-    # "with tokens_per_block 64 ... ceil(630.43) = 631 (C++ ceilDiv). With 32 it would be 1,261."
-    assert check(run("trtllm-qwen15-7b-a100-40gb-trtllm2268"), "primary_blocks").status == "equal"
+def test_trtllm_qwen15_default_block_size_explains() -> None:
+    # "With 32 it would be 1,261."
     default = check(run("trtllm-qwen15-7b-a100-40gb-trtllm2268", settings={}), "primary_blocks")
     assert (default.status, default.predicted) == ("different", 1261)
     assert "tokens_per_block 64" in (default.reason or "")
-
-
-def test_trtllm_tinyllama_bytes() -> None:
-    # per-rank 11,264 B/token; 1,800,032 x 11,264 = 18.88 GiB exact.
-    assert check(run("trtllm-tinyllama-tp2-disagg-dynamo-readme"), "allocated_gib").status == (
-        "equal"
-    )
 
 
 def test_trtllm_old_log_rounds_up() -> None:

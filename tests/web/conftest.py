@@ -8,6 +8,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -145,3 +146,79 @@ def browser() -> Iterator[Any]:
         instance = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         yield instance
         instance.close()
+
+
+TIMEOUT_MS = 15_000
+# Recorded by the page itself; Playwright's init scripts run outside the page's CSP.
+CSP_LISTENER = """
+window.__csp = [];
+document.addEventListener("securitypolicyviolation", (e) => {
+  window.__csp.push(e.violatedDirective + " " + e.blockedURI);
+});
+"""
+
+
+class Session:
+    """One browser context with its console, page errors, dialogs and requests recorded."""
+
+    def __init__(self, browser: Any, base: str, **options: Any) -> None:
+        self.base = base
+        self.context = browser.new_context(**{"locale": "en-US", **options})
+        self.context.add_init_script(CSP_LISTENER)
+        self.problems: list[str] = []
+        self.dialogs: list[str] = []
+        self.foreign: list[str] = []
+        self.page = self.new_page()
+
+    def new_page(self) -> Any:
+        page = self.context.new_page()
+        page.set_default_timeout(TIMEOUT_MS)
+        page.on("console", lambda m: m.type == "error" and self.problems.append(m.text))
+        page.on("pageerror", lambda e: self.problems.append(f"pageerror: {e}"))
+
+        def on_dialog(dialog: Any) -> None:
+            self.dialogs.append(dialog.message)
+            dialog.dismiss()
+
+        page.on("dialog", on_dialog)
+        page.on(
+            "request",
+            lambda r: r.url.startswith(self.base) or self.foreign.append(r.url),
+        )
+        return page
+
+    def goto(self, path: str) -> Any:
+        return self.page.goto(self.base + path)
+
+    def answer(self) -> str:
+        return str(self.page.locator("#answer-hero .sentence").inner_text())
+
+    def check_clean(self) -> None:
+        for page in self.context.pages:
+            if page.url.startswith(self.base):
+                violations = page.evaluate("window.__csp || []")
+                assert violations == [], violations
+        assert self.problems == [], self.problems
+        assert self.dialogs == [], self.dialogs
+        assert self.foreign == [], self.foreign
+
+
+# A phone in portrait, for the checks that a page never scrolls sideways at 360 CSS px.
+PHONE: dict[str, Any] = {"viewport": {"width": 360, "height": 740}, "is_mobile": True}
+
+
+@contextmanager
+def browser_session(browser: Any, base: str, **options: Any) -> Iterator[Session]:
+    """A Session for one test: checked clean when the test's block ends, closed either way."""
+    s = Session(browser, base, **options)
+    try:
+        yield s
+        s.check_clean()
+    finally:
+        s.context.close()
+
+
+@pytest.fixture
+def session(browser: Any, live_server: str) -> Iterator[Session]:
+    with browser_session(browser, live_server) as s:
+        yield s

@@ -4,76 +4,13 @@ it, with and without JavaScript, and not one console error or CSP violation alon
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from tests.web.conftest import QUESTION_URL, XSS_CONFIG_TEXT
+from tests.web.conftest import PHONE, QUESTION_URL, XSS_CONFIG_TEXT, Session, browser_session
 
 pytestmark = pytest.mark.browser
-
-TIMEOUT_MS = 15_000
-# Recorded by the page itself; Playwright's init scripts run outside the page's CSP.
-CSP_LISTENER = """
-window.__csp = [];
-document.addEventListener("securitypolicyviolation", (e) => {
-  window.__csp.push(e.violatedDirective + " " + e.blockedURI);
-});
-"""
-
-
-class Session:
-    """One browser context with its console, page errors, dialogs and requests recorded."""
-
-    def __init__(self, browser: Any, base: str, **options: Any) -> None:
-        self.base = base
-        self.context = browser.new_context(**{"locale": "en-US", **options})
-        self.context.add_init_script(CSP_LISTENER)
-        self.problems: list[str] = []
-        self.dialogs: list[str] = []
-        self.foreign: list[str] = []
-        self.page = self.new_page()
-
-    def new_page(self) -> Any:
-        page = self.context.new_page()
-        page.set_default_timeout(TIMEOUT_MS)
-        page.on("console", lambda m: m.type == "error" and self.problems.append(m.text))
-        page.on("pageerror", lambda e: self.problems.append(f"pageerror: {e}"))
-
-        def on_dialog(dialog: Any) -> None:
-            self.dialogs.append(dialog.message)
-            dialog.dismiss()
-
-        page.on("dialog", on_dialog)
-        page.on(
-            "request",
-            lambda r: r.url.startswith(self.base) or self.foreign.append(r.url),
-        )
-        return page
-
-    def goto(self, path: str) -> Any:
-        return self.page.goto(self.base + path)
-
-    def answer(self) -> str:
-        return str(self.page.locator("#answer-hero .sentence").inner_text())
-
-    def check_clean(self) -> None:
-        for page in self.context.pages:
-            if page.url.startswith(self.base):
-                violations = page.evaluate("window.__csp || []")
-                assert violations == [], violations
-        assert self.problems == [], self.problems
-        assert self.dialogs == [], self.dialogs
-        assert self.foreign == [], self.foreign
-
-
-@pytest.fixture
-def session(browser: Any, live_server: str) -> Iterator[Session]:
-    s = Session(browser, live_server)
-    yield s
-    s.check_clean()
-    s.context.close()
 
 
 def wait_for_number(session: Session, number: str) -> None:
@@ -160,19 +97,14 @@ def test_toggle_language_and_it_sticks(session: Session) -> None:
 
 
 def test_chinese_browser_gets_chinese(browser: Any, live_server: str) -> None:
-    s = Session(browser, live_server, locale="zh-CN")
-    try:
+    with browser_session(browser, live_server, locale="zh-CN") as s:
         s.goto(QUESTION_URL)
         assert s.page.locator("html").get_attribute("lang") == "zh-Hans"
         assert "可容纳" in s.answer()
-        s.check_clean()
-    finally:
-        s.context.close()
 
 
 def test_open_a_shared_url_without_javascript(browser: Any, live_server: str) -> None:
-    s = Session(browser, live_server, java_script_enabled=False)
-    try:
+    with browser_session(browser, live_server, java_script_enabled=False) as s:
         s.goto(QUESTION_URL)
         href = s.page.locator("#share-link").get_attribute("href")
         assert href == QUESTION_URL
@@ -187,9 +119,6 @@ def test_open_a_shared_url_without_javascript(browser: Any, live_server: str) ->
         other.click("button.primary")
         other.wait_for_url(re.compile(r"kv_cache_dtype=fp8"))
         assert "95 requests" in other.locator("#answer-hero .sentence").inner_text()
-        s.check_clean()
-    finally:
-        s.context.close()
 
 
 def test_invalid_value_shows_next_to_its_field(session: Session) -> None:
@@ -239,12 +168,8 @@ def test_keyboard_only(session: Session) -> None:
 
 
 def test_phone_width_has_no_sideways_scroll(browser: Any, live_server: str) -> None:
-    s = Session(browser, live_server, viewport={"width": 360, "height": 740}, is_mobile=True)
-    try:
+    with browser_session(browser, live_server, **PHONE) as s:
         s.goto(QUESTION_URL + "&gpu=H100-SXM-80GB")
         wait_for_number(s, "47")
         width = s.page.evaluate("document.documentElement.scrollWidth")
         assert width <= 360
-        s.check_clean()
-    finally:
-        s.context.close()

@@ -20,7 +20,7 @@ from starlette.testclient import TestClient
 from planner.api.security import CONTENT_SECURITY_POLICY
 from planner.core.reference import softmax_example
 from planner.web.i18n import COOKIE_NAME
-from tests.web.conftest import parse
+from tests.web.conftest import PHONE, browser_session, parse
 from tests.web.test_page import error_text
 
 ZH = {"accept-language": "zh-CN,zh;q=0.9"}
@@ -298,12 +298,8 @@ def test_the_main_page_links_here(client: TestClient) -> None:
 
 @pytest.fixture
 def phone(browser: Any, live_server: str) -> Iterator[Any]:
-    from tests.web.test_browser import Session
-
-    s = Session(browser, live_server, viewport={"width": 360, "height": 740}, is_mobile=True)
-    yield s
-    s.check_clean()
-    s.context.close()
+    with browser_session(browser, live_server, **PHONE) as s:
+        yield s
 
 
 @pytest.mark.browser

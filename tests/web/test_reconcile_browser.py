@@ -3,12 +3,11 @@ JavaScript; pasted markup stays text; no console error or CSP violation along th
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from tests.web.test_browser import Session
+from tests.web.conftest import Session, browser_session
 from tests.web.test_reconcile_page import GRANITE, GRANITE_LOG
 
 pytestmark = pytest.mark.browser
@@ -25,14 +24,6 @@ QWEN3_14B = (
     '{"num_hidden_layers": 40, "num_attention_heads": 40, "num_key_value_heads": 8, '
     '"head_dim": 128, "torch_dtype": "bfloat16"}'
 )
-
-
-@pytest.fixture
-def session(browser: Any, live_server: str) -> Iterator[Session]:
-    s = Session(browser, live_server)
-    yield s
-    s.check_clean()
-    s.context.close()
 
 
 def paste_and_submit(page: Any, log: str, config: str) -> None:
@@ -69,8 +60,7 @@ def test_chinese_and_the_toggle_keeps_the_paste(session: Session) -> None:
 
 
 def test_wrong_engine_without_javascript(browser: Any, live_server: str) -> None:
-    s = Session(browser, live_server, java_script_enabled=False)
-    try:
+    with browser_session(browser, live_server, java_script_enabled=False) as s:
         s.goto("/reconcile")
         page = s.page
         page.fill("#f-log", QWEN3_14B_LOG)
@@ -79,9 +69,6 @@ def test_wrong_engine_without_javascript(browser: Any, live_server: str) -> None
         page.click("#reconcile-form button.primary")
         page.wait_for_selector("#error-summary:not([hidden])")
         assert "vLLM log" in page.locator("#e-engine").inner_text()
-        s.check_clean()
-    finally:
-        s.context.close()
 
 
 def test_pasted_markup_stays_text(session: Session) -> None:
