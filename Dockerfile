@@ -1,6 +1,9 @@
 # kvplan service image.
 #   docker build -t kvplan .
 #   docker run -p 8000:8000 kvplan            # then http://localhost:8000/docs
+# GPU probe variant (CUDA build of torch), for GPU nodes that calibrate a central planner:
+#   docker build --target gpu -t kvplan-probe .
+#   docker run --gpus all kvplan-probe kvplan probe --device cuda --report http://planner:8000 --token "$KVPLAN_ADMIN_TOKEN"
 # Settings are KVPLAN_* environment variables (README); calibrations persist in /data (a volume).
 #
 # Base: python:3.11-slim pinned by digest (Python 3.11.16, the multi-arch index digest that
@@ -20,6 +23,21 @@ COPY static/ static/
 # The `postgres` extra (psycopg, libpq inside its wheel) lets replicas share a PostgreSQL store.
 RUN /opt/venv/bin/pip install --no-cache-dir '/src[postgres]'
 
+# The probe image: the same venv plus PyPI's CUDA build of torch (it bundles the CUDA runtime;
+# the host needs the NVIDIA driver and container toolkit) and NVML bindings for clocks.
+FROM python:3.11-slim@sha256:9c900dea9e8fb7e16277c179b555cc72d29a352dbc33cff48ad5a0412fd5bfc7 AS gpu
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PATH=/opt/venv/bin:$PATH
+RUN groupadd --system --gid 10001 kvplan \
+    && useradd --system --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent \
+       --shell /usr/sbin/nologin kvplan
+COPY --from=build /opt/venv /opt/venv
+RUN /opt/venv/bin/pip install --no-cache-dir 'torch>=2.5,<3' 'nvidia-ml-py>=12,<14'
+USER 10001:10001
+CMD ["kvplan", "probe", "--device", "cuda", "--json"]
+
+# The service image (the default target: the last stage).
 FROM python:3.11-slim@sha256:9c900dea9e8fb7e16277c179b555cc72d29a352dbc33cff48ad5a0412fd5bfc7 AS runtime
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \

@@ -33,21 +33,33 @@ def instructions() -> list[tuple[str, str]]:
     return out
 
 
-def _one(keyword: str) -> str:
-    found = [args for kw, args in instructions() if kw == keyword]
+def stages() -> dict[str, list[tuple[str, str]]]:
+    """Instructions per stage, by the stage's `AS` name (in order; the last is the default)."""
+    out: dict[str, list[tuple[str, str]]] = {}
+    current: list[tuple[str, str]] = []
+    for kw, args in instructions():
+        if kw == "FROM":
+            current = []
+            out[args.split()[-1]] = current
+        current.append((kw, args))
+    return out
+
+
+def final_stage() -> list[tuple[str, str]]:
+    return list(stages().values())[-1]
+
+
+def _one(keyword: str, stage: list[tuple[str, str]] | None = None) -> str:
+    """The single `keyword` instruction of a stage (default: the final, service stage)."""
+    found = [args for kw, args in (stage or final_stage()) if kw == keyword]
     assert len(found) == 1, (keyword, found)
     return found[0]
 
 
 def runtime_env() -> dict[str, str]:
     """ENV of the final stage (KEY=VALUE pairs)."""
-    stages: list[list[tuple[str, str]]] = []
-    for kw, args in instructions():
-        if kw == "FROM":
-            stages.append([])
-        stages[-1].append((kw, args))
     env: dict[str, str] = {}
-    for kw, args in stages[-1]:
+    for kw, args in final_stage():
         if kw == "ENV":
             env.update(dict(pair.split("=", 1) for pair in args.split()))
     return env
@@ -113,3 +125,14 @@ def test_dockerignore_keeps_context_small() -> None:
     ignored = (ROOT / ".dockerignore").read_text().split()
     for entry in (".git", ".venv", "tests", "data"):
         assert entry in ignored
+
+
+def test_gpu_probe_stage_runs_the_cuda_probe_as_non_root() -> None:
+    # issue 5: a GPU variant of the image (build target) with torch, running `kvplan probe`.
+    gpu = stages()["gpu"]
+    assert list(stages())[-1] == "runtime", "the service stays the default target"
+    assert re.fullmatch(r"\d+:\d+", _one("USER", gpu)) and not _one("USER", gpu).startswith("0")
+    assert any(kw == "RUN" and "torch" in args for kw, args in gpu)
+    assert json.loads(_one("CMD", gpu))[:4] == ["kvplan", "probe", "--device", "cuda"]
+    text = DOCKERFILE.read_text()
+    assert "docker build --target gpu" in text and "docker run --gpus all" in text
