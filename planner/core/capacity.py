@@ -106,8 +106,19 @@ class Pool:
             self.engine == "trtllm" and any(g.kind not in ("full", "mla") for g in self.groups)
         )
 
-    def fits(self, workload: Sequence[tuple[int, int]]) -> bool:
-        """Whether (context_tokens, count) pairs can all be resident at once."""
+    def shared_units(self, shared_tokens: int) -> int:
+        """Allocation units a shared prefix of `shared_tokens` saves per extra request: its
+        whole blocks in every full-attention group (sliding groups are not shared)."""
+        return sum(
+            shared_tokens // g.block_size for g in self.groups if g.kind in ("full", "mla")
+        )
+
+    def fits(
+        self, workload: Sequence[tuple[int, int]], shared_tokens: Sequence[int] = ()
+    ) -> bool:
+        """Whether (context_tokens, count) pairs can all be resident at once; `shared_tokens`
+        (per pair) are prefix tokens the engine stores once for the whole pair."""
+        shared = list(shared_tokens) or [0] * len(workload)
         if self._bytes_pool():
             return sum(n * self._request_bytes(c) for c, n in workload) <= self.budget_bytes
         if self.engine == "sglang" and self.swa_pool_tokens is not None:
@@ -122,7 +133,11 @@ class Pool:
             )
             return full <= self.num_blocks and swa_need <= self.swa_pool_tokens
         usable = self.num_blocks - self.reserved_blocks
-        return sum(n * self.blocks_per_request(c) for c, n in workload) <= usable
+        need = sum(
+            n * self.blocks_per_request(c) - (n - 1) * self.shared_units(sh)
+            for (c, n), sh in zip(workload, shared, strict=True)
+        )
+        return need <= usable
 
     def reported_concurrency(self, ctx: int) -> float | None:
         """vLLM's "Maximum concurrency for N tokens per request: X.XXx" (ignores null block)."""

@@ -355,6 +355,7 @@ def plan(request: s.PlanRequest, *, calibration: CalibrationLike | None = None) 
         mixes,
         shape,
         notes,
+        shared,
     )
     bounds = _bounds(
         request,
@@ -572,6 +573,7 @@ def _capacity(
     mixes: Sequence[s.RequestMix],
     shape: ModelShape,
     notes: list[str],
+    shared: list[int],
 ) -> tuple[s.CapacityOut | None, Pool | None]:
     budget = _budget(
         request,
@@ -617,7 +619,7 @@ def _capacity(
         )
     fits: bool | None = None
     if request.requests:
-        fits = pool.fits([(m.context_tokens, m.count) for m in mixes])
+        fits = pool.fits([(m.context_tokens, m.count) for m in mixes], shared)
     longest = pool.longest_context()
     if shape.max_position_embeddings and longest > shape.max_position_embeddings:
         notes.append(
