@@ -124,7 +124,7 @@ def _int_field(cfg: Mapping[str, Any], key: str, *, lo: int = 1, hi: int = 1 << 
         )
     if not lo <= value <= hi:
         raise ModelConfigError(("model", key), f"must be between {lo} and {hi}, got {value}")
-    return value
+    return int(value)
 
 
 def _required(cfg: Mapping[str, Any], key: str, *, hi: int) -> int:
