@@ -80,14 +80,20 @@ class Pool:
             return self.budget_bytes // need if need else 0
         if self.engine == "sglang" and self.swa_pool_tokens is not None:
             full_fit = usable // cdiv(ctx, self.unit_tokens)
-            swa_need = max(
-                (min(ctx, g.spec.window_tokens or ctx) for g in self.groups if g.kind == "sliding"),
-                default=0,
-            )
+            swa_need = self._swa_tokens_needed(ctx)
             swa_fit = self.swa_pool_tokens // swa_need if swa_need else full_fit
             return min(full_fit, swa_fit)
         need = self.blocks_per_request(ctx)
         return usable // need if need else 0
+
+    def _swa_tokens_needed(self, ctx: int) -> int:
+        """SGLang SWA-pool slots one request of `ctx` tokens holds: the window (for Llama-4 the
+        attention chunk) in whole pages, since the SWA allocator hands out pages."""
+        kept = max(
+            (min(ctx, g.spec.window_tokens or ctx) for g in self.groups if _windowed(g.kind)),
+            default=0,
+        )
+        return cdiv(kept, self.unit_tokens) * self.unit_tokens
 
     def _request_bytes(self, ctx: int) -> int:
         if self.engine == "transformers":
@@ -123,14 +129,7 @@ class Pool:
             return sum(n * self._request_bytes(c) for c, n in workload) <= self.budget_bytes
         if self.engine == "sglang" and self.swa_pool_tokens is not None:
             full = sum(n * cdiv(c, self.unit_tokens) for c, n in workload)
-            swa_need = sum(
-                n
-                * max(
-                    (min(c, g.spec.window_tokens or c) for g in self.groups if g.kind == "sliding"),
-                    default=0,
-                )
-                for c, n in workload
-            )
+            swa_need = sum(n * self._swa_tokens_needed(c) for c, n in workload)
             return full <= self.num_blocks and swa_need <= self.swa_pool_tokens
         usable = self.num_blocks - self.reserved_blocks
         need = sum(
@@ -191,6 +190,10 @@ class Pool:
         return lo
 
 
+def _windowed(kind: str) -> bool:
+    return kind in ("sliding", "chunked")
+
+
 def _cyclic_blocks(g: KVGroup, ctx: int) -> int:
     w = g.spec.window_tokens
     if g.kind in ("full", "mla") or w is None:
@@ -237,9 +240,7 @@ def vllm_groups(
                 "vLLM cannot unify the page sizes of this hybrid model "
                 f"({p} vs {page_max} bytes); try hybrid_kv_cache_manager=false",
             )
-    counts = list(buckets.values())
-    small, large = min(counts), max(counts)
-    group_size = large if large < 1.5 * small else small
+    group_size = _vllm_group_size(list(buckets.values()))
     groups: list[KVGroup] = []
     for s, n in buckets.items():
         num = cdiv(n, group_size)
@@ -248,6 +249,82 @@ def vllm_groups(
             members = len(range(i, n, num))  # strided slice layers[i::num]
             groups.append(KVGroup(s.kind, s, members, group_size - members, bs))
     return tuple(groups), page_max * group_size
+
+
+def _vllm_group_size(counts: Sequence[int]) -> int:
+    """Layers per hybrid group: the smallest bucket, or the largest when it is < 1.5× the
+    smallest (fewer padding layers, e.g. gpt-oss-20b + EAGLE's 12 sw + 13 full)."""
+    small, large = min(counts), max(counts)
+    return large if large < 1.5 * small else small
+
+
+def _vllm_group_members(layers: Sequence[LayerSpec], policy: SlidingPolicy) -> list[list[int]]:
+    """Layer indices of each hybrid KV-cache group, in `vllm_groups`' order: bucket by spec in
+    first-appearance order, then split each bucket strided, `layers[i::num_groups]`."""
+    buckets: dict[LayerSpec, list[int]] = {}
+    for i, spec in enumerate(layers):
+        key = _as_full(spec) if policy == "full_length" else spec
+        buckets.setdefault(key, []).append(i)
+    size = _vllm_group_size([len(v) for v in buckets.values()])
+    out: list[list[int]] = []
+    for idx in buckets.values():
+        num = cdiv(len(idx), size)
+        out.extend(idx[i::num] for i in range(num))
+    return out
+
+
+def vllm_pipeline_pool(
+    rules: EngineRules,
+    stages: Sequence[Sequence[LayerSpec]],
+    dtype: KVDtype,
+    block_size: int,
+    policy: SlidingPolicy,
+    budget_bytes: int,
+    mnbt: int,
+) -> Pool:
+    """vLLM's pool over pipeline stages (`get_kv_cache_configs`, kv_cache_utils.py).
+
+    The KV-cache groups are built once from the whole model and projected onto each stage's
+    layers; a stage's block id costs page × its largest projected group (one group: the sum of
+    its layers' pages), and every stage then uses the smallest num_blocks. Grouping each stage
+    on its own picks another group size whenever a stage's sliding:full ratio differs from the
+    model's (Gemma-3 at PP 4: 2 full layers on stage 0, yet groups of up to 3 layers there).
+    `stages` holds each stage's per-rank layer specs in layer order."""
+    whole = [spec for stage in stages for spec in stage]
+    groups, _ = vllm_groups(stack_of(whole), dtype, block_size, policy)
+    if len(groups) == 1:
+        costs = [vllm_groups(stack_of(st), dtype, block_size, policy)[1] for st in stages]
+        worst = max(range(len(stages)), key=costs.__getitem__)
+        shown = vllm_groups(stack_of(stages[worst]), dtype, block_size, policy)[0]
+    else:
+        page = max(page_bytes(g.spec, dtype, block_size) for g in groups)
+        members = _vllm_group_members(whole, policy)
+        spans: list[range] = []
+        for stage in stages:
+            start = spans[-1].stop if spans else 0
+            spans.append(range(start, start + len(stage)))
+        on_stage = [[sum(1 for i in m if i in span) for m in members] for span in spans]
+        costs = [page * max(counts) for counts in on_stage]
+        worst = max(range(len(stages)), key=costs.__getitem__)
+        size = max(on_stage[worst])
+        shown = tuple(
+            replace(g, layers=n, padding_layers=size - n)
+            for g, n in zip(groups, on_stage[worst], strict=True)
+        )
+    stack = stack_of(stages[worst])
+    return Pool(
+        rules.name,
+        shown,
+        budget_bytes // costs[worst],
+        rules.null_blocks,
+        block_size,
+        mnbt,
+        stack,
+        dtype,
+        policy,
+        budget_bytes,
+        sum(n * layer_bytes_per_token(s, dtype) for s, n in stack),
+    )
 
 
 def build_pool(
@@ -282,11 +359,15 @@ def build_pool(
 
     if name == "sglang":
         if policy == "sglang_swa_pool":
-            full = sum(n * layer_bytes_per_token(s, dtype) for s, n in stack if s.kind != "sliding")
-            swa = sum(n * layer_bytes_per_token(s, dtype) for s, n in stack if s.kind == "sliding")
-            # swa_full_tokens_ratio 0.8: the SWA pool holds 0.8 × the full pool's tokens.
+            # HybridSWAPoolConfigurator (pool_configurator.py): SWA layers are the sliding ones
+            # and, for Llama-4, the chunked-attention ones (get_hybrid_layer_ids).
+            swa = sum(n * layer_bytes_per_token(s, dtype) for s, n in stack if _windowed(s.kind))
+            full = per_token - swa
+            # swa_full_tokens_ratio 0.8: the SWA pool holds 0.8 × the full pool's tokens; both
+            # pools are aligned down to whole pages (_solve_pool_sizes).
             cell = full + 0.8 * swa
             tokens = int(budget_bytes // cell) // block_size * block_size
+            swa_tokens = int(tokens * 0.8) // block_size * block_size
             return Pool(
                 name,
                 groups,
@@ -299,7 +380,7 @@ def build_pool(
                 policy,
                 budget_bytes,
                 per_token,
-                swa_pool_tokens=int(0.8 * tokens),
+                swa_pool_tokens=swa_tokens,
             )
         full_stack = stack_of(_as_full(s) for s, n in stack for _ in range(n))
         tokens = budget_bytes // per_token // block_size * block_size if per_token else 0

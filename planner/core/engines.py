@@ -85,7 +85,14 @@ class EngineRules:
 
     def sliding_policy(self, shape: ModelShape, hybrid_manager: bool) -> SlidingPolicy:
         if self.name == "vllm":
-            return "vllm_admission" if hybrid_manager else "full_length"
+            if hybrid_manager:
+                return "vllm_admission"
+            # --disable-hybrid-kv-cache-manager rewrites window specs as full-attention ones only
+            # when full layers are present too; a model whose layers all slide (Mistral-7B)
+            # is already uniform and keeps its window (unify_hybrid_kv_cache_specs, §1.3).
+            kinds = {s.kind for s in shape.layers}
+            mixed = bool(kinds & {"full", "mla"}) and bool(kinds & {"sliding", "chunked"})
+            return "full_length" if mixed else "vllm_admission"
         if self.name == "sglang":
             return "sglang_swa_pool" if shape.model_type in _SGLANG_SWA_TYPES else "full_length"
         if self.name == "trtllm":
@@ -93,14 +100,17 @@ class EngineRules:
         return "keep_w_minus_1"
 
     def default_max_num_batched_tokens(
-        self, gpu_memory_bytes: int | None, gpu_id: str | None
+        self, gpu_memory_bytes: int | None, gpu_names: tuple[str | None, ...] = ()
     ) -> int:
         """vLLM `vllm serve` defaults (§1.3): 8192 on >= 70 GiB GPUs other than A100, else 2048.
 
-        With no GPU given we use 8192 (the worked examples' value)."""
+        vLLM tests the device *name* for "a100" (EngineArgs.get_batch_defaults), so the catalog
+        id and the display name of a custom GPU are both checked. With no GPU given we use 8192
+        (the worked examples' value)."""
         if gpu_memory_bytes is None:
             return 8192
-        big = gpu_memory_bytes >= 70 * (1 << 30) and "a100" not in (gpu_id or "").lower()
+        a100 = any("a100" in (n or "").lower() for n in gpu_names)
+        big = gpu_memory_bytes >= 70 * (1 << 30) and not a100
         return 8192 if big else 2048
 
 

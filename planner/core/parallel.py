@@ -8,19 +8,33 @@ ranks exceed the logical total. MLA latents are replicated on every rank.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Literal
 
 from planner.core.engines import EngineRules
 from planner.core.model import LayerSpec, ModelShape, Stack
 
+ExtraLayers = Literal["before_last", "last", "first"]
 
-def pipeline_stage_layers(num_layers: int, pp: int) -> list[list[int]]:
-    """Layer indices per stage, as vLLM's `get_pp_indices` splits them.
+# Where each engine puts the L % pp layers left over: vLLM one each to the stages just before
+# the last (get_pp_indices; the last stage also holds the LM head), SGLang to the last ones (its
+# own get_pp_indices), TensorRT-LLM to the first ones (Mapping.pp_layers, torch.tensor_split).
+_EXTRA_LAYERS: dict[str, ExtraLayers] = {"sglang": "last", "trtllm": "first"}
 
-    Each stage gets L // pp layers; the remainder goes one each to the stages just before the
-    last (the last stage also holds the LM head)."""
+
+def pipeline_stage_layers(
+    num_layers: int, pp: int, extra: ExtraLayers = "before_last"
+) -> list[list[int]]:
+    """Layer indices per stage: L // pp each, the remainder one each where `extra` says
+    (default: vLLM's `get_pp_indices`)."""
     sizes = [num_layers // pp] * pp
-    for i in range(2, num_layers % pp + 2):
-        sizes[-i] += 1
+    rest = num_layers % pp
+    where = {
+        "before_last": range(pp - 1 - rest, pp - 1),
+        "last": range(pp - rest, pp),
+        "first": range(rest),
+    }[extra]
+    for i in where:
+        sizes[i] += 1
     out: list[list[int]] = []
     start = 0
     for size in sizes:
@@ -63,7 +77,10 @@ def rank_layouts(shape: ModelShape, rules: EngineRules, tp: int, pp: int) -> lis
         stack = tuple((per_rank[g.spec], g.layers) for g in shape.groups)
         return [RankLayout(0, shape.num_hidden_layers, stack, kv_heads_rank, replication)]
     out: list[RankLayout] = []
-    for stage, indices in enumerate(pipeline_stage_layers(shape.num_hidden_layers, pp)):
+    split = pipeline_stage_layers(
+        shape.num_hidden_layers, pp, _EXTRA_LAYERS.get(rules.name, "before_last")
+    )
+    for stage, indices in enumerate(split):
         members = set(indices)
         stage_stack = tuple(
             (per_rank[g.spec], n)
@@ -72,3 +89,24 @@ def rank_layouts(shape: ModelShape, rules: EngineRules, tp: int, pp: int) -> lis
         )
         out.append(RankLayout(stage, len(indices), stage_stack, kv_heads_rank, replication))
     return out
+
+
+def stage_layer_specs(
+    shape: ModelShape, rules: EngineRules, tp: int, pp: int
+) -> list[tuple[LayerSpec, ...]]:
+    """Each pipeline stage's layers in layer order, as one of its TP ranks stores them.
+
+    vLLM groups layers by index across the whole model (strided splits), so capacity needs the
+    order, not just the (spec, count) stack."""
+    per_rank = {
+        g.spec: replace(
+            g.spec, kv_heads=rules.kv_heads_per_rank(g.spec.kv_heads, tp, mla=shape.is_mla)
+        )
+        for g in shape.groups
+    }
+    return [
+        tuple(per_rank[shape.layers[i]] for i in indices)
+        for indices in pipeline_stage_layers(
+            shape.num_hidden_layers, pp, _EXTRA_LAYERS.get(rules.name, "before_last")
+        )
+    ]

@@ -5,6 +5,7 @@ Where each number comes from (one hop from here):
   bytes per token .... kv.bytes_per_token           per-rank shapes .... parallel.rank_layouts
   window caps ........ kv.tokens_kept               paging ............. kv.request_paged_kv_bytes
   blocks, null block . capacity.build_pool          vLLM groups ........ capacity.vllm_groups
+  vLLM over PP stages  capacity.vllm_pipeline_pool
   decode floor ....... bounds.read_seconds          Amdahl what-if ..... bounds.amdahl_speedup
   intensity .......... bounds.decode_attention_intensity
   prefill/decode work  bounds.positions_processed    prefill FLOPs ...... bounds.prefill_flops
@@ -28,7 +29,7 @@ from planner.core.bounds import (
     prefill_flops,
     read_seconds,
 )
-from planner.core.capacity import Pool, build_pool
+from planner.core.capacity import Pool, build_pool, vllm_pipeline_pool
 from planner.core.engines import EngineRules, SlidingPolicy, engine_rules
 from planner.core.errors import FieldError, UnknownIdError
 from planner.core.kv import (
@@ -40,7 +41,7 @@ from planner.core.kv import (
     tokens_kept,
 )
 from planner.core.model import ModelShape, Stack, estimate_parameters, shape_from_config
-from planner.core.parallel import RankLayout, rank_layouts
+from planner.core.parallel import RankLayout, rank_layouts, stage_layer_specs
 from planner.core.units import KVDtype, fmt_gib, fmt_tbps, kv_dtype
 
 
@@ -248,11 +249,24 @@ def plan(request: s.PlanRequest, *, calibration: CalibrationLike | None = None) 
             f"only, not bytes per token (using {block})."
         )
     mnbt = request.max_num_batched_tokens or rules.default_max_num_batched_tokens(
-        gpu.memory_bytes if gpu else None, gpu.id if gpu else None
+        gpu.memory_bytes if gpu else None, (gpu.id, gpu.name) if gpu else ()
     )
     policy = rules.sliding_policy(shape, request.hybrid_kv_cache_manager)
     if shape.has_window:
         notes.append(_window_note(rules, policy, mnbt))
+        if policy == "vllm_admission" and any(x.kind == "chunked" for x in shape.layers):
+            notes.append(
+                "Chunked local attention (Llama-4): vLLM releases whose "
+                "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE defaults to 0 turn the "
+                "hybrid KV cache manager off for it (every layer full length); model those "
+                "with hybrid_kv_cache_manager=false."
+            )
+        if rules.name == "vllm" and not request.hybrid_kv_cache_manager and policy != "full_length":
+            notes.append(
+                "hybrid_kv_cache_manager=false changes nothing for this model: all its layers "
+                "share one window spec, and vLLM rewrites windows as full attention only when "
+                "full-attention layers are present too (unify_hybrid_kv_cache_specs)."
+            )
 
     ctx = _context(request, shape)
     if shape.max_position_embeddings and ctx > shape.max_position_embeddings:
@@ -517,6 +531,13 @@ def _budget(
             "weight size; set weights_bytes (0 for KV only) or kv_budget_bytes",
         )
     util = request.gpu_memory_utilization or rules.default_memory_utilization
+    if rules.memory_base == "free_after_load" and util >= 1:
+        # KVCacheManager.calculate_max_num_blocks asserts free_mem_fraction < 1.0.
+        raise FieldError(
+            "gpu_memory_utilization",
+            f"{rules.label}'s free_gpu_memory_fraction must be below 1.0 (got {util:g}); "
+            "its default is 0.9",
+        )
     weights = -(-weights_total // (tp * pp))
     reserve = (
         request.reserve_bytes if request.reserve_bytes is not None else rules.default_reserve_bytes
@@ -559,6 +580,31 @@ def _budget(
     )
 
 
+def _limiting_pool(
+    rules: EngineRules,
+    shape: ModelShape,
+    layouts: list[RankLayout],
+    tp: int,
+    pp: int,
+    dtype: KVDtype,
+    block: int,
+    policy: SlidingPolicy,
+    budget_bytes: int,
+    mnbt: int,
+    ctx: int,
+) -> Pool:
+    """The pool of the pipeline stage that limits capacity (engines take the minimum over
+    workers). vLLM builds its KV-cache groups once for the whole model, so its stages are
+    sized together (capacity.vllm_pipeline_pool); other engines size each stage's layers."""
+    if rules.name == "vllm":
+        stages = stage_layer_specs(shape, rules, tp, pp)
+        return vllm_pipeline_pool(rules, stages, dtype, block, policy, budget_bytes, mnbt)
+    pools = [
+        build_pool(rules, lay.stack, dtype, block, policy, budget_bytes, mnbt) for lay in layouts
+    ]
+    return min(pools, key=lambda p: p.max_requests(ctx))
+
+
 def _capacity(
     request: s.PlanRequest,
     rules: EngineRules,
@@ -586,11 +632,19 @@ def _capacity(
     )
     if budget is None:
         return None, None
-    pools = [
-        build_pool(rules, lay.stack, dtype, block, policy, budget.kv_budget_bytes, mnbt)
-        for lay in layouts
-    ]
-    pool = min(pools, key=lambda p: p.max_requests(ctx))
+    pool = _limiting_pool(
+        rules,
+        shape,
+        layouts,
+        request.tensor_parallel_size,
+        request.pipeline_parallel_size,
+        dtype,
+        block,
+        policy,
+        budget.kv_budget_bytes,
+        mnbt,
+        ctx,
+    )
     max_req = pool.max_requests(ctx)
     reported = pool.reported_concurrency(ctx)
     if max_req == 0:
@@ -795,14 +849,18 @@ def _bounds(
     new_step = floor.weights_read_seconds + floor.kv_read_seconds * ratio
     what_if_max = None
     if pool is not None and capacity is not None:
-        scaled = build_pool(
+        scaled = _limiting_pool(
             engine_rules(request.engine),
-            pool.stack,
+            shape,
+            layouts,
+            tp,
+            pp,
             dtype,
             block,
             pool.policy,
             int(capacity.kv_budget_bytes / ratio),
             pool.mnbt,
+            ctx,
         )
         what_if_max = scaled.max_requests(ctx)
     what_if = s.WhatIfOut(
