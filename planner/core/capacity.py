@@ -404,6 +404,11 @@ def build_pool(
 
     if name == "trtllm":
         max_tokens = budget_bytes // per_token if per_token else 0
+        if policy == "full_length":
+            # No max_attention_window: windowed layers get full-length blocks too.
+            full_stack = stack_of(_as_full(x) for x, n in stack for _ in range(n))
+            groups = tuple(KVGroup(x.kind, x, n, 0, block_size) for x, n in full_stack)
+            stack = full_stack
         return Pool(
             name,
             groups,

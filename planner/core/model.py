@@ -9,8 +9,8 @@ alternation, else `sliding_window_pattern`, else the model-level `sliding_window
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from planner.core.errors import ModelConfigError
@@ -304,11 +304,8 @@ def shape_from_config(
             break
     dtype, from_config = _dtype(cfg)
 
-    buckets: dict[LayerSpec, list[int]] = {}
-    for i, spec in enumerate(layers):
-        buckets.setdefault(spec, []).append(i)
     return ModelShape(
-        groups=tuple(LayerGroup(spec, tuple(idx)) for spec, idx in buckets.items()),
+        groups=group_layers(layers),
         id=model_id,
         model_type=model_type,
         num_hidden_layers=num_layers,
@@ -327,6 +324,32 @@ def shape_from_config(
         intermediate_size=_int_field(cfg, "intermediate_size", hi=1 << 24),
         vocab_size=_int_field(cfg, "vocab_size", hi=1 << 24),
     )
+
+
+def group_layers(layers: Iterable[LayerSpec]) -> tuple[LayerGroup, ...]:
+    """Layers bucketed by spec, in first-appearance order."""
+    buckets: dict[LayerSpec, list[int]] = {}
+    for i, spec in enumerate(layers):
+        buckets.setdefault(spec, []).append(i)
+    return tuple(LayerGroup(spec, tuple(idx)) for spec, idx in buckets.items())
+
+
+def with_windows(shape: ModelShape, windows: Sequence[int], max_seq_tokens: int) -> ModelShape:
+    """The shape with per-layer attention windows set explicitly, as TensorRT-LLM's
+    `KvCacheConfig.max_attention_window` does: the list repeats over the layers; a window
+    shorter than `max_seq_tokens` makes the layer a cyclic sliding-window layer, a longer one
+    full attention. MLA layers are left alone."""
+    if shape.is_mla:
+        return shape
+    layers = []
+    for i, spec in enumerate(shape.layers):
+        w = windows[i % len(windows)]
+        if w < max_seq_tokens:
+            layers.append(replace(spec, kind="sliding", window_tokens=w))
+        else:
+            layers.append(replace(spec, kind="full", window_tokens=None))
+    out = tuple(layers)
+    return replace(shape, layers=out, groups=group_layers(out))
 
 
 def estimate_parameters(shape: ModelShape) -> int | None:
@@ -357,7 +380,9 @@ __all__ = [
     "Stack",
     "cdiv",
     "estimate_parameters",
+    "group_layers",
     "shape_from_config",
     "stack_of",
     "text_config",
+    "with_windows",
 ]

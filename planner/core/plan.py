@@ -40,7 +40,13 @@ from planner.core.kv import (
     request_paged_kv_bytes,
     tokens_kept,
 )
-from planner.core.model import ModelShape, Stack, estimate_parameters, shape_from_config
+from planner.core.model import (
+    ModelShape,
+    Stack,
+    estimate_parameters,
+    shape_from_config,
+    with_windows,
+)
 from planner.core.parallel import RankLayout, rank_layouts, stage_layer_specs
 from planner.core.units import KVDtype, fmt_gib, fmt_tbps, kv_dtype
 
@@ -252,6 +258,27 @@ def plan(request: s.PlanRequest, *, calibration: CalibrationLike | None = None) 
         gpu.memory_bytes if gpu else None, (gpu.id, gpu.name) if gpu else ()
     )
     policy = rules.sliding_policy(shape, request.hybrid_kv_cache_manager)
+    if request.max_attention_window is not None:
+        if rules.name != "trtllm":
+            raise FieldError(
+                "max_attention_window",
+                "only TensorRT-LLM takes max_attention_window; vLLM and SGLang read each "
+                "layer's window from the model config (omit the field)",
+            )
+        # The windows are explicit: the list (repeated over the layers) decides which layers
+        # keep a cyclic window; max_seq_len is the longest request planned here.
+        longest_planned = max(
+            [request.context_tokens or 0] + [m.context_tokens for m in request.requests or []]
+        )
+        shape = with_windows(
+            shape,
+            request.max_attention_window,
+            longest_planned or shape.max_position_embeddings or s.MAX_TOKENS,
+        )
+    elif rules.name == "trtllm" and shape.has_window:
+        # Unset max_attention_window: the PyTorch backend sizes every layer for max_seq_len
+        # (resource_manager.py); only some models fill the windows in automatically.
+        policy = "full_length"
     if shape.has_window:
         notes.append(_window_note(rules, policy, mnbt))
         if policy == "vllm_admission" and any(x.kind == "chunked" for x in shape.layers):
@@ -463,6 +490,13 @@ def _window_note(rules: EngineRules, policy: SlidingPolicy, mnbt: int) -> str:
             f"max_num_batched_tokens, ctx), block_size) + 1 blocks (max_num_batched_tokens "
             f"= {mnbt:,}), so at short contexts SWA can admit fewer requests than full "
             "attention; hybrid groups are padded to a common size."
+        )
+    if policy == "full_length" and rules.name == "trtllm":
+        return (
+            "TensorRT-LLM sizes every layer for the full sequence unless "
+            "KvCacheConfig.max_attention_window is set (set max_attention_window to model the "
+            "windows); since TensorRT-LLM PR #6768 out-of-window blocks are detached to host "
+            "memory rather than reused in a rolling buffer [version]."
         )
     if policy == "full_length" and rules.name == "vllm":
         return (

@@ -90,6 +90,13 @@ class PlanRequest(_Strict):
         default=True,
         description="vLLM only: false = --disable-hybrid-kv-cache-manager (every layer full).",
     )
+    max_attention_window: Annotated[list[Tokens], Field(min_length=1, max_length=4096)] | None = (
+        Field(
+            default=None,
+            description="TensorRT-LLM only: KvCacheConfig.max_attention_window (tokens per layer, "
+            "repeated over the layers). Unset, TensorRT-LLM gives every layer a full-length cache.",
+        )
+    )
     kv_compression_ratio: Annotated[float, Field(gt=0, le=1)] | None = Field(
         default=None, description="What-if: KV bytes scaled by this factor (0.5 = halved)."
     )

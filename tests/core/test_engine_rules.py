@@ -164,3 +164,29 @@ def test_vllm_utilization_is_of_total_and_trtllm_of_free() -> None:
     weights = 8030261248 * 2
     assert v.capacity.kv_budget_bytes == -(-mem * 9 // 10) - weights
     assert t.capacity.kv_budget_bytes == (mem - weights) * 9 // 10
+
+
+def test_trtllm_windows_are_full_length_unless_max_attention_window_is_set() -> None:
+    # TensorRT-LLM PyTorch backend: with KvCacheConfig.max_attention_window unset, every layer
+    # is sized for max_seq_len (resource_manager.py; engine_rules.md §3 caveat); set, the list
+    # repeats over the layers and windows shorter than max_seq_len are cyclic.
+    full = run(model="openai/gpt-oss-120b", engine="trtllm", context_tokens=32768,
+               kv_budget_bytes=B40)
+    assert full.requests[0].kv_bytes == 32768 * 73728
+    assert any("max_attention_window" in n for n in full.notes)
+    windowed = run(model="openai/gpt-oss-120b", engine="trtllm", context_tokens=32768,
+                   kv_budget_bytes=B40, max_attention_window=[128, 32768])
+    per_layer_token = 2 * 8 * 64 * 2
+    assert windowed.requests[0].kv_bytes == 18 * per_layer_token * (128 + 32768)
+    assert full.capacity is not None and windowed.capacity is not None
+    assert windowed.capacity.max_requests > full.capacity.max_requests
+
+
+def test_max_attention_window_is_trtllm_only() -> None:
+    import pytest
+
+    from planner.core.errors import FieldError
+
+    with pytest.raises(FieldError) as info:
+        run(model="openai/gpt-oss-120b", context_tokens=1, max_attention_window=[128])
+    assert info.value.problems[0].field == "max_attention_window"
