@@ -115,7 +115,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         title="kvplan",
         version=__version__,
         description="KV-cache capacity planner for LLM inference. Errors are "
-        "application/problem+json (RFC 9457).",
+        "application/problem+json (RFC 9457). Units are in the field names: `_bytes` are "
+        "integer bytes (1 GiB = 2^30 B), `_tokens` tokens, `_seconds` seconds, "
+        "`_bytes_per_s` bytes per second (1 TB/s = 10^12 B/s).",
         docs_url=None,
         redoc_url=None,
         openapi_url=f"{API_PREFIX}/openapi.json",

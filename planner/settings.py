@@ -107,5 +107,5 @@ def load_settings(**overrides: object) -> Settings:
         lines = []
         for error in exc.errors(include_url=False, include_input=False):
             name = "KVPLAN_" + "_".join(str(part) for part in error["loc"]).upper()
-            lines.append(f"{name}: {error['msg']}")
+            lines.append(f"{name}: {str(error['msg']).removeprefix('Value error, ')}")
         raise SettingsError("invalid configuration:\n  " + "\n  ".join(lines)) from None

@@ -110,3 +110,50 @@ def test_no_traceback_from_the_real_entry_point() -> None:
     assert out.returncode == 2
     assert "Traceback" not in out.stderr
     json.loads(out.stderr)
+
+
+def test_context_takes_k_suffix_and_budget_needs_a_unit() -> None:
+    # "8k" = 8 × 1024 tokens, the convention `kvplan recommend --mix 70%:2k,...` already uses.
+    r = runner.invoke(app, ["plan", "--model", LLAMA, "--context", "8k", "--budget", "48GiB",
+                            "--dtype", "bf16", "--json"])
+    assert r.exit_code == 0 and json.loads(r.stdout)["capacity"]["context_tokens"] == 8192
+    # "--budget 48" would be 48 bytes (0 requests fit): a forgotten unit, refused by name.
+    r = runner.invoke(app, ["plan", "--model", LLAMA, "--budget", "48"])
+    assert r.exit_code == 2 and r.stdout == ""
+    assert json.loads(r.stderr)["errors"][0]["field"] == "kv_budget_bytes"
+    # A bare byte count is still bytes (the API's unit): 48 GiB written out.
+    r = runner.invoke(app, ["plan", "--model", LLAMA, "--budget", str(48 << 30), "--context",
+                            "8192", "--dtype", "bf16"])
+    assert r.exit_code == 0 and "47 requests fit" in r.stdout
+    r = runner.invoke(app, ["plan", "--model", LLAMA, "--context", "8x"])
+    assert r.exit_code == 2 and json.loads(r.stderr)["errors"][0]["field"] == "context_tokens"
+
+
+def test_missing_config_file_names_the_model_flag() -> None:
+    r = runner.invoke(app, ["plan", "--model", "/nonexistent/config.json"])
+    assert r.exit_code == 2 and r.stdout == ""
+    assert json.loads(r.stderr)["errors"][0]["field"] == "model"
+
+
+def test_summary_says_what_is_missing_and_counts_agree() -> None:
+    r = runner.invoke(app, ["plan", "--model", LLAMA])
+    assert r.exit_code == 0
+    assert "the model's maximum" in r.stdout and "give --budget" in r.stdout
+    # Llama-3.1-70B TP 1 on one H100: the weights alone exceed the GPU, so nothing fits.
+    r = runner.invoke(app, ["plan", "--model", "meta-llama/Llama-3.1-70B", "--gpu",
+                            "H100-SXM-80GB", "--context", "8192"])
+    assert r.exit_code == 0 and "0 requests fit" in r.stdout
+    assert "a batch of 1 request " in r.stdout
+
+
+def test_weights_and_reserve_flags_are_the_request_fields() -> None:
+    # The note for a pasted MoE config says "set weights_bytes"; the flags set exactly that.
+    flags = ["plan", "--model", LLAMA, "--gpu", "H100-SXM-80GB", "--context", "8192",
+             "--weights", "0", "--reserve", "2GiB", "--json"]
+    r = runner.invoke(app, flags)
+    code, out, _ = plan_json({"model": LLAMA, "gpu": "H100-SXM-80GB", "context_tokens": 8192,
+                              "weights_bytes": 0, "reserve_bytes": 2 << 30})
+    assert r.exit_code == 0 and code == 0
+    assert json.loads(r.stdout) == json.loads(out)
+    r = runner.invoke(app, ["plan", "--model", LLAMA, "--weights", "lots"])
+    assert r.exit_code == 2 and json.loads(r.stderr)["errors"][0]["field"] == "weights_bytes"

@@ -45,6 +45,20 @@ async def calibration_for(request: PlanRequest, http_request: Request) -> Calibr
     "/plan",
     operation_id="plan",
     summary="Plan the KV cache of one model on one GPU under one engine",
+    description=(
+        "How many requests of `context_tokens` fit, by the engine's own allocator rules, with "
+        "the arithmetic. Only `model` is required: a catalog id (`GET /api/v1/models`) or a "
+        "Hugging Face config.json object. The memory comes from `kv_budget_bytes` (the KV "
+        "cache per GPU, in bytes) or from `gpu` (a catalog id or a `GpuSpec`) less weights and "
+        "reserve; without either, `capacity` is null. `bounds` (the decode-step floor) needs "
+        "a `gpu`, `bandwidth_bytes_per_s` or `calibration_id`. `context_tokens` is the length "
+        "asked about (default: the longest in `requests`, else the model's maximum); "
+        "`requests` (`context_tokens` × `count` entries) is a workload checked against the "
+        "pool in `capacity.workload_fits`.\n\n"
+        "Example: `{\"model\": \"meta-llama/Llama-3.1-8B\", \"context_tokens\": 8192, "
+        "\"kv_budget_bytes\": 51539607552}` answers `capacity.max_requests` 47 (vLLM's log "
+        "says 48.00x: block 0 is reserved)."
+    ),
     response_model=Plan,
     responses=BODY_ERRORS,
     openapi_extra=json_body("PlanRequest"),

@@ -117,6 +117,9 @@ def errors_from_pydantic(
         msg = str(error.get("msg", "invalid value"))
         if error_type == "extra_forbidden":
             msg = "unknown field; remove it (see the request schema for the accepted fields)"
+        elif error_type == "value_error":
+            # Pydantic prefixes a validator's own message with "Value error, ": drop the noise.
+            msg = msg.removeprefix("Value error, ")
         messages = merged.setdefault(tuple(loc), [])
         if msg not in messages:
             messages.append(msg)

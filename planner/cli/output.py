@@ -68,21 +68,21 @@ def parse_body_list(raw: bytes, adapter: TypeAdapter[list[M]]) -> list[M]:
         emit_problem(exc, tree)
 
 
-def read_source_bytes(source: str) -> bytes:
-    """Raw bytes from a file path or '-' (stdin), bounded."""
+def read_source_bytes(source: str, field: str = "request") -> bytes:
+    """Raw bytes from a file path or '-' (stdin), bounded; errors name `field`."""
     try:
         if source == "-":
             data = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
         else:
             path = Path(source)
             if not path.is_file():
-                _bad_input(f"no such file: {source}")
+                _bad_input(f"no such file: {source}", field)
             with path.open("rb") as fh:
                 data = fh.read(MAX_INPUT_BYTES + 1)
     except OSError as exc:
-        _bad_input(f"cannot read {source}: {exc.strerror}")
+        _bad_input(f"cannot read {source}: {exc.strerror}", field)
     if len(data) > MAX_INPUT_BYTES:
-        _bad_input(f"input larger than {MAX_INPUT_BYTES} bytes")
+        _bad_input(f"input larger than {MAX_INPUT_BYTES} bytes", field)
     return data
 
 
@@ -104,15 +104,15 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON; send a finite number")
 
 
-def read_json_source(source: str) -> Any:
+def read_json_source(source: str, field: str = "request") -> Any:
     """Parse JSON from a file path or '-' (stdin): strict (no NaN/Infinity), bounded size."""
-    data = read_source_bytes(source)
+    data = read_source_bytes(source, field)
     try:
         return json.loads(data.decode("utf-8"), parse_constant=_reject_constant)
     except UnicodeDecodeError:
-        _bad_input("input is not UTF-8 text")
+        _bad_input("input is not UTF-8 text", field)
     except ValueError as exc:
-        _bad_input(f"invalid JSON: {exc}")
+        _bad_input(f"invalid JSON: {exc}", field)
 
 
 __all__ = [

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
@@ -22,12 +23,36 @@ from planner.cli.output import (
     read_json_source,
     read_source_bytes,
 )
-from planner.core.errors import FieldProblem, PlanError
+from planner.core.errors import FieldError, FieldProblem, PlanError
 from planner.core.plan import CalibrationLike, plan
 from planner.core.schema import Plan, PlanRequest
 from planner.core.units import GiB, fmt_gib, fmt_tbps, parse_bytes, parse_rate
 
 _LIST = TypeAdapter(list[PlanRequest])
+_TOKENS = re.compile(r"\s{0,4}([0-9]{1,9})\s{0,4}([kKmM]?)\s{0,4}")
+# A bare number is bytes (the API's unit); below this it is surely a forgotten unit ("48").
+_BARE_BUDGET_MIN_BYTES = 1 << 20
+
+
+def parse_tokens(text: str) -> int:
+    """ "8192" → 8192, "8k" → 8192, "1M" → 1048576 (k = 1024 tokens, as in "8k context")."""
+    m = _TOKENS.fullmatch(text)
+    if not m:
+        raise FieldError(
+            "context_tokens", f"cannot read {text!r}; write tokens, e.g. 8192 or 8k (k = 1024)"
+        )
+    return int(m.group(1)) * {"": 1, "k": 1024, "m": 1 << 20}[m.group(2).lower()]
+
+
+def parse_budget(text: str) -> int:
+    """A size with a unit ("48GiB", "80GB"); a bare number is bytes, but not a tiny one."""
+    if text.strip().isdigit() and int(text) < _BARE_BUDGET_MIN_BYTES:
+        raise FieldError(
+            "kv_budget_bytes",
+            f"{text.strip()!r} has no unit, so it would be {int(text):,} bytes; "
+            f"write e.g. {text.strip()}GiB or {text.strip()}GB",
+        )
+    return parse_bytes(text, field="kv_budget_bytes")
 
 
 def _calibration_for(req: PlanRequest) -> CalibrationLike | None:
@@ -82,29 +107,50 @@ def _from_request_source(source: str) -> NoReturn:
     raise typer.Exit(0)
 
 
-def _human(p: Plan) -> str:
+def _n(count: int, noun: str) -> str:
+    """`1 request`, `2 requests`: counts in sentences agree with their noun."""
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
+
+
+def _human(p: Plan, *, context_defaulted: bool = False) -> str:
+    windowed = any(g.window_tokens for g in p.model.groups)
     lines = [
         f"model            {p.model.id or p.model.model_type or 'config'} "
-        f"({p.model.num_hidden_layers} layers, {p.model.num_key_value_heads} KV heads, "
+        f"({p.model.num_hidden_layers} layers, {_n(p.model.num_key_value_heads, 'KV head')}, "
         f"head_dim {p.model.head_dim})",
         f"engine           {p.engine}, kv_cache_dtype {p.kv_cache_dtype} "
-        f"({p.bytes_per_element:g} B/element), block_size {p.block_size}, "
+        f"({p.bytes_per_element:g} B/element), block_size {p.block_size} tokens, "
         f"TP {p.tensor_parallel_size} × PP {p.pipeline_parallel_size}",
         f"KV per token     {p.kv_bytes_per_token_formula}",
-        f"per rank         {p.per_rank.kv_heads} KV heads × {p.per_rank.layers} layers = "
+        f"per GPU          {_n(p.per_rank.kv_heads, 'KV head')} × {p.per_rank.layers} layers = "
         f"{p.per_rank.kv_bytes_per_token:,} B/token (replication {p.per_rank.replication}×)",
     ]
     for r in p.requests:
         lines.append(
-            f"request          {r.count} × {r.context_tokens:,} tokens: "
-            f"{fmt_gib(r.kv_bytes)} each, {r.blocks:,} blocks = {fmt_gib(r.paged_kv_bytes)} paged"
+            f"request          {r.count:,} × {r.context_tokens:,} tokens"
+            + (" (the model's maximum; set --context)" if context_defaulted else "")
+            + f": {fmt_gib(r.kv_bytes)} of KV each"
+            + (" (sliding-window layers keep fewer tokens)" if windowed else "")
+            + f", {r.blocks:,} blocks = {fmt_gib(r.paged_kv_bytes)} paged"
+        )
+    if p.tensor_parallel_size * p.pipeline_parallel_size > 1:
+        t = p.totals
+        lines.append(
+            f"on the GPUs      {fmt_gib(t.per_rank_kv_bytes)} on the busiest GPU, "
+            f"{fmt_gib(t.physical_kv_bytes)} on all GPUs together "
+            f"(for {_n(t.requests, 'request')})"
         )
     c = p.capacity
-    if c is not None:
+    if c is None:
+        lines.append(
+            "capacity         give --budget (e.g. 48GiB) or --gpu to see how many requests fit"
+        )
+    else:
         lines.append(f"budget           {c.budget.derivation}")
         lines.append(
-            f"capacity         {c.num_blocks:,} blocks; {c.blocks_per_request:,} per request of "
-            f"{c.context_tokens:,} tokens → {c.max_requests} requests fit"
+            f"capacity         {c.num_blocks:,} blocks; {c.blocks_per_request:,} blocks per "
+            f"request of {c.context_tokens:,} tokens → {_n(c.max_requests, 'request')} "
+            + ("fits" if c.max_requests == 1 else "fit")
             + (
                 f" (engine log: {c.engine_reported_concurrency:.2f}x)"
                 if c.engine_reported_concurrency is not None
@@ -115,16 +161,18 @@ def _human(p: Plan) -> str:
     b = p.bounds
     if b is not None:
         lines.append(
-            f"decode floor     {b.decode_step_seconds * 1e3:.3f} ms/step for {b.batch_requests} "
-            f"requests at {fmt_tbps(b.bandwidth_bytes_per_s)} (KV {b.kv_read_seconds * 1e3:.3f} "
-            f"ms + weights {b.weights_read_seconds * 1e3:.3f} ms) → "
-            f"{b.decode_tokens_per_s:,.0f} tokens/s"
+            f"decode floor     {b.decode_step_seconds * 1e3:.3f} ms/step for a batch of "
+            f"{_n(b.batch_requests, 'request')} at {fmt_tbps(b.bandwidth_bytes_per_s)} "
+            f"(KV {b.kv_read_seconds * 1e3:.3f} ms + weights {b.weights_read_seconds * 1e3:.3f} "
+            f"ms) → {b.decode_tokens_per_s:,.0f} tokens/s"
         )
         if b.calibrated is not None:
             lines.append(
                 f"calibrated       {b.calibrated.decode_step_seconds * 1e3:.3f} ms/step "
                 f"({b.calibrated.device_name}, {b.calibrated.measured_at})"
             )
+    elif c is not None:
+        lines.append("decode floor     give --gpu or --bandwidth (e.g. 3.35TB/s) to see it")
     lines.extend(f"note             {n}" for n in p.notes)
     return "\n".join(lines)
 
@@ -138,20 +186,75 @@ def register(app: typer.Typer) -> None:
                 "--request", "-r", help="JSON request file (one object or a list), or - for stdin"
             ),
         ] = None,
-        model: Annotated[str | None, typer.Option(help="catalog id or a config.json path")] = None,
-        context: Annotated[int | None, typer.Option(help="context tokens per request")] = None,
-        budget: Annotated[str | None, typer.Option(help="KV budget per GPU, e.g. 48GiB")] = None,
-        gpu: Annotated[str | None, typer.Option(help="GPU catalog id, e.g. H100-SXM-80GB")] = None,
-        util: Annotated[float | None, typer.Option(help="gpu_memory_utilization")] = None,
-        tp: Annotated[int, typer.Option(help="tensor_parallel_size")] = 1,
-        pp: Annotated[int, typer.Option(help="pipeline_parallel_size")] = 1,
-        dtype: Annotated[str, typer.Option(help="kv_cache_dtype")] = "auto",
-        engine: Annotated[str, typer.Option(help="vllm, sglang, trtllm, transformers")] = "vllm",
-        block_size: Annotated[int | None, typer.Option(help="tokens per block")] = None,
-        bandwidth: Annotated[str | None, typer.Option(help="e.g. 1.5TB/s")] = None,
+        model: Annotated[
+            str | None,
+            typer.Option(help="catalog id (see `kvplan models`) or a path to a config.json"),
+        ] = None,
+        context: Annotated[
+            str | None,
+            typer.Option(
+                help="tokens per request (prompt + output), e.g. 8192 or 8k (k = 1024); "
+                "default: the model's maximum"
+            ),
+        ] = None,
+        budget: Annotated[
+            str | None,
+            typer.Option(
+                help="KV-cache budget per GPU, e.g. 48GiB or 80GB (a bare number is bytes); "
+                "or give --gpu"
+            ),
+        ] = None,
+        gpu: Annotated[
+            str | None,
+            typer.Option(
+                help="GPU catalog id (see `kvplan gpus`), e.g. H100-SXM-80GB: memory less "
+                "weights and reserve, and the bandwidth"
+            ),
+        ] = None,
+        util: Annotated[
+            float | None,
+            typer.Option(
+                help="fraction of GPU memory for the engine (vLLM gpu_memory_utilization, "
+                "SGLang mem_fraction_static, TRT-LLM free_gpu_memory_fraction); "
+                "default: the engine's"
+            ),
+        ] = None,
+        tp: Annotated[int, typer.Option(help="tensor_parallel_size (GPUs per layer)")] = 1,
+        pp: Annotated[int, typer.Option(help="pipeline_parallel_size (pipeline stages)")] = 1,
+        dtype: Annotated[
+            str, typer.Option(help="kv_cache_dtype: auto (the model's dtype), bf16, fp8, int8, …")
+        ] = "auto",
+        engine: Annotated[str, typer.Option(help="vllm, sglang, trtllm or transformers")] = "vllm",
+        block_size: Annotated[
+            int | None, typer.Option(help="tokens per KV block; default: the engine's")
+        ] = None,
+        bandwidth: Annotated[
+            str | None,
+            typer.Option(help="memory bandwidth, e.g. 3.35TB/s (decimal); default: the GPU's"),
+        ] = None,
+        weights: Annotated[
+            str | None,
+            typer.Option(
+                help="weights of the whole model, e.g. 57GiB (0 = KV cache only); default: the "
+                "catalog's, or estimated from the config as a dense model"
+            ),
+        ] = None,
+        reserve: Annotated[
+            str | None,
+            typer.Option(
+                help="non-KV memory per GPU besides weights (activations, CUDA graphs, NCCL), "
+                "e.g. 2GiB; default: the engine's estimate"
+            ),
+        ] = None,
         as_json: Annotated[bool, typer.Option("--json", help="print the Plan JSON")] = False,
     ) -> None:
-        """Plan KV-cache memory, capacity and decode bounds for one deployment."""
+        """Plan KV-cache memory, capacity and decode bounds for one deployment.
+
+        Examples:
+        kvplan plan --model meta-llama/Llama-3.1-8B --context 8k --budget 48GiB
+        kvplan plan --model ./config.json --gpu H100-SXM-80GB --tp 4 --dtype fp8
+        Units: GiB = 2^30 bytes, TB/s = 10^12 bytes per second.
+        """
         if request is not None:
             _from_request_source(request)
         if model is None:
@@ -174,9 +277,8 @@ def register(app: typer.Typer) -> None:
             "pipeline_parallel_size": pp,
         }
         if model.endswith(".json") or Path(model).is_file():
-            body["model"] = read_json_source(model)
+            body["model"] = read_json_source(model, field="model")
         for key, value in (
-            ("context_tokens", context),
             ("gpu", gpu),
             ("block_size", block_size),
             ("gpu_memory_utilization", util),
@@ -184,20 +286,32 @@ def register(app: typer.Typer) -> None:
             if value is not None:
                 body[key] = value
         try:
+            if context is not None:
+                body["context_tokens"] = parse_tokens(context)
             if budget is not None:
-                body["kv_budget_bytes"] = parse_bytes(budget, field="kv_budget_bytes")
+                body["kv_budget_bytes"] = parse_budget(budget)
             if bandwidth is not None:
                 body["bandwidth_bytes_per_s"] = parse_rate(bandwidth, field="bandwidth_bytes_per_s")
+            if weights is not None:
+                body["weights_bytes"] = parse_bytes(weights, field="weights_bytes")
+            if reserve is not None:
+                body["reserve_bytes"] = parse_bytes(reserve, field="reserve_bytes")
             req = PlanRequest.model_validate(body)
         except PlanError as exc:
             fail(exc)
         except ValidationError as exc:
             emit_problem(exc)
         result = _plan_all([req])[0]
-        typer.echo(result.model_dump_json(indent=2) if as_json else _human(result))
+        typer.echo(
+            result.model_dump_json(indent=2)
+            if as_json
+            else _human(result, context_defaulted=context is None and result.requests != [])
+        )
 
     @app.command("models")
-    def models_cmd(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    def models_cmd(
+        as_json: Annotated[bool, typer.Option("--json", help="print the catalog as JSON")] = False,
+    ) -> None:
         """List catalog models (ids for --model / "model")."""
         from planner.catalog import list_models
 
@@ -205,11 +319,19 @@ def register(app: typer.Typer) -> None:
         if as_json:
             typer.echo(json.dumps([m.model_dump() for m in items], indent=1))
             return
+        typer.echo(f"{'model id':40} {'params (10^9)':>13} {'layers':>6} {'max context':>12}")
         for m in items:
-            typer.echo(f"{m.id:40} {m.num_parameters / 1e9:7.1f} B params")
+            ctx = m.config.get("max_position_embeddings")
+            typer.echo(
+                f"{m.id:40} {m.num_parameters / 1e9:13.1f} "
+                f"{m.config.get('num_hidden_layers', '?'):>6} "
+                f"{f'{ctx:,}' if isinstance(ctx, int) else '?':>12}"
+            )
 
     @app.command("gpus")
-    def gpus_cmd(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    def gpus_cmd(
+        as_json: Annotated[bool, typer.Option("--json", help="print the catalog as JSON")] = False,
+    ) -> None:
         """List catalog GPUs (ids for --gpu / "gpu")."""
         from planner.catalog import list_gpus
 
@@ -217,6 +339,7 @@ def register(app: typer.Typer) -> None:
         if as_json:
             typer.echo(json.dumps([g.model_dump() for g in items], indent=1))
             return
+        typer.echo(f"{'gpu id':20} {'memory':>11}  {'bandwidth':>10}  name")
         for g in items:
             typer.echo(
                 f"{g.id:20} {g.usable_memory_bytes / GiB:7.1f} GiB  "

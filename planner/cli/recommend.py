@@ -106,10 +106,15 @@ def register(app: typer.Typer) -> None:
         gpus: Annotated[int, typer.Option(help="GPUs available")] = 1,
         engine: Annotated[str, typer.Option(help="vllm, sglang or trtllm")] = "vllm",
         mix: Annotated[
-            str | None, typer.Option(help="length mix, e.g. 70%:2k,20%:8k,10%:32k")
+            str | None,
+            typer.Option(help="length mix share:tokens, e.g. 70%:2k,20%:8k,10%:32k (k = 1024)"),
         ] = None,
-        max_model_len: Annotated[int | None, typer.Option(help="longest request")] = None,
-        concurrency: Annotated[int | None, typer.Option(help="concurrent requests")] = None,
+        max_model_len: Annotated[
+            int | None, typer.Option(help="longest request in tokens; default: the mix's longest")
+        ] = None,
+        concurrency: Annotated[
+            int | None, typer.Option(help="concurrent requests to hold (required)")
+        ] = None,
         tpot: Annotated[str | None, typer.Option(help="TPOT target, e.g. 50ms")] = None,
         dtype: Annotated[str | None, typer.Option(help="fix kv_cache_dtype")] = None,
         no_fp8: Annotated[bool, typer.Option("--no-fp8", help="never suggest fp8 KV")] = False,

@@ -28,8 +28,13 @@ WORKERS_WARNING = (
 
 
 def serve(
-    host: Annotated[str | None, typer.Option(help="Bind address [env KVPLAN_HOST].")] = None,
-    port: Annotated[int | None, typer.Option(help="TCP port [env KVPLAN_PORT].")] = None,
+    # Rich markup would swallow "[env …]" as a style tag: keep help text free of brackets.
+    host: Annotated[
+        str | None, typer.Option(help="Bind address (env KVPLAN_HOST; default 127.0.0.1).")
+    ] = None,
+    port: Annotated[
+        int | None, typer.Option(help="TCP port (env KVPLAN_PORT; default 8000).")
+    ] = None,
     workers: Annotated[
         int,
         typer.Option(

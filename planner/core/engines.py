@@ -113,6 +113,33 @@ class EngineRules:
         big = gpu_memory_bytes >= 70 * (1 << 30) and not a100
         return 8192 if big else 2048
 
+    def default_max_num_seqs(
+        self,
+        gpu_memory_bytes: int | None,
+        gpu_names: tuple[str | None, ...],
+        pool_tokens: int,
+        context_tokens: int,
+    ) -> int | None:
+        """The engine's default cap on concurrently running requests.
+
+        vLLM `vllm serve` (EngineArgs.get_batch_defaults): max_num_seqs 1024 on >= 70 GiB
+        GPUs other than A100, else 256 (no GPU given: 1024, like max_num_batched_tokens).
+        SGLang: max_running_requests = min(clamp(pool tokens / context length × 512, 2048,
+        4096), pool tokens // 2) [version]. TensorRT-LLM: max_batch_size 2048 (LLM API).
+        transformers: none (the caller batches)."""
+        if self.name == "vllm":
+            return (
+                1024
+                if self.default_max_num_batched_tokens(gpu_memory_bytes, gpu_names) == 8192
+                else 256
+            )
+        if self.name == "sglang":
+            scaled = int(pool_tokens / max(1, context_tokens) * 512)
+            return max(1, min(max(2048, min(scaled, 4096)), pool_tokens // 2))
+        if self.name == "trtllm":
+            return 2048
+        return None
+
 
 _GiB = 1 << 30
 

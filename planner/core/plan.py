@@ -694,6 +694,27 @@ def _capacity(
             "sglang": "kv_tokens",
             "transformers": "kv_bytes",
         }[rules.name]
+    names = (gpu.id, gpu.name) if gpu else ()
+    cap = request.max_num_seqs or rules.default_max_num_seqs(
+        gpu.memory_bytes if gpu else None,
+        names,
+        pool.max_tokens(),
+        shape.max_position_embeddings or ctx,
+    )
+    running = min(max_req, cap) if cap is not None else max_req
+    if cap is not None and max_req > cap:
+        limited = "max_num_seqs"
+        flag = {
+            "vllm": "--max-num-seqs",
+            "sglang": "--max-running-requests",
+            "trtllm": "max_batch_size",
+        }.get(rules.name, "max_num_seqs")
+        notes.append(
+            f"Memory holds {max_req:,} requests of {ctx:,} tokens, but {rules.label} runs at "
+            f"most {cap:,} at once ({flag}"
+            + (", its default" if request.max_num_seqs is None else "")
+            + "); raise it to use the memory."
+        )
     if reported is not None and max_req != math.floor(reported):
         notes.append(
             f"vLLM's log will say \"Maximum concurrency for {ctx:,} tokens per request: "
@@ -720,6 +741,8 @@ def _capacity(
         reserved_blocks=pool.reserved_blocks,
         blocks_per_request=pool.blocks_per_request(ctx),
         max_requests=max_req,
+        max_num_seqs=cap,
+        max_running_requests=running,
         max_tokens=pool.max_tokens(),
         engine_reported_concurrency=reported,
         engine_reported_tokens=pool.reported_tokens(),
@@ -787,8 +810,8 @@ def _bounds(
     # Batch: the given workload, else as many requests of ctx as fit, else one.
     if request.requests:
         batch = mixes
-    elif capacity is not None and capacity.max_requests > 0:
-        batch = [s.RequestMix(context_tokens=ctx, count=capacity.max_requests)]
+    elif capacity is not None and capacity.max_running_requests > 0:
+        batch = [s.RequestMix(context_tokens=ctx, count=capacity.max_running_requests)]
     else:
         batch = [s.RequestMix(context_tokens=ctx)]
     batch_shared = shared if request.requests else [0] * len(batch)

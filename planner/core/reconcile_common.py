@@ -117,16 +117,17 @@ def rank_spec(spec: LayerSpec, rules: EngineRules, tp: int, mla: bool) -> LayerS
     return replace(spec, kv_heads=rules.kv_heads_per_rank(spec.kv_heads, tp, mla=mla))
 
 
-def stage_stacks(
+def stage_layers(
     shape: ModelShape,
     rules: EngineRules,
     tp: int,
     stage_sizes: Sequence[int],
     draft: int,
-) -> list[Stack]:
-    """Per pipeline stage: the per-rank layer stack. Draft layers (a speculative model's
+) -> list[tuple[LayerSpec, ...]]:
+    """Per pipeline stage: the per-rank layer specs in layer order (vLLM groups layers by index
+    across the whole model, so order matters). Draft layers (a speculative model's
     full-attention layers) join the last stage."""
-    out: list[Stack] = []
+    out: list[tuple[LayerSpec, ...]] = []
     start = 0
     for i, size in enumerate(stage_sizes):
         specs = [rank_spec(s, rules, tp, shape.is_mla) for s in shape.layers[start : start + size]]
@@ -140,8 +141,19 @@ def stage_stacks(
                 main.head_size_v,
             )
             specs.extend([rank_spec(full, rules, tp, shape.is_mla)] * draft)
-        out.append(stack_of(specs))
+        out.append(tuple(specs))
     return out
+
+
+def stage_stacks(
+    shape: ModelShape,
+    rules: EngineRules,
+    tp: int,
+    stage_sizes: Sequence[int],
+    draft: int,
+) -> list[Stack]:
+    """Per pipeline stage: the per-rank layer stack, (spec, count) pairs."""
+    return [stack_of(st) for st in stage_layers(shape, rules, tp, stage_sizes, draft)]
 
 
 def whole_stack(ctx: Ctx, tp: int | None = None) -> Stack:
@@ -325,6 +337,7 @@ __all__ = [
     "n",
     "rank_spec",
     "set_reserves",
+    "stage_layers",
     "stage_stacks",
     "unique_facts",
     "whole_stack",

@@ -11,15 +11,15 @@ full length; concurrency = blocks × bs / max_model_len.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from planner.core.capacity import KVGroup, Pool, build_pool, vllm_groups
+from planner.core.capacity import KVGroup, Pool, vllm_groups, vllm_pipeline_pool
 from planner.core.engines import SlidingPolicy
-from planner.core.errors import FieldError
+from planner.core.errors import FieldError, PlanError
 from planner.core.kv import page_bytes
 from planner.core.logparse import Fact, to_float, to_int
-from planner.core.model import Stack
+from planner.core.model import LayerSpec, Stack, stack_of
 from planner.core.parallel import pipeline_stage_layers
 from planner.core.reconcile_common import (
     Ctx,
@@ -33,7 +33,7 @@ from planner.core.reconcile_common import (
     judge,
     judge_printed,
     set_reserves,
-    stage_stacks,
+    stage_layers,
     unique_facts,
 )
 from planner.core.units import GiB, KVDtype, kv_dtype
@@ -48,33 +48,54 @@ PADDING = Figure("padding_layers", "padding layers (KV-cache groups)", "layers")
 
 @dataclass(frozen=True)
 class Scenario:
-    """One reading of the deployment: per-stage stacks and the cache settings."""
+    """One reading of the deployment: per-stage layers and the cache settings."""
 
     ctx: Ctx
-    stacks: tuple[Stack, ...]
+    stages: tuple[tuple[LayerSpec, ...], ...]  # per stage, one rank's layers in layer order
     dtype: KVDtype
     block: int
     policy: SlidingPolicy
 
+    @property
+    def stacks(self) -> tuple[Stack, ...]:
+        return tuple(stack_of(st) for st in self.stages)
+
+    @property
+    def whole(self) -> Stack:
+        """All layers of the model (every stage), as vLLM groups them once."""
+        return stack_of(spec for st in self.stages for spec in st)
+
     def groups(self, stack: Stack) -> tuple[tuple[KVGroup, ...], int]:
         return vllm_groups(stack, self.dtype, self.block, self.policy)
 
-    @property
-    def worst(self) -> Stack:
-        """The stage whose block costs most: it has the fewest blocks, and vLLM takes the
-        minimum over workers."""
-        return max(self.stacks, key=lambda st: self.groups(st)[1])
-
     def pool(self, budget_bytes: int) -> Pool:
-        return build_pool(
+        """vLLM's pool over the stages, built as plan() builds it: groups of the whole model
+        projected on each stage, every stage at the smallest block count."""
+        return vllm_pipeline_pool(
             self.ctx.rules,
-            self.worst,
+            self.stages,
             self.dtype,
             self.block,
             self.policy,
             budget_bytes,
             self.ctx.settings.mnbt,
         )
+
+    @property
+    def worst(self) -> Stack:
+        """The stage whose block costs most: it has the fewest blocks, and vLLM takes the
+        minimum over workers."""
+        return self.pool(0).stack
+
+    def block_bytes(self) -> int:
+        """What one block id costs on the worst stage, the divisor of `pool`: one group, the
+        sum of the stage's pages; hybrid, the page × the stage's largest projected group (every
+        shown group is padded to that size)."""
+        p = self.pool(0)
+        if len(p.groups) == 1:
+            return self.groups(p.stack)[1]
+        size = p.groups[0].layers + p.groups[0].padding_layers
+        return max(page_bytes(g.spec, self.dtype, self.block) for g in p.groups) * size
 
     def needed_bytes(self, stack: Stack, max_len: int) -> int:
         """vLLM's start-up check: Σ layers max_memory_usage_bytes(max_len) (no padding)."""
@@ -100,21 +121,24 @@ class Scenario:
         return lo
 
     def describe(self) -> str:
-        groups, cost = self.groups(self.worst)
-        layers = sum(c for _, c in self.worst)
-        first = self.worst[0][0]
-        page = page_bytes(first, self.dtype, self.block)
-        if len(groups) == 1:
+        p = self.pool(0)
+        cost = self.block_bytes()
+        if len(p.groups) == 1:
+            layers = sum(c for _, c in p.stack)
+            first = p.stack[0][0]
+            page = page_bytes(first, self.dtype, self.block)
             return (
                 f"page/layer = {self.block} tokens × {first.kv_heads} KV heads × "
                 f"{first.head_size_k + first.head_size_v} × {self.dtype.bytes_per_element:g} B = "
                 f"{page:,} B; × {layers} layers = {cost:,} B per block"
             )
-        size = groups[0].layers + groups[0].padding_layers
-        return (
-            f"{len(groups)} KV-cache groups of {size} layers (page {cost // size:,} B) = "
-            f"{cost:,} B per block"
+        size = p.groups[0].layers + p.groups[0].padding_layers
+        where = (
+            f"groups of the whole model; on the stage with the largest, {size} layers"
+            if len(self.stages) > 1
+            else f"groups of {size} layers"
         )
+        return f"{len(p.groups)} KV-cache {where} (page {cost // size:,} B) = {cost:,} B per block"
 
 
 def stage_sizes(ctx: Ctx, pp: int) -> list[int]:
@@ -147,10 +171,22 @@ def scenario(
     if tp != s.tp:
         ctx.rules.validate_parallel(ctx.shape, tp, 1)
     sizes = [ctx.shape.num_hidden_layers] if whole_model else stage_sizes(ctx, s.pp)
-    stacks = stage_stacks(ctx.shape, ctx.rules, tp, sizes, s.draft if draft is None else draft)
+    stages = stage_layers(ctx.shape, ctx.rules, tp, sizes, s.draft if draft is None else draft)
     on = s.hybrid if hybrid is None else hybrid
-    policy: SlidingPolicy = "vllm_admission" if on and s.vllm_gen == "v1" else "full_length"
-    return Scenario(ctx, tuple(stacks), dtype or ctx.dtype, block or s.block, policy)
+    policy = _policy(ctx, on, stages)
+    return Scenario(ctx, tuple(stages), dtype or ctx.dtype, block or s.block, policy)
+
+
+def _policy(ctx: Ctx, hybrid: bool, stages: Sequence[Sequence[LayerSpec]]) -> SlidingPolicy:
+    """v1: plan()'s rule (EngineRules.sliding_policy): disabling the hybrid manager makes
+    windows full length only when full-attention layers are present too, draft layers included
+    (they are in vLLM's spec dict). v0 keeps every layer full length."""
+    assert ctx.shape is not None
+    if ctx.settings.vllm_gen != "v1":
+        return "full_length"
+    # The rule reads the layers' kinds; the shape is otherwise the model's.
+    layers = tuple(spec for st in stages for spec in st)
+    return ctx.rules.sliding_policy(replace(ctx.shape, layers=layers), hybrid)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -160,6 +196,7 @@ def _variants(ctx: Ctx, figure: Callable[[Scenario], Range | None]) -> list[Vari
     """Other readings of the deployment that could explain a difference, most likely first."""
     assert ctx.shape is not None and ctx.dtype is not None
     s = ctx.settings
+    base = scenario(ctx)
     out: list[Variant] = []
 
     def add(reason: str, **kw: object) -> None:
@@ -189,7 +226,7 @@ def _variants(ctx: Ctx, figure: Callable[[Scenario], Range | None]) -> list[Vari
     for t in (1, 2, 4, 8, 16):
         if t != s.tp:
             add(f"matches tensor_parallel_size {t} (KV heads per rank differ)", tp=t)
-    if ctx.shape.has_window and s.hybrid:
+    if s.hybrid and base.policy != scenario(ctx, hybrid=False).policy:
         add(
             "matches with the hybrid KV cache manager disabled (every layer full length)",
             hybrid=False,
@@ -374,7 +411,7 @@ def _blocks_checks(ctx: Ctx, src: tuple[str, Fact, str] | None) -> None:
     for f in unique_facts(ctx.of("num_blocks"), "gpu_blocks"):
         logged = to_int(f.values["gpu_blocks"])
         base = scenario(ctx)
-        _, cost = base.groups(base.worst)
+        cost = base.block_bytes()
         if src is None:
             judge(
                 ctx,
@@ -469,7 +506,7 @@ def _v0_error_checks(ctx: Ctx, src: tuple[str, Fact, str] | None) -> None:
         logged = to_int(f.values["max_tokens"])
         bs = ctx.settings.block
         base = scenario(ctx)
-        _, cost = base.groups(base.worst)
+        cost = base.block_bytes()
         blocks_fact = ctx.first("num_blocks")
         if blocks_fact is not None:
             b = to_int(blocks_fact.values["gpu_blocks"])
@@ -575,21 +612,21 @@ def _v1_error_checks(ctx: Ctx) -> None:
             )
 
 
-def _padding(ctx: Ctx, sc: Scenario, old_rule: bool) -> list[tuple[int, float]]:
-    """(padding layers, waste %) per layer bucket, as vLLM warns them."""
-    buckets: dict[object, int] = {}
-    for spec, count in sc.worst:
-        key = (
-            spec
-            if sc.policy == "vllm_admission"
-            else replace(spec, kind="full" if spec.kind != "mla" else "mla", window_tokens=None)
-        )
-        buckets[key] = buckets.get(key, 0) + count
-    if len(buckets) < 2 or len({getattr(k, "kind", "") for k in buckets}) < 2:
+def _padding(sc: Scenario, stack: Stack, old_rule: bool) -> list[tuple[int, float]]:
+    """(padding layers, waste %) per layer bucket, as vLLM warns them when it groups `stack`
+    (get_kv_cache_groups; with pipeline parallel it groups the whole model once)."""
+    try:
+        groups, _ = sc.groups(stack)
+    except PlanError:
+        return []  # pages vLLM cannot unify: no grouping, no warning to predict
+    if len(groups) < 2:
         return []
+    buckets: dict[LayerSpec, int] = {}
+    for g in groups:
+        buckets[g.spec] = buckets.get(g.spec, 0) + g.layers
     counts = list(buckets.values())
-    small, large = min(counts), max(counts)
-    size = small if old_rule or large >= 1.5 * small else large
+    # Before vLLM PR #29303 the group size was always the smallest bucket.
+    size = min(counts) if old_rule else groups[0].layers + groups[0].padding_layers
     out = []
     for c in counts:
         pad = (size - c % size) % size
@@ -603,16 +640,26 @@ def _padding_checks(ctx: Ctx) -> None:
         layers = to_int(f.values["layers"])
         pct = f.values["pct"]
         base = scenario(ctx)
-        current = _padding(ctx, base, old_rule=False)
+        current = _padding(base, base.whole, old_rule=False)
         hit = [p for p in current if p[0] == layers and display_equal(p[1], pct)]
         pred = hit[0] if hit else (current[0] if current else (0, 0.0))
         variants = [
             Variant(
                 "version-dependent: before vLLM PR #29303 the group size was always the smallest "
                 "layer bucket",
-                const(_hit(_padding(ctx, base, True), layers, pct)),
+                const(_hit(_padding(base, base.whole, True), layers, pct)),
             )
         ]
+        if len(base.stages) > 1:
+            for i, stack in enumerate(base.stacks):
+                variants.append(
+                    Variant(
+                        f"version-dependent: this warning groups pipeline stage {i}'s layers on "
+                        "their own (a start-up check that groups each worker's layers); the "
+                        "cache itself uses the whole model's groups",
+                        const(_hit(_padding(base, stack, False), layers, pct)),
+                    )
+                )
         if ctx.settings.draft == 0:
             for k in (1, 2, 3):
                 sc = scenario(ctx, draft=k)
@@ -622,7 +669,7 @@ def _padding_checks(ctx: Ctx) -> None:
                             f"the KV cache includes {k} speculative draft layer"
                             f"{'s' if k > 1 else ''} (EAGLE/MTP)"
                             + (" and the grouping rule before vLLM PR #29303" if old else ""),
-                            const(_hit(_padding(ctx, sc, old), layers, pct)),
+                            const(_hit(_padding(sc, sc.whole, old), layers, pct)),
                         )
                     )
         judge(
@@ -633,7 +680,8 @@ def _padding_checks(ctx: Ctx) -> None:
             predicted=pred[0],
             equal=bool(hit),
             arithmetic=(
-                "per layer bucket: group_size − bucket % group_size; waste = padding / bucket: "
+                "per layer bucket of the whole model: group_size − bucket % group_size; "
+                "waste = padding / bucket: "
                 + (", ".join(f"{p} layers = {w:.2f}%" for p, w in current) or "no padding")
             ),
             variants=variants,

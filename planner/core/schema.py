@@ -90,6 +90,11 @@ class PlanRequest(_Strict):
         default=True,
         description="vLLM only: false = --disable-hybrid-kv-cache-manager (every layer full).",
     )
+    max_num_seqs: Count | None = Field(
+        default=None,
+        description="Cap on concurrently running requests (vLLM max_num_seqs, SGLang "
+        "max_running_requests, TensorRT-LLM max_batch_size). Default: the engine's.",
+    )
     max_attention_window: Annotated[list[Tokens], Field(min_length=1, max_length=4096)] | None = (
         Field(
             default=None,
@@ -197,6 +202,8 @@ class CapacityOut(_Out):
     reserved_blocks: int
     blocks_per_request: int
     max_requests: int
+    max_num_seqs: int | None
+    max_running_requests: int
     max_tokens: int
     engine_reported_concurrency: float | None
     engine_reported_tokens: int | None

@@ -110,10 +110,14 @@ class Numbers:
         return f"{self.num(round(n_bytes))} B"
 
     def tbps(self, bytes_per_s: float) -> str:
-        """Decimal TB/s (10^12 B/s), three significant figures."""
+        """Decimal TB/s (10^12 B/s), about three significant figures; GB/s (10^9 B/s) below
+        0.1 TB/s, so a CPU's 7.5 GB/s does not print as `0.01 TB/s`."""
         value = bytes_per_s / TB
+        unit = "TB/s"
+        if value < 0.1:
+            value, unit = bytes_per_s / 1e9, "GB/s"
         digits = 2 if value < 10 else 1 if value < 100 else 0
-        return f"{self.dec(value, digits)} TB/s"
+        return f"{self.dec(value, digits)} {unit}"
 
     def ms(self, seconds: float) -> str:
         value = seconds * 1e3

@@ -170,3 +170,13 @@ def test_sweep_bad_base_field_located(client: TestClient) -> None:
     )
     assert response.status_code == 422
     assert "base.engine" in [e["field"] for e in response.json()["errors"]]
+
+
+def test_validator_message_without_pydantic_prefix(client: TestClient) -> None:
+    # The model validator's own words, without pydantic's "Value error, " in front.
+    body = _with(requests=[{"context_tokens": 2048, "count": 3, "prefix_tokens": 4096}])
+    r = client.post("/api/v1/plan", content=body, headers={"content-type": "application/json"})
+    assert r.status_code == 422
+    error = r.json()["errors"][0]
+    assert error["field"] == "requests[0]"
+    assert error["msg"] == "prefix_tokens must not exceed context_tokens"

@@ -190,3 +190,24 @@ def test_max_attention_window_is_trtllm_only() -> None:
     with pytest.raises(FieldError) as info:
         run(model="openai/gpt-oss-120b", context_tokens=1, max_attention_window=[128])
     assert info.value.problems[0].field == "max_attention_window"
+
+
+def test_default_max_num_seqs_caps_running_requests() -> None:
+    # vLLM EngineArgs.get_batch_defaults (`vllm serve`): max_num_seqs 1024 on >= 70 GiB GPUs
+    # other than A100, else 256. Memory for 128-token requests holds far more than either.
+    h100 = run(model="meta-llama/Llama-3.1-8B", gpu="H100-SXM-80GB", context_tokens=128)
+    a100 = run(model="meta-llama/Llama-3.1-8B", gpu="A100-SXM-80GB", context_tokens=128)
+    for p, cap in ((h100, 1024), (a100, 256)):
+        c = p.capacity
+        assert c is not None and c.max_requests > cap
+        assert c.max_num_seqs == cap and c.max_running_requests == cap
+        assert c.limited_by == "max_num_seqs"
+        assert any("--max-num-seqs" in n for n in p.notes)
+    mine = run(model="meta-llama/Llama-3.1-8B", gpu="H100-SXM-80GB", context_tokens=128,
+               max_num_seqs=4096)
+    assert mine.capacity is not None and mine.capacity.max_running_requests == min(
+        4096, mine.capacity.max_requests)
+    # A long context is limited by memory, not by the cap.
+    long = run(model="meta-llama/Llama-3.1-8B", gpu="H100-SXM-80GB", context_tokens=32768)
+    assert long.capacity is not None and long.capacity.limited_by == "kv_blocks"
+    assert long.capacity.max_running_requests == long.capacity.max_requests

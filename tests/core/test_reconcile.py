@@ -462,3 +462,124 @@ def test_repeated_lines_are_bounded() -> None:
     )
     assert len(r.checks) == 32 and len(r.lines) == 33
     assert any("468 repeated line(s)" in note for note in r.notes)
+
+
+# ---- vLLM rules shared with plan(): pipeline stages and the hybrid-manager switch --------------
+
+GEMMA3_PP4_LOG = (
+    "INFO non-default args: {'model': 'google/gemma-3-27b-it', 'pipeline_parallel_size': 4}\n"
+    "Available KV cache memory: 40.00 GiB\n"
+    "WARNING Add 8 padding layers, may waste at most 15.38% KV cache memory\n"
+    "GPU KV cache size: 249,648 tokens\n"
+    "Maximum concurrency for 8,192 tokens per request: 30.43x\n"
+)
+
+
+def test_vllm_pipeline_stages_project_whole_model_groups() -> None:
+    # vllm/v1/core/kv_cache_utils.py get_kv_cache_configs: the groups are built ONCE from the
+    # whole model and projected on each stage (_project_kv_cache_groups_to_worker); a stage's
+    # block costs page x its largest projected group; every stage takes the smallest count.
+    # Gemma-3-27B: 62 layers, full at 5, 11, ..., 59 (10), 52 sliding (W 1,024); page per layer
+    # 16 x 16 KV heads x (128 + 128) x 2 B = 131,072 B. Whole model: group_size 10 (52 >= 1.5 x
+    # 10), sliding split 6 ways -> 7 groups; 52 % 10 = 2 -> "Add 8 padding layers" 8 / 52 =
+    # 15.38% (engine_rules.md §6.2). get_pp_indices(62, 4): stages of 15, 16, 16, 15; stage 0
+    # holds sliding[0::6] = 3 layers -> 40 GiB / (131,072 x 3) = 109,226 blocks (no stage has a
+    # group larger than 3). "GPU KV cache size" 109,226 // 7 x 16 = 249,648 tokens. 8,192-token
+    # request: 1 full group cdiv(8,192, 16) = 512 + 6 sliding groups cdiv(min(1,023 + 8,192,
+    # 8,192), 16) + 1 = 513 -> 3,590 blocks; 109,226 / 3,590 = 30.425 -> 30.43x.
+    # Grouping each stage alone (the old rule) would give stage 1 (3 full + 13 sliding, groups
+    # of 3) 6 groups: 291,264 tokens, 35.50x, and 2 padding layers.
+    r = reconcile(ReconcileRequest(log=GEMMA3_PP4_LOG))
+    tokens, conc = check(r, "gpu_kv_cache_tokens"), check(r, "max_concurrency")
+    padding = check(r, "padding_layers")
+    assert (tokens.status, tokens.predicted) == ("equal", 249648)
+    assert (conc.status, conc.predicted) == ("equal", 30.43)
+    assert (padding.status, padding.predicted) == ("equal", 8)
+    # plan() of the same deployment prints the same figures.
+    planned = plan(
+        PlanRequest(
+            model="google/gemma-3-27b-it",
+            context_tokens=8192,
+            kv_budget_bytes=40 * (1 << 30),
+            pipeline_parallel_size=4,
+        )
+    )
+    assert planned.capacity is not None
+    assert planned.capacity.engine_reported_tokens == tokens.predicted
+    assert planned.capacity.engine_reported_concurrency == conc.predicted
+    # ... and so does the plan request reconcile hands back.
+    assert r.plan_request is not None
+    again = plan(PlanRequest.model_validate(r.plan_request)).capacity
+    assert again is not None
+    assert (again.num_blocks, again.engine_reported_tokens) == (109226, 249648)
+    assert again.engine_reported_concurrency == 30.43
+
+
+MISTRAL_LOG = (
+    "Available KV cache memory: 40.00 GiB\n"
+    "GPU KV cache size: 327,680 tokens\n"
+    "Maximum concurrency for 8,192 tokens per request: 39.92x\n"
+)
+
+
+@pytest.mark.parametrize("how", ["request", "log"])
+def test_vllm_disable_hybrid_keeps_window_when_all_layers_slide(how: str) -> None:
+    # kv_cache_utils.py unify_hybrid_kv_cache_specs returns at once when the specs are already
+    # uniform: Mistral-7B-v0.1 (32 layers, all W 4,096) keeps its SlidingWindowSpec with
+    # --disable-hybrid-kv-cache-manager. Page 16 x 8 KV heads x (128 + 128) x 2 B = 65,536 B x
+    # 32 layers = 2 MiB per block -> 40 GiB / 2 MiB = 20,480 blocks -> 327,680 tokens (one
+    # group). 8,192-token request: cdiv(min(4,095 + 8,192, 8,192), 16) + 1 = 513 blocks ->
+    # 20,480 / 513 = 39.922 -> 39.92x (engine_rules.md §6.2; every layer full length would be
+    # 512 -> 40.00x).
+    if how == "log":
+        args = "{'model': 'mistralai/Mistral-7B-v0.1', 'disable_hybrid_kv_cache_manager': True}"
+        req = ReconcileRequest(log=f"INFO non-default args: {args}\n" + MISTRAL_LOG)
+    else:
+        req = ReconcileRequest.model_validate(
+            {
+                "log": MISTRAL_LOG,
+                "model": "mistralai/Mistral-7B-v0.1",
+                "settings": {"hybrid_kv_cache_manager": False},
+            }
+        )
+    r = reconcile(req)
+    assert any(u.name == "hybrid_kv_cache_manager" and u.value == "False" for u in r.settings)
+    tokens, conc = check(r, "gpu_kv_cache_tokens"), check(r, "max_concurrency")
+    assert (tokens.status, tokens.predicted) == ("equal", 327680)
+    assert (conc.status, conc.predicted) == ("equal", 39.92)
+    planned = plan(
+        PlanRequest(
+            model="mistralai/Mistral-7B-v0.1",
+            context_tokens=8192,
+            kv_budget_bytes=40 * (1 << 30),
+            hybrid_kv_cache_manager=False,
+        )
+    )
+    assert planned.capacity is not None
+    assert planned.capacity.engine_reported_tokens == tokens.predicted
+    assert planned.capacity.engine_reported_concurrency == conc.predicted
+    assert r.plan_request is not None and r.plan_request["hybrid_kv_cache_manager"] is False
+    again = plan(PlanRequest.model_validate(r.plan_request)).capacity
+    assert again is not None and again.engine_reported_concurrency == 39.92
+
+
+def test_vllm_disable_hybrid_unifies_a_mixed_model() -> None:
+    # The other branch of unify_hybrid_kv_cache_specs: Gemma-3-27B mixes sliding and full
+    # layers, so every layer becomes full attention, one group of 62 layers: 40 GiB /
+    # (131,072 x 62) = 5,285 blocks -> 84,560 tokens; 32,768 tokens = 2,048 blocks ->
+    # 5,285 / 2,048 = 2.58x (engine_rules.md §6.2, Gemma-3-27B "Without hybrid manager").
+    log = (
+        "Available KV cache memory: 40.00 GiB\n"
+        "GPU KV cache size: 84,560 tokens\n"
+        "Maximum concurrency for 32,768 tokens per request: 2.58x\n"
+    )
+    r = reconcile(
+        ReconcileRequest.model_validate(
+            {
+                "log": log,
+                "model": "google/gemma-3-27b-it",
+                "settings": {"hybrid_kv_cache_manager": False},
+            }
+        )
+    )
+    assert [(c.status, c.predicted) for c in r.checks] == [("equal", 84560), ("equal", 2.58)]

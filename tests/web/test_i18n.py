@@ -169,4 +169,6 @@ def test_numbers_are_grouped_and_labelled() -> None:
         assert fmt.gib_short(48 << 30) == "48 GiB"
         assert fmt.bytes(131072) == "128 KiB"
         assert fmt.tbps(3.35e12) == "3.35 TB/s"
+        # A CPU calibration's 7.51 GB/s (1 GB/s = 10^9 B/s) must not round to "0.01 TB/s".
+        assert fmt.tbps(7.51e9) == "7.51 GB/s"
         assert fmt.ms(0.01986) == "19.86 ms"
