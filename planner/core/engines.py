@@ -70,17 +70,23 @@ class EngineRules:
                 )
             return
         if self.name in ("vllm", "sglang"):
+            ok = [
+                t
+                for t in (1, 2, 4, 8, 16, 32, 64)
+                if hq % t == 0 and (hkv % t == 0 if hkv >= t else t % hkv == 0)
+            ]
             if hkv >= tp and hkv % tp:
                 raise FieldError(
                     "tensor_parallel_size",
                     f"{self.label} needs num_key_value_heads ({hkv}) divisible by "
-                    f"tensor_parallel_size ({tp}) when heads >= ranks",
+                    f"tensor_parallel_size ({tp}) when heads >= ranks; sizes that work: {ok}",
                 )
             if hkv < tp and tp % hkv:
                 raise FieldError(
                     "tensor_parallel_size",
                     f"{self.label} replicates KV heads when tensor_parallel_size ({tp}) > "
-                    f"num_key_value_heads ({hkv}); it must then be a multiple of {hkv}",
+                    f"num_key_value_heads ({hkv}); it must then be a multiple of {hkv}; "
+                    f"sizes that work: {ok}",
                 )
 
     def sliding_policy(self, shape: ModelShape, hybrid_manager: bool) -> SlidingPolicy:

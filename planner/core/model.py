@@ -95,6 +95,10 @@ class ModelShape:
     num_parameters: int | None
     intermediate_size: int | None
     vocab_size: int | None
+    # Mixture of experts: routed experts, each expert's MLP width, shared-expert MLP width.
+    num_experts: int | None
+    expert_intermediate_size: int | None
+    shared_expert_intermediate_size: int | None
     # Layers bucketed by spec in first-appearance order (derived from `layers` once).
     groups: tuple[LayerGroup, ...] = ()
 
@@ -303,6 +307,20 @@ def shape_from_config(
         if max_pos is not None:
             break
     dtype, from_config = _dtype(cfg)
+    experts = None
+    for key in ("num_local_experts", "num_experts", "n_routed_experts"):
+        experts = _int_field(cfg, key, hi=1 << 16)
+        if experts is not None:
+            break
+    expert_width = shared_width = None
+    if experts is not None:
+        expert_width = _int_field(cfg, "moe_intermediate_size", hi=1 << 24) or _int_field(
+            cfg, "intermediate_size", hi=1 << 24
+        )
+        shared_width = _int_field(cfg, "shared_expert_intermediate_size", hi=1 << 24)
+        n_shared = _int_field(cfg, "n_shared_experts", lo=0, hi=1 << 10)
+        if shared_width is None and n_shared and expert_width:
+            shared_width = n_shared * expert_width
 
     return ModelShape(
         groups=group_layers(layers),
@@ -323,6 +341,9 @@ def shape_from_config(
         num_parameters=num_parameters,
         intermediate_size=_int_field(cfg, "intermediate_size", hi=1 << 24),
         vocab_size=_int_field(cfg, "vocab_size", hi=1 << 24),
+        num_experts=experts,
+        expert_intermediate_size=expert_width,
+        shared_expert_intermediate_size=shared_width,
     )
 
 
@@ -353,12 +374,27 @@ def with_windows(shape: ModelShape, windows: Sequence[int], max_seq_tokens: int)
 
 
 def estimate_parameters(shape: ModelShape) -> int | None:
-    """Dense-decoder parameter estimate for configs without a published count (weights bytes).
+    """Parameter estimate for configs without a published count (for weights bytes).
 
     Embedding + LM head + per layer (Q,O: hidden·Hq·d each; K,V: hidden·Hkv·d each; gated MLP
-    3·hidden·intermediate). MoE and MLA configs return None: the count needs the checkpoint.
+    3·hidden·intermediate, or for mixture-of-experts every expert's 3·hidden·width plus shared
+    experts and the router). Checks: Mixtral-8x7B 46.7 B, Qwen3-30B-A3B 30.5 B. MLA configs
+    return None: their projections need the checkpoint.
     """
-    if shape.is_mla or shape.hidden_size is None or shape.intermediate_size is None:
+    if shape.is_mla or shape.hidden_size is None:
+        return None
+    if shape.num_experts is not None:
+        if shape.expert_intermediate_size is None:
+            return None
+        h = shape.hidden_size
+        d = shape.head_dim
+        attn = 2 * h * shape.num_attention_heads * d + 2 * h * shape.num_key_value_heads * d
+        experts = 3 * h * shape.expert_intermediate_size * shape.num_experts
+        shared = 3 * h * (shape.shared_expert_intermediate_size or 0)
+        router = h * shape.num_experts
+        emb = 2 * h * (shape.vocab_size or 0)
+        return emb + shape.num_hidden_layers * (attn + experts + shared + router)
+    if shape.intermediate_size is None:
         return None
     h = shape.hidden_size
     d = shape.head_dim

@@ -14,6 +14,7 @@ Where each number comes from (one hop from here):
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -104,8 +105,9 @@ def _resolve_model(request: s.PlanRequest) -> _Model:
     notes: tuple[str, ...] = ()
     if params is not None:
         notes = (
-            f"Parameter count estimated from the config as a dense decoder: {params:,} "
-            "(set weights_bytes for MoE, quantized or tied-embedding checkpoints).",
+            f"Parameter count estimated from the config: {params:,} (every expert counted for "
+            "mixture-of-experts; weights at 2 bytes each — set weights_bytes for quantized or "
+            "tied-embedding checkpoints).",
         )
     weights = params * 2 if params is not None else None
     return _Model(shape, params, weights, notes)
@@ -476,6 +478,16 @@ def _model_out(shape: ModelShape) -> s.ModelOut:
     )
 
 
+def _same_device(measured: str, *names: str | None) -> bool:
+    """Whether a calibration's device and the plan's GPU share a model token (H100, MI300X…)."""
+
+    def tokens(text: str) -> set[str]:
+        return set(re.findall(r"[a-z]+\d+[a-z]*", text.lower()))
+
+    wanted = set().union(*(tokens(n) for n in names if n))
+    return bool(tokens(measured) & wanted)
+
+
 def _iso(value: Any) -> str:
     """RFC 3339 as the API prints it (UTC as `Z`)."""
     if isinstance(value, datetime):
@@ -719,7 +731,8 @@ def _capacity(
         notes.append(
             f"vLLM's log will say \"Maximum concurrency for {ctx:,} tokens per request: "
             f'{reported:.2f}x", but block 0 is the reserved null block, so '
-            f"{max_req} requests of {ctx:,} tokens can hold all their blocks at once."
+            f"{max_req} {'request' if max_req == 1 else 'requests'} of {ctx:,} tokens can hold "
+            "all their blocks at once."
         )
     if max_req == 0 and budget.kv_budget_bytes == 0:
         notes.append(
@@ -804,8 +817,14 @@ def _bounds(
         bw, source = calibration.copy_bandwidth_bytes_per_s, "calibration"
     else:
         return None
+    bandwidth_source = source  # where the floor's bandwidth comes from
     if calibration is not None:
-        source = "calibration"
+        source = "calibration"  # the bounds carry a calibrated estimate (issue 5 contract)
+        if gpu is not None and not _same_device(calibration.device_name, gpu.name, gpu.id):
+            notes.append(
+                f"The calibration was measured on {calibration.device_name}, but this plan is "
+                f"for {gpu.name}: its calibrated estimate describes the other device."
+            )
 
     # Batch: the given workload, else as many requests of ctx as fit, else one.
     if request.requests:
@@ -932,6 +951,7 @@ def _bounds(
     return s.BoundsOut(
         bandwidth_bytes_per_s=bw,
         source=source,
+        bandwidth_source=bandwidth_source,
         batch_requests=n_batch,
         kv_read_seconds=floor.kv_read_seconds,
         weights_read_seconds=floor.weights_read_seconds,

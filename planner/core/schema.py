@@ -244,6 +244,7 @@ class WhatIfOut(_Out):
 class BoundsOut(_Out):
     bandwidth_bytes_per_s: float
     source: Literal["request", "gpu", "calibration"]
+    bandwidth_source: Literal["request", "gpu", "calibration"]
     batch_requests: int
     kv_read_seconds: float
     weights_read_seconds: float

@@ -45,6 +45,8 @@ def test_calibrated_estimate_beside_the_datasheet_floor(client: TestClient) -> N
     assert resp.status_code == 200
     bounds = resp.json()["bounds"]
     assert bounds["source"] == "calibration"
+    assert bounds["bandwidth_source"] == "gpu"
+    assert not any("measured on" in n for n in resp.json()["notes"])  # same device family
     # The datasheet floor (4.8 TB/s) stays the hard lower bound, unchanged.
     assert bounds["bandwidth_bytes_per_s"] == 4.8e12
     assert bounds["decode_step_seconds"] == plain["decode_step_seconds"]
@@ -66,3 +68,13 @@ def test_unknown_calibration_id_is_422_naming_it(client: TestClient) -> None:
     assert resp.status_code == 422
     assert resp.headers["content-type"].startswith("application/problem+json")
     assert [e["field"] for e in resp.json()["errors"]] == ["calibration_id"]
+
+
+def test_a_calibration_from_another_device_is_called_out(client: TestClient) -> None:
+    cpu = {**RECORD, "device_name": "AMD EPYC (2 threads)", "backend": "numpy-cpu",
+           "copy_bandwidth_bytes_per_s": 2.0e10, "decode_bandwidth_bytes_per_s": 9.6e9,
+           "fixed_overhead_seconds": 1.15e-4}
+    cid = client.post("/api/v1/calibrations", json=cpu,
+                      headers={"Authorization": f"Bearer {TOKEN}"}).json()["id"]
+    body = client.post("/api/v1/plan", json={**PLAN, "calibration_id": cid}).json()
+    assert any("measured on AMD EPYC" in n for n in body["notes"])
