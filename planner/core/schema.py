@@ -66,26 +66,73 @@ class PlanRequest(_Strict):
     model: str | dict[str, Any] = Field(
         description="Catalog id (GET /api/v1/models) or a Hugging Face config.json object."
     )
-    engine: Engine = "vllm"
-    kv_cache_dtype: Annotated[str, Field(min_length=1, max_length=40)] = "auto"
-    block_size: Annotated[int, Field(ge=1, le=1 << 16, strict=True)] | None = None
-    tensor_parallel_size: Parallel = 1
-    pipeline_parallel_size: Parallel = 1
-    max_num_batched_tokens: Tokens | None = None
-    requests: Annotated[list[RequestMix], Field(max_length=MAX_REQUEST_ENTRIES)] | None = None
-    context_tokens: Tokens | None = None
-    kv_budget_bytes: Bytes | None = None
-    gpu: Annotated[str, Field(min_length=1, max_length=100)] | GpuSpec | None = None
-    gpu_memory_utilization: Annotated[float, Field(gt=0, le=1)] | None = None
-    weights_bytes: Bytes | None = None
+    engine: Engine = Field(default="vllm", description="Whose sizing rules to follow.")
+    kv_cache_dtype: Annotated[str, Field(min_length=1, max_length=40)] = Field(
+        default="auto",
+        description="auto (the model's dtype), fp32, fp16, bf16, fp8, fp8_e4m3, fp8_e5m2, "
+        "int8, int8_per_token_head, fp8_per_token_head, int4.",
+    )
+    block_size: Annotated[int, Field(ge=1, le=1 << 16, strict=True)] | None = Field(
+        default=None,
+        description="Tokens per block/page. Default: the engine's (vLLM 16, TensorRT-LLM 32, "
+        "SGLang 1).",
+    )
+    tensor_parallel_size: Parallel = Field(default=1, description="GPUs sharding each layer.")
+    pipeline_parallel_size: Parallel = Field(default=1, description="Pipeline stages.")
+    max_num_batched_tokens: Tokens | None = Field(
+        default=None,
+        description="vLLM scheduler chunk, used by sliding-window admission. Default: 8192 on "
+        ">= 70 GiB GPUs other than A100 (and with no GPU given), else 2048.",
+    )
+    requests: Annotated[list[RequestMix], Field(max_length=MAX_REQUEST_ENTRIES)] | None = Field(
+        default=None,
+        description="The concrete workload; lengths are summed, never padded.",
+    )
+    context_tokens: Tokens | None = Field(
+        default=None,
+        description="Tokens per request for 'how many fit'. Default: the longest of requests, "
+        "else the model's max_position_embeddings.",
+    )
+    kv_budget_bytes: Bytes | None = Field(
+        default=None,
+        description="KV-cache memory per GPU in bytes. Default: derived from gpu, "
+        "gpu_memory_utilization, weights and reserves.",
+    )
+    gpu: Annotated[str, Field(min_length=1, max_length=100)] | GpuSpec | None = Field(
+        default=None, description="Catalog id (GET /api/v1/gpus) or a custom GPU object."
+    )
+    gpu_memory_utilization: Annotated[float, Field(gt=0, le=1)] | None = Field(
+        default=None,
+        description="vLLM: fraction of total memory (default 0.92); SGLang mem_fraction_static "
+        "(0.88 assumed); TensorRT-LLM free_gpu_memory_fraction of free memory (0.9).",
+    )
+    weights_bytes: Bytes | None = Field(
+        default=None,
+        description="Model weights in bytes (whole model; divided by TP × PP). 0 = KV only. "
+        "Default: the catalog's figure or 2 bytes per estimated parameter.",
+    )
     reserve_bytes: Bytes | None = Field(
         default=None,
         description="Non-KV memory per GPU besides weights (activation peak, NCCL/cuBLAS, CUDA "
         "graphs). Default: the engine's documented estimate; take it from the engine log.",
     )
-    bandwidth_bytes_per_s: Annotated[float, Field(gt=0, le=MAX_BANDWIDTH_BYTES_PER_S)] | None = None
-    calibration_id: Annotated[str, Field(min_length=1, max_length=64)] | None = None
-    enable_prefix_caching: bool | None = None
+    bandwidth_bytes_per_s: Annotated[float, Field(gt=0, le=MAX_BANDWIDTH_BYTES_PER_S)] | None = (
+        Field(
+            default=None,
+            description="Memory bandwidth in decimal bytes/s for the decode floor; overrides "
+            "the GPU's datasheet figure.",
+        )
+    )
+    calibration_id: Annotated[str, Field(min_length=1, max_length=64)] | None = Field(
+        default=None,
+        description="A stored probe result (GET /api/v1/calibrations): adds the calibrated "
+        "decode-step estimate beside the datasheet floor.",
+    )
+    enable_prefix_caching: bool | None = Field(
+        default=None,
+        description="Share requests' common prefix_tokens. Default: the engine's (on for vLLM, "
+        "SGLang and TensorRT-LLM).",
+    )
     hybrid_kv_cache_manager: bool = Field(
         default=True,
         description="vLLM only: false = --disable-hybrid-kv-cache-manager (every layer full).",
