@@ -6,9 +6,12 @@ in the path is a 404 problem naming the id and how to list the known ones.
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Annotated
 
 from fastapi import APIRouter, Path
+from fastapi.responses import Response
+from pydantic import TypeAdapter
 
 from planner import catalog
 from planner.api.problems import ProblemException, problem_from_plan_error, problem_responses
@@ -26,9 +29,29 @@ def _not_found(exc: UnknownIdError, param: str) -> ProblemException:
     return ProblemException(problem.model_copy(update={"errors": errors}))
 
 
-@router.get("/models", operation_id="list_models", summary="Catalog models")
-async def list_models() -> list[CatalogModel]:
-    return catalog.list_models()
+_MODELS = TypeAdapter(list[CatalogModel])
+_GPUS = TypeAdapter(list[GpuEntry])
+
+
+@cache
+def _models_json() -> bytes:
+    """The catalog is static: serialize each listing once, not per request."""
+    return _MODELS.dump_json(catalog.list_models())
+
+
+@cache
+def _gpus_json() -> bytes:
+    return _GPUS.dump_json(catalog.list_gpus())
+
+
+@router.get(
+    "/models",
+    operation_id="list_models",
+    summary="Catalog models",
+    response_model=list[CatalogModel],
+)
+async def list_models() -> Response:
+    return Response(content=_models_json(), media_type="application/json")
 
 
 @router.get(
@@ -44,9 +67,11 @@ async def get_model(model_id: _Id) -> CatalogModel:
         raise _not_found(exc, "model_id") from None
 
 
-@router.get("/gpus", operation_id="list_gpus", summary="Catalog GPUs")
-async def list_gpus() -> list[GpuEntry]:
-    return catalog.list_gpus()
+@router.get(
+    "/gpus", operation_id="list_gpus", summary="Catalog GPUs", response_model=list[GpuEntry]
+)
+async def list_gpus() -> Response:
+    return Response(content=_gpus_json(), media_type="application/json")
 
 
 @router.get(

@@ -642,7 +642,8 @@ def _limiting_pool(
     """The pool of the pipeline stage that limits capacity (engines take the minimum over
     workers). vLLM builds its KV-cache groups once for the whole model, so its stages are
     sized together (capacity.vllm_pipeline_pool); other engines size each stage's layers."""
-    if rules.name == "vllm":
+    if rules.name == "vllm" and pp > 1:
+        # One stage is the whole model: its grouping is build_pool's (no per-layer walk).
         stages = stage_layer_specs(shape, rules, tp, pp)
         return vllm_pipeline_pool(rules, stages, dtype, block, policy, budget_bytes, mnbt)
     pools = [
