@@ -20,7 +20,7 @@ import threading
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pydantic import ValidationError
 
@@ -83,6 +83,27 @@ class CalibrationStore(Protocol):
 
 def _iso(dt: datetime) -> str:
     return dt.astimezone(UTC).isoformat()
+
+
+def new_record_row(record: CalibrationIn) -> tuple[Calibration, tuple[Any, ...]]:
+    """A new calibration (fresh id, measured now unless given) and its row, in the column order
+    both backends share (id, measured_at, stored_at, device, backend, copy, decode, t0, json)."""
+    now = datetime.now(UTC)
+    stored = Calibration.model_validate(
+        {**record.model_dump(), "id": uuid.uuid4().hex, "measured_at": record.measured_at or now}
+    )
+    row = (
+        stored.id,
+        _iso(stored.measured_at),
+        _iso(now),
+        stored.device_name,
+        stored.backend,
+        stored.copy_bandwidth_bytes_per_s,
+        stored.decode_bandwidth_bytes_per_s,
+        stored.fixed_overhead_seconds,
+        stored.model_dump_json(),
+    )
+    return stored, row
 
 
 class Store:
@@ -173,25 +194,7 @@ class Store:
         return self._conn
 
     def add(self, record: CalibrationIn) -> Calibration:
-        now = datetime.now(UTC)
-        stored = Calibration.model_validate(
-            {
-                **record.model_dump(),
-                "id": uuid.uuid4().hex,
-                "measured_at": record.measured_at or now,
-            }
-        )
-        row = (
-            stored.id,
-            _iso(stored.measured_at),
-            _iso(now),
-            stored.device_name,
-            stored.backend,
-            stored.copy_bandwidth_bytes_per_s,
-            stored.decode_bandwidth_bytes_per_s,
-            stored.fixed_overhead_seconds,
-            stored.model_dump_json(),
-        )
+        stored, row = new_record_row(record)
         with self._lock:
             conn = self._connection()
             try:

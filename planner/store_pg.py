@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import builtins
 import threading
-import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -29,7 +28,7 @@ from psycopg import conninfo
 from pydantic import ValidationError
 
 from planner.probe.model import Calibration, CalibrationIn
-from planner.store import MAX_LIST_LIMIT, SCHEMA_VERSION, StoreError
+from planner.store import MAX_LIST_LIMIT, SCHEMA_VERSION, StoreError, new_record_row
 
 CONNECT_TIMEOUT_SECONDS = 5
 # Every statement here touches a handful of rows; anything slower is a stuck server or lock.
@@ -185,25 +184,7 @@ class PgStore:
     # -- records ---------------------------------------------------------------------------
 
     def add(self, record: CalibrationIn) -> Calibration:
-        now = datetime.now(UTC)
-        stored = Calibration.model_validate(
-            {
-                **record.model_dump(),
-                "id": uuid.uuid4().hex,
-                "measured_at": record.measured_at or now,
-            }
-        )
-        row = (
-            stored.id,
-            _iso(stored.measured_at),
-            _iso(now),
-            stored.device_name,
-            stored.backend,
-            stored.copy_bandwidth_bytes_per_s,
-            stored.decode_bandwidth_bytes_per_s,
-            stored.fixed_overhead_seconds,
-            stored.model_dump_json(),
-        )
+        stored, row = new_record_row(record)
 
         def insert(conn: psycopg.Connection[Any]) -> None:
             with conn.transaction():  # COMMIT on exit; synchronous_commit=on flushes the WAL
