@@ -11,28 +11,12 @@
 # Absolute figures depend on the machine; compare ratios, and only runs on the same machine.
 set -euo pipefail
 
-cd "$(dirname "$0")/.."
-PY=${PYTHON:-.venv/bin/python}
-[ -x "$PY" ] || PY=python3
+source "$(dirname "$0")/_server.sh"
 DURATION=${DURATION:-10}
 CONNECTIONS=${CONNECTIONS:-16}
 THREADS=${THREADS:-1}
 WARMUP=${WARMUP:-3}
-
-if ! command -v wrk >/dev/null 2>&1; then
-  echo "wrk not found: apt-get update && apt-get install -y wrk" >&2
-  exit 2
-fi
-
-WORK=$(mktemp -d)
-PORT=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-BASE="http://127.0.0.1:$PORT"
-SERVER_PID=""
-cleanup() {
-  if [ -n "$SERVER_PID" ]; then kill "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; fi
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
+need_wrk
 
 cat > "$WORK/plan.lua" <<'LUA'
 wrk.method = "POST"
@@ -53,12 +37,7 @@ request = function()
 end
 LUA
 
-KVPLAN_DATA_DIR="$WORK/data" "$PY" -m planner serve --host 127.0.0.1 --port "$PORT" >"$WORK/server.log" 2>&1 &
-SERVER_PID=$!
-for _ in $(seq 1 100); do
-  if "$PY" -c "import urllib.request; urllib.request.urlopen('$BASE/healthz', timeout=1)" 2>/dev/null; then break; fi
-  sleep 0.1
-done
+start_server
 
 # One wrk run; prints "req_per_s p50_ms p99_ms non2xx".
 run_wrk() {

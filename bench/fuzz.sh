@@ -14,9 +14,7 @@
 # failures; the exit status is schemathesis's (0: no failure). Reports land in $REPORT_DIR.
 set -euo pipefail
 
-cd "$(dirname "$0")/.."
-PY=${PYTHON:-.venv/bin/python}
-[ -x "$PY" ] || PY=python3
+source "$(dirname "$0")/_server.sh"
 ST=${ST:-$(dirname "$PY")/st}
 command -v "$ST" >/dev/null 2>&1 || ST=st
 ST=$(realpath "$(command -v "$ST")")
@@ -29,27 +27,11 @@ REPORT_DIR=${REPORT_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/kvplan-fuzz.XXXXXX")}
 mkdir -p "$REPORT_DIR"
 REPORT_DIR=$(realpath "$REPORT_DIR")
 
-WORK=$(mktemp -d)
-SERVER_PID=""
-cleanup() {
-  if [ -n "$SERVER_PID" ]; then kill "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; fi
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-
 if [ -z "${URL:-}" ]; then
-  PORT=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-  URL="http://127.0.0.1:$PORT"
+  URL=$BASE
   TOKEN=$("$PY" -c 'import secrets; print(secrets.token_urlsafe(32))')
-  KVPLAN_DATA_DIR="$WORK/data" KVPLAN_ADMIN_TOKEN="$TOKEN" KVPLAN_DATABASE_URL="${KVPLAN_DATABASE_URL:-}" \
-    KVPLAN_ADMIN_RATE_PER_MINUTE=100000 KVPLAN_ADMIN_RATE_BURST=100000 KVPLAN_LOG_LEVEL=warning \
-    "$PY" -m planner serve --host 127.0.0.1 --port "$PORT" >"$WORK/server.log" 2>&1 &
-  SERVER_PID=$!
-  for _ in $(seq 1 300); do
-    if "$PY" -c "import urllib.request; urllib.request.urlopen('$URL/readyz', timeout=1)" 2>/dev/null; then break; fi
-    kill -0 "$SERVER_PID" 2>/dev/null || { cat "$WORK/server.log" >&2; exit 2; }
-    sleep 0.1
-  done
+  start_server KVPLAN_ADMIN_TOKEN="$TOKEN" KVPLAN_DATABASE_URL="${KVPLAN_DATABASE_URL:-}" \
+    KVPLAN_ADMIN_RATE_PER_MINUTE=100000 KVPLAN_ADMIN_RATE_BURST=100000 KVPLAN_LOG_LEVEL=warning
 fi
 [ -n "${TOKEN:-}" ] || { echo "fuzz.sh: set TOKEN (the server's KVPLAN_ADMIN_TOKEN) with URL" >&2; exit 2; }
 

@@ -13,29 +13,13 @@
 # Needs wrk (Debian: `apt-get update && apt-get install -y wrk`). Figures depend on the machine.
 set -euo pipefail
 
-cd "$(dirname "$0")/.."
-PY=${PYTHON:-.venv/bin/python}
-[ -x "$PY" ] || PY=python3
+source "$(dirname "$0")/_server.sh"
 DURATION=${DURATION:-30}
 CONNECTIONS=${CONNECTIONS:-64}
 THREADS=${THREADS:-2}
 WARMUP=${WARMUP:-10}
 MAX_RSS_GROWTH_PERCENT=${MAX_RSS_GROWTH_PERCENT:-10}
-
-if ! command -v wrk >/dev/null 2>&1; then
-  echo "wrk not found: apt-get update && apt-get install -y wrk" >&2
-  exit 2
-fi
-
-WORK=$(mktemp -d)
-PORT=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-BASE="http://127.0.0.1:$PORT"
-SERVER_PID=""
-cleanup() {
-  if [ -n "$SERVER_PID" ]; then kill "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; fi
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
+need_wrk
 
 cat > "$WORK/mix.lua" <<'LUA'
 -- Pre-built requests, picked at random per call: 6 plan, 2 sweep, 2 models out of 10.
@@ -60,14 +44,7 @@ LUA
 
 rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$SERVER_PID/status"; }
 
-KVPLAN_DATA_DIR="$WORK/data" KVPLAN_DATABASE_URL="${KVPLAN_DATABASE_URL:-}" KVPLAN_LOG_LEVEL=warning \
-  "$PY" -m planner serve --host 127.0.0.1 --port "$PORT" >"$WORK/server.log" 2>&1 &
-SERVER_PID=$!
-for _ in $(seq 1 300); do
-  if "$PY" -c "import urllib.request; urllib.request.urlopen('$BASE/readyz', timeout=1)" 2>/dev/null; then break; fi
-  kill -0 "$SERVER_PID" 2>/dev/null || { cat "$WORK/server.log" >&2; exit 2; }
-  sleep 0.1
-done
+start_server KVPLAN_DATABASE_URL="${KVPLAN_DATABASE_URL:-}" KVPLAN_LOG_LEVEL=warning
 # Each body must be a 200 before measuring: a wrong body would only show up as non-2xx.
 "$PY" - "$BASE" "$WORK/mix.lua" <<'PY'
 import json, sys, urllib.request

@@ -115,13 +115,9 @@ class Pool:
     def shared_units(self, shared_tokens: int) -> int:
         """Allocation units a shared prefix of `shared_tokens` saves per extra request: its
         whole blocks in every full-attention group (sliding groups are not shared)."""
-        return sum(
-            shared_tokens // g.block_size for g in self.groups if g.kind in ("full", "mla")
-        )
+        return sum(shared_tokens // g.block_size for g in self.groups if g.kind in ("full", "mla"))
 
-    def fits(
-        self, workload: Sequence[tuple[int, int]], shared_tokens: Sequence[int] = ()
-    ) -> bool:
+    def fits(self, workload: Sequence[tuple[int, int]], shared_tokens: Sequence[int] = ()) -> bool:
         """Whether (context_tokens, count) pairs can all be resident at once; `shared_tokens`
         (per pair) are prefix tokens the engine stores once for the whole pair."""
         shared = list(shared_tokens) or [0] * len(workload)
@@ -327,6 +323,15 @@ def vllm_pipeline_pool(
     )
 
 
+def _full_stack(stack: Stack) -> Stack:
+    """The stack with window layers sized full length, merging specs that become equal."""
+    merged: dict[LayerSpec, int] = {}
+    for spec, n in stack:
+        full = _as_full(spec)
+        merged[full] = merged.get(full, 0) + n
+    return tuple(merged.items())
+
+
 def build_pool(
     rules: EngineRules,
     stack: Stack,
@@ -338,24 +343,37 @@ def build_pool(
 ) -> Pool:
     per_token = sum(n * layer_bytes_per_token(s, dtype) for s, n in stack)
     name = rules.name
-    if name == "vllm":
-        groups, block_cost = vllm_groups(stack, dtype, block_size, policy)
+
+    def pool(
+        groups: tuple[KVGroup, ...],
+        num_blocks: int,
+        stack: Stack = stack,
+        policy: SlidingPolicy = policy,
+        unit_tokens: int = block_size,
+        swa_pool_tokens: int | None = None,
+    ) -> Pool:
         return Pool(
             name,
             groups,
-            budget_bytes // block_cost,
+            num_blocks,
             rules.null_blocks,
-            block_size,
+            unit_tokens,
             mnbt,
             stack,
             dtype,
             policy,
             budget_bytes,
             per_token,
+            swa_pool_tokens=swa_pool_tokens,
         )
 
-    # One group per distinct spec, for display and per-request block counting.
-    groups = tuple(KVGroup(s.kind, s, n, 0, block_size) for s, n in stack)
+    def groups_of(stack: Stack) -> tuple[KVGroup, ...]:
+        # One group per distinct spec, for display and per-request block counting.
+        return tuple(KVGroup(s.kind, s, n, 0, block_size) for s, n in stack)
+
+    if name == "vllm":
+        groups, block_cost = vllm_groups(stack, dtype, block_size, policy)
+        return pool(groups, budget_bytes // block_cost)
 
     if name == "sglang":
         if policy == "sglang_swa_pool":
@@ -368,61 +386,17 @@ def build_pool(
             cell = full + 0.8 * swa
             tokens = int(budget_bytes // cell) // block_size * block_size
             swa_tokens = int(tokens * 0.8) // block_size * block_size
-            return Pool(
-                name,
-                groups,
-                tokens // block_size,
-                0,
-                block_size,
-                mnbt,
-                stack,
-                dtype,
-                policy,
-                budget_bytes,
-                per_token,
-                swa_pool_tokens=swa_tokens,
-            )
-        full_stack = stack_of(_as_full(s) for s, n in stack for _ in range(n))
+            return pool(groups_of(stack), tokens // block_size, swa_pool_tokens=swa_tokens)
         tokens = budget_bytes // per_token // block_size * block_size if per_token else 0
-        full_groups = tuple(
-            KVGroup("full" if g.kind != "mla" else "mla", _as_full(g.spec), g.layers, 0, block_size)
-            for g in groups
-        )
-        return Pool(
-            name,
-            full_groups,
-            tokens // block_size,
-            0,
-            block_size,
-            mnbt,
-            full_stack,
-            dtype,
-            "full_length",
-            budget_bytes,
-            per_token,
-        )
+        full_stack = _full_stack(stack)
+        return pool(groups_of(full_stack), tokens // block_size, full_stack, "full_length")
 
     if name == "trtllm":
         max_tokens = budget_bytes // per_token if per_token else 0
-        if policy == "full_length":
-            # No max_attention_window: windowed layers get full-length blocks too.
-            full_stack = stack_of(_as_full(x) for x, n in stack for _ in range(n))
-            groups = tuple(KVGroup(x.kind, x, n, 0, block_size) for x, n in full_stack)
-            stack = full_stack
-        return Pool(
-            name,
-            groups,
-            max_tokens // block_size,
-            0,
-            block_size,
-            mnbt,
-            stack,
-            dtype,
-            policy,
-            budget_bytes,
-            per_token,
-        )
+        # No max_attention_window (policy full_length): windowed layers get full blocks too.
+        sized = _full_stack(stack) if policy == "full_length" else stack
+        return pool(groups_of(sized), max_tokens // block_size, sized)
 
     # transformers: no paging; token slots of the full model width.
     slots = budget_bytes // per_token if per_token else 0
-    return Pool(name, groups, slots, 0, 1, mnbt, stack, dtype, policy, budget_bytes, per_token)
+    return pool(groups_of(stack), slots, unit_tokens=1)
