@@ -18,6 +18,7 @@ import builtins
 import sqlite3
 import threading
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -83,6 +84,34 @@ class CalibrationStore(Protocol):
 
 def _iso(dt: datetime) -> str:
     return dt.astimezone(UTC).isoformat()
+
+
+def apply_migrations(
+    execute: Callable[..., Any],
+    current: int,
+    migrations: tuple[tuple[int, tuple[str, ...]], ...],
+    record_version_sql: str,
+    where: str,
+    setting: str,
+) -> None:
+    """Bring a store from schema `current` to SCHEMA_VERSION inside the caller's transaction,
+    the same way on both backends: each passes its own spelling of the DDL (`migrations`) and
+    `record_version_sql`, which inserts (version, applied_at) in the driver's parameter style."""
+    if current > SCHEMA_VERSION:
+        raise StoreError(
+            f"{where} has schema version {current}, newer than this kvplan understands "
+            f"({SCHEMA_VERSION}); upgrade kvplan or point {setting} elsewhere"
+        )
+    if current == 0:
+        execute(
+            "CREATE TABLE schema_version (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)"
+        )
+    for version, statements in migrations:
+        if version <= current:
+            continue
+        for sql in statements:
+            execute(sql)  # literal DDL, no parameters
+        execute(record_version_sql, (version, _iso(datetime.now(UTC))))
 
 
 def new_record_row(record: CalibrationIn) -> tuple[Calibration, tuple[Any, ...]]:
@@ -153,27 +182,14 @@ class Store:
         conn = self._connection()
         conn.execute("BEGIN IMMEDIATE")
         try:
-            current = self._version(conn)
-            if current > SCHEMA_VERSION:
-                raise StoreError(
-                    f"{self.path} has schema version {current}, newer than this kvplan "
-                    f"understands ({SCHEMA_VERSION}); upgrade kvplan or point KVPLAN_DATA_DIR "
-                    "elsewhere"
-                )
-            if current == 0:
-                conn.execute(
-                    "CREATE TABLE schema_version ("
-                    "version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)"
-                )
-            for version, statements in MIGRATIONS:
-                if version <= current:
-                    continue
-                for sql in statements:
-                    conn.execute(sql)
-                conn.execute(
-                    "INSERT INTO schema_version (version, applied_at) VALUES (?, ?)",
-                    (version, _iso(datetime.now(UTC))),
-                )
+            apply_migrations(
+                conn.execute,
+                self._version(conn),
+                MIGRATIONS,
+                "INSERT INTO schema_version (version, applied_at) VALUES (?, ?)",
+                f"{self.path}",
+                "KVPLAN_DATA_DIR",
+            )
             # user_version is a plain integer in the file header; it cannot be bound.
             conn.execute(f"PRAGMA user_version = {int(SCHEMA_VERSION)}")
             conn.execute("COMMIT")

@@ -28,7 +28,13 @@ from psycopg import conninfo
 from pydantic import ValidationError
 
 from planner.probe.model import Calibration, CalibrationIn
-from planner.store import MAX_LIST_LIMIT, SCHEMA_VERSION, StoreError, new_record_row
+from planner.store import (
+    MAX_LIST_LIMIT,
+    SCHEMA_VERSION,
+    StoreError,
+    apply_migrations,
+    new_record_row,
+)
 
 CONNECT_TIMEOUT_SECONDS = 5
 # Every statement here touches a handful of rows; anything slower is a stuck server or lock.
@@ -155,27 +161,14 @@ class PgStore:
         with conn.transaction():
             # Replicas starting together: the second waits here, then sees the new version.
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK_KEY,))
-            current = self._version(conn)
-            if current > SCHEMA_VERSION:
-                raise StoreError(
-                    f"{self.url} has schema version {current}, newer than this kvplan "
-                    f"understands ({SCHEMA_VERSION}); upgrade kvplan or point "
-                    "KVPLAN_DATABASE_URL elsewhere"
-                )
-            if current == 0:
-                conn.execute(
-                    "CREATE TABLE schema_version ("
-                    "version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)"
-                )
-            for version, statements in MIGRATIONS:
-                if version <= current:
-                    continue
-                for sql in statements:
-                    conn.execute(sql)  # literal DDL above, no parameters
-                conn.execute(
-                    "INSERT INTO schema_version (version, applied_at) VALUES (%s, %s)",
-                    (version, _iso(datetime.now(UTC))),
-                )
+            apply_migrations(
+                conn.execute,
+                self._version(conn),
+                MIGRATIONS,
+                "INSERT INTO schema_version (version, applied_at) VALUES (%s, %s)",
+                self.url,
+                "KVPLAN_DATABASE_URL",
+            )
 
     def schema_version(self) -> int:
         with self._lock:
