@@ -20,7 +20,6 @@ from __future__ import annotations
 import builtins
 import threading
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import psycopg
@@ -67,10 +66,6 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
 assert MIGRATIONS[-1][0] == SCHEMA_VERSION, "SQLite and PostgreSQL schemas must move together"
 
 _T = TypeVar("_T")
-
-
-def _iso(dt: datetime) -> str:
-    return dt.astimezone(UTC).isoformat()
 
 
 def redacted(url: str) -> str:
