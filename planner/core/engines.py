@@ -113,11 +113,7 @@ class EngineRules:
         vLLM tests the device *name* for "a100" (EngineArgs.get_batch_defaults), so the catalog
         id and the display name of a custom GPU are both checked. With no GPU given we use 8192
         (the worked examples' value)."""
-        if gpu_memory_bytes is None:
-            return 8192
-        a100 = any("a100" in (n or "").lower() for n in gpu_names)
-        big = gpu_memory_bytes >= 70 * (1 << 30) and not a100
-        return 8192 if big else 2048
+        return 8192 if _vllm_big_gpu(gpu_memory_bytes, gpu_names) else 2048
 
     def default_max_num_seqs(
         self,
@@ -134,17 +130,22 @@ class EngineRules:
         4096), pool tokens // 2) [version]. TensorRT-LLM: max_batch_size 2048 (LLM API).
         transformers: none (the caller batches)."""
         if self.name == "vllm":
-            return (
-                1024
-                if self.default_max_num_batched_tokens(gpu_memory_bytes, gpu_names) == 8192
-                else 256
-            )
+            return 1024 if _vllm_big_gpu(gpu_memory_bytes, gpu_names) else 256
         if self.name == "sglang":
             scaled = int(pool_tokens / max(1, context_tokens) * 512)
             return max(1, min(max(2048, min(scaled, 4096)), pool_tokens // 2))
         if self.name == "trtllm":
             return 2048
         return None
+
+
+def _vllm_big_gpu(gpu_memory_bytes: int | None, gpu_names: tuple[str | None, ...]) -> bool:
+    """vLLM's larger batch defaults apply on >= 70 GiB devices whose name lacks "a100"
+    (EngineArgs.get_batch_defaults); with no GPU given, the worked examples' large defaults."""
+    if gpu_memory_bytes is None:
+        return True
+    a100 = any("a100" in (n or "").lower() for n in gpu_names)
+    return gpu_memory_bytes >= 70 * (1 << 30) and not a100
 
 
 _GiB = 1 << 30
