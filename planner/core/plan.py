@@ -839,11 +839,15 @@ def _bounds(
     weights = weights_total or 0
     weights_stage = weights / (tp * pp)
 
-    def floor_for(mix: Sequence[s.RequestMix], sh: Sequence[int]) -> StepFloor:
-        kv = sum(_stage_kv_bytes(lay, dtype, mix, policy, sh) for lay in layouts)
+    def kv_read_bytes(mix: Sequence[s.RequestMix], sh: Sequence[int]) -> int:
+        """One decode step reads every stage's KV of every request once."""
+        return sum(_stage_kv_bytes(lay, dtype, mix, policy, sh) for lay in layouts)
+
+    def floor_for(kv: int) -> StepFloor:
         return StepFloor(read_seconds(kv, bw), read_seconds(round(weights_stage * pp), bw))
 
-    floor = floor_for(batch, batch_shared)
+    batch_kv = kv_read_bytes(batch, batch_shared)
+    floor = floor_for(batch_kv)
     if pp > 1:
         notes.append(
             "Pipeline parallel: one token passes every stage in turn, so the decode "
@@ -882,10 +886,9 @@ def _bounds(
     calibrated = None
     if calibration is not None:
         calls = sum(lay.layers for lay in layouts)
-        kv = sum(_stage_kv_bytes(lay, dtype, batch, policy, batch_shared) for lay in layouts)
         est = (
             calls * calibration.fixed_overhead_seconds
-            + kv / calibration.decode_bandwidth_bytes_per_s
+            + batch_kv / calibration.decode_bandwidth_bytes_per_s
             + weights_stage * pp / calibration.copy_bandwidth_bytes_per_s
         )
         measured = calibration.measured_at
@@ -910,7 +913,7 @@ def _bounds(
     top = max(ctx, shape.max_position_embeddings or ctx, 1024)
     length = 1024
     while length <= min(top, 1 << 20) and len(sweep) < 12:
-        pt = floor_for([s.RequestMix(context_tokens=length, count=n_batch)], [0])
+        pt = floor_for(kv_read_bytes([s.RequestMix(context_tokens=length, count=n_batch)], [0]))
         sweep.append(
             s.SweepPointOut(
                 context_tokens=length,
