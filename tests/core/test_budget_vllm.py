@@ -225,7 +225,9 @@ def test_flat_reserve_was_worse_on_the_same_logs() -> None:
             continue
         s = rec["settings"]
         requested = rec["gpu"]["total_memory_gib"] * _float(s["gpu_memory_utilization"]) * GiB
-        nameplate = 80 * GiB if "80" in rec["gpu"]["name"] else rec["gpu"]["total_memory_gib"] * GiB
+        name = rec["gpu"]["name"].replace(" ", "")
+        is_80 = "80GB" in name and "180GB" not in name
+        nameplate = 80 * GiB if is_80 else rec["gpu"]["total_memory_gib"] * GiB
         old = (
             nameplate * _float(s["gpu_memory_utilization"])
             - rec["parsed"]["weights_gib"] * GiB
@@ -478,3 +480,23 @@ def test_overrides_replace_terms() -> None:
         ).memory_fraction
         == 0.92
     )  # type: ignore[arg-type]
+
+
+def report() -> str:
+    """The error figures, for the README: `python tests/core/test_budget_vllm.py`."""
+    lines = []
+    for case, name in (("a", "weights given"), ("b", "model id only")):
+        for held, part in ((True, "held-out"), (False, "training"), (None, "all")):
+            if held is None:
+                errs = {**_errors(case, True), **_errors(case, False)}
+            else:
+                errs = _errors(case, held)
+            lines.append(
+                f"{name:14} {part:9} n={len(errs):2}  median {statistics.median(errs.values()):.2%}"
+                f"  worst {max(errs.values()):.2%}"
+            )
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(report())
