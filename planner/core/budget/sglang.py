@@ -105,7 +105,7 @@ def sglang_budget(
         total_memory_bytes=total_memory_bytes,
         memory_fraction=mem_fraction_static,
         requested_bytes=math.floor(pre * mem_fraction_static),  # static: weights + KV
-        weights_bytes_per_rank=Term(weights_bytes_per_rank, "weights as loaded", "override"),
+        weights_bytes_per_rank=Term(weights_bytes_per_rank, "weights as loaded", "input"),
         activation_peak_bytes=Term(0, inside, "not_applicable"),
         non_torch_bytes=nt,
         cuda_graph_bytes=Term(0, inside, "not_applicable"),

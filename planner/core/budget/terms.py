@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-TermSource = Literal["model", "override", "engine_rule", "not_applicable"]
+# model: estimated here; input: the caller's figure (weights); override: the caller replaced the
+# estimate; engine_rule: fixed by the engine's rule; not_applicable: the engine has no such term.
+TermSource = Literal["model", "input", "override", "engine_rule", "not_applicable"]
 
 
 @dataclass(frozen=True, slots=True)

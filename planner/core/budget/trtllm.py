@@ -75,7 +75,7 @@ def trtllm_budget(
         total_memory_bytes=total_memory_bytes,
         memory_fraction=f,
         requested_bytes=weights_bytes_per_rank + reserve.bytes + budget,
-        weights_bytes_per_rank=Term(weights_bytes_per_rank, "weights as loaded", "override"),
+        weights_bytes_per_rank=Term(weights_bytes_per_rank, "weights as loaded", "input"),
         activation_peak_bytes=act,
         non_torch_bytes=nt,
         cuda_graph_bytes=Term(0, none, "not_applicable"),

@@ -354,7 +354,7 @@ def vllm_budget(
     weights = Term(
         weights_bytes_per_rank,
         f"weights as loaded on this rank: {_gib(weights_bytes_per_rank)}",
-        "override",
+        "input",
     )
     act = (
         Term(activation_peak_bytes, f"given: {_gib(activation_peak_bytes)}", "override")
@@ -427,7 +427,7 @@ def vllm_budget(
     how = (
         f"{'⌈' if rules.requested_ceil else ''}{_gib(total_memory_bytes)} × "
         f"gpu_memory_utilization {util:g}{'⌉' if rules.requested_ceil else ''} = "
-        f"{_gib(requested)} − weights {_gib(weights.bytes)} − {reserve.derivation} = "
+        f"{_gib(requested)} − weights {_gib(weights.bytes)} − ({reserve.derivation}) = "
         f"{_gib(budget)} per GPU (vLLM {engine_version}, {rules.formula} rule)"
     )
     return BudgetTerms(
