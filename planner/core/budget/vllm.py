@@ -449,7 +449,7 @@ def vllm_budget(
     )
 
 
-Mxfp4Backend = Literal["marlin", "flashinfer_trtllm", "triton"]
+Mxfp4Backend = Literal["marlin", "flashinfer_trtllm"]
 
 
 def _round_up(x: int, m: int) -> int:
@@ -468,8 +468,11 @@ def vllm_mxfp4_weights_bytes_per_rank(
     `Mxfp4MoEMethod.create_weights` (`quantization/mxfp4.py`; 0.19:
     `fused_moe/oracle/mxfp4.mxfp4_round_up_hidden_size_and_intermediate_size`) pads each expert:
     Marlin (GPUs without native FP4: Ampere, Hopper) rounds the per-rank intermediate size to 128
-    and the hidden size to 256; FlashInfer TRT-LLM (Blackwell) both to 256; the Triton path only
-    the intermediate size to 64 (its kernel's own swizzled layout is not modelled). Per expert:
+    and the hidden size to 256; FlashInfer TRT-LLM (Blackwell) both to 256. The Triton path
+    (0.14+ on Hopper when triton_kernels is installed) pads the intermediate size to 64 and then
+    swizzles into its own layout, which is not modelled: its one logged load (64.38 GiB for
+    gpt-oss-120b) is 1.5 GiB under the Marlin figure, so Marlin is the conservative choice there.
+    Per expert:
     w13 [2I, H/2] uint8 + scales [2I, H/32] + bf16 bias [2I]; w2 [H, I/2] + scales [H, I/32] +
     bf16 bias [H]. Everything else (attention, router, embeddings) stays in the compute dtype,
     sharded over TP.
@@ -482,10 +485,8 @@ def vllm_mxfp4_weights_bytes_per_rank(
     i = -(-i_full // tp)
     if backend == "marlin":
         i, hp = _round_up(i, 128), _round_up(h, 256)
-    elif backend == "flashinfer_trtllm":
-        i, hp = _round_up(i, 256), _round_up(h, 256)
     else:
-        i, hp = _round_up(i, 64), h
+        i, hp = _round_up(i, 256), _round_up(h, 256)
     per_expert = 2 * i * (hp // 2 + hp // 32 + 2) + hp * (i // 2 + i // 32 + 2)
     expert_params = e * layers * (3 * i_full * h + 2 * i_full + h)
     rest = max(0, num_parameters - expert_params) * facts.dtype_bytes
