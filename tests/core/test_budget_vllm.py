@@ -527,3 +527,28 @@ def test_model_facts_from_catalog_configs() -> None:
     assert not dense.is_moe and dense.head_dim == 128 and dense.dtype_bytes == 2
     with pytest.raises(FieldError):
         ModelFacts.from_hf_config({"hidden_size": 8})
+
+
+def test_pp_binding_stage_is_the_sampler_stage() -> None:
+    """Llama-3.1-8B PP2 (0.19): PP0 logs 66.54 GiB, the last stage (sampler) binds at 65.63 GiB.
+    Both stages hold ~7.51 GiB (embedding on the first, an equal untied LM head on the last)."""
+    rec = next(r for r in RECORDS if r["id"] == "vllm019-llama31-8b-h100-pp2-llmd205")
+    common = dict(
+        engine_version="0.19.0",
+        total_memory_bytes=round(79.19 * GiB),
+        weights_bytes_per_rank=round(7.51 * GiB),
+        model=_facts(rec),
+        max_num_seqs=1024,
+        max_num_batched_tokens=8192,
+        gpu_memory_utilization=0.95,
+        pipeline_parallel_size=2,
+    )
+    first = vllm_budget(**common, last_pp_stage=False)  # type: ignore[arg-type]
+    last = vllm_budget(**common, last_pp_stage=True)  # type: ignore[arg-type]
+    requested = 79.19 * 0.95 * GiB
+    assert abs(first.kv_budget_bytes - 66.54 * GiB) / requested < 0.005
+    assert (
+        abs(last.kv_budget_bytes - rec["parsed"]["available_kv_gib_binding_rank"] * GiB) / requested
+        < 0.005
+    )
+    assert "no sampler" in first.activation_peak_bytes.derivation
