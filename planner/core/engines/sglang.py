@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from planner.core.budget.sglang import sglang_budget, sglang_start_check
+from planner.core.budget.terms import BudgetTerms, StartVerdict
 from planner.core.capacity import Pool, full_stack, groups_of
 from planner.core.engines.base import Engine, Scheduling, per_stage_min
 from planner.core.engines.versions import Releases
@@ -16,7 +18,8 @@ from planner.core.notes import Note, note
 from planner.core.specs import LayerSpec, WindowPolicy, cdiv, stack_of
 from planner.core.units import KVDtype
 
-if TYPE_CHECKING:  # the recommend schema imports the registry
+if TYPE_CHECKING:  # these import the registry
+    from planner.core.inputs import Inputs
     from planner.core.recommend_schema import EngineSettings
 
 # SGLang applies SWA pools only to these architectures (`is_hybrid_swa_model`).
@@ -103,6 +106,28 @@ class Sglang(Engine):
             note("engine.sglang.rules"),
             note("engine.sglang.memory_fraction", default=self.default_memory_utilization()),
         ]
+
+    def derive_budget(self, inp: Inputs, weights_per_rank: int) -> BudgetTerms:
+        """mem_fraction_static of the memory free before load, less the weights
+        (ModelRunner.profile_max_num_token)."""
+        assert inp.gpu is not None
+        req = inp.request
+        return sglang_budget(
+            total_memory_bytes=inp.gpu.memory_bytes,
+            weights_bytes_per_rank=weights_per_rank,
+            mem_fraction_static=req.gpu_memory_utilization or self.default_memory_utilization(),
+            tensor_parallel_size=inp.tp,
+            pipeline_parallel_size=inp.pp,
+            engine_version=self.version_text,
+            reserve_bytes=req.reserve_bytes,
+        )
+
+    def start_check(
+        self, inp: Inputs, kv_budget_bytes: int, terms: BudgetTerms | None, pool: Pool
+    ) -> StartVerdict:
+        if terms is not None:
+            return sglang_start_check(budget=terms)
+        return super().start_check(inp, kv_budget_bytes, terms, pool)
 
     def window_policy(
         self, shape: ModelShape, *, hybrid_manager: bool, explicit_windows: bool

@@ -10,18 +10,33 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from planner.core.budget.facts import model_facts
+from planner.core.budget.terms import BudgetTerms, StartVerdict
+from planner.core.budget.vllm import (
+    vllm_budget,
+    vllm_estimate_max_model_len,
+    vllm_max_len_scope,
+    vllm_start_check,
+)
 from planner.core.capacity import Pool
 from planner.core.engines.base import Engine, Scheduling
 from planner.core.engines.versions import Releases, since
-from planner.core.engines.vllm.groups import VllmPool, vllm_groups, vllm_pipeline_pool
+from planner.core.engines.vllm.groups import (
+    VllmPool,
+    one_request_bytes,
+    vllm_groups,
+    vllm_pipeline_pool,
+)
 from planner.core.errors import FieldError
 from planner.core.hardware import Gpu
 from planner.core.model import ModelShape
 from planner.core.notes import Note, note
-from planner.core.specs import ChunkedLocalSpec, LayerSpec, WindowPolicy
+from planner.core.parallel import stage_layer_specs
+from planner.core.specs import ChunkedLocalSpec, LayerSpec, WindowPolicy, stack_of
 from planner.core.units import GiB, KVDtype
 
-if TYPE_CHECKING:  # the recommend schema imports the registry
+if TYPE_CHECKING:  # these import the registry
+    from planner.core.inputs import Inputs
     from planner.core.recommend_schema import EngineSettings
 
 # -- when each rule started to hold (first release; read in each release's wheel) ---------
@@ -263,6 +278,57 @@ class Vllm(Engine):
 
     def reports_max_num_batched_tokens(self) -> bool:
         return True
+
+    # -- the memory budget -------------------------------------------------------------------
+    def derive_budget(self, inp: Inputs, weights_per_rank: int) -> BudgetTerms:
+        assert inp.gpu is not None
+        req = inp.request
+        return vllm_budget(
+            engine_version=self.version_text,
+            total_memory_bytes=inp.gpu.memory_bytes,
+            weights_bytes_per_rank=weights_per_rank,
+            model=model_facts(inp),
+            max_num_seqs=req.max_num_seqs or self.default_max_num_seqs(inp.gpu, 0, 0) or 256,
+            max_num_batched_tokens=inp.sched.max_num_batched_tokens,
+            gpu_memory_utilization=req.gpu_memory_utilization,
+            tensor_parallel_size=inp.tp,
+            pipeline_parallel_size=inp.pp,
+            enforce_eager=bool(req.enforce_eager),
+            activation_peak_bytes=req.activation_peak_bytes,
+            non_torch_bytes=req.non_torch_bytes,
+            cuda_graph_bytes=req.cuda_graph_bytes,
+            reserve_bytes=req.reserve_bytes,
+        )
+
+    def start_check(
+        self, inp: Inputs, kv_budget_bytes: int, terms: BudgetTerms | None, pool: Pool
+    ) -> StartVerdict:
+        """vLLM's own checks: memory for the cache blocks, then one request of max_model_len
+        (counted over the layers the release counts: each worker's, or the whole model's in
+        0.14–0.16), with the null block held back from 0.29."""
+        assert isinstance(pool, VllmPool)
+        version = self.version_text
+        if vllm_max_len_scope(version) == "whole_model" and inp.pp > 1:
+            stages = stage_layer_specs(inp.shape, self, inp.tp, 1)
+            stack = stack_of(stages[0])
+        else:
+            stack = pool.stack
+
+        def need(length: int) -> int:
+            return one_request_bytes(
+                stack, inp.kv_dtype, inp.block_size, pool.policy, length,
+                pool.in_flight_tokens, self.group_ratio,
+            )  # fmt: skip
+
+        max_len = inp.context_tokens
+        return vllm_start_check(
+            engine_version=version,
+            kv_budget_bytes=terms.kv_budget_bytes if terms is not None else kv_budget_bytes,
+            bytes_needed_for_one_max_len_request=need(max_len),
+            max_model_len=max_len,
+            estimate_max_model_len=lambda check: vllm_estimate_max_model_len(check, max_len, need),
+            pool_bytes_per_block=pool.block_bytes,
+        )
 
     # -- its logs ----------------------------------------------------------------------------
     log_generations: ClassVar[bool] = True

@@ -22,6 +22,7 @@ class VllmPool(Pool):
     """vLLM's block pool: one block id costs a page in every layer of the largest group."""
 
     in_flight_tokens: int = 0
+    block_bytes: int = 0  # what one block id costs on this worker (page × group size)
     # "GPU KV cache size: N tokens": int(max_concurrency × max_model_len) in newer releases
     # (kv_cache_utils.get_kv_cache_capacity), num_blocks // groups × block_size before.
     tokens_from_concurrency: bool = True
@@ -150,9 +151,8 @@ def vllm_pipeline_pool(
         num_blocks = budget_bytes // cost
     else:
         whole = [spec for stage in stages for spec in stage]
-        groups, num_blocks, stack = _project(
-            whole, stages, dtype, block_size, policy, budget_bytes, group_ratio
-        )
+        groups, cost, stack = _project(whole, stages, dtype, block_size, policy, group_ratio)
+        num_blocks = budget_bytes // cost
     return VllmPool(
         groups=groups,
         num_blocks=num_blocks,
@@ -163,7 +163,24 @@ def vllm_pipeline_pool(
         policy=policy,
         budget_bytes=budget_bytes,
         in_flight_tokens=in_flight_tokens,
+        block_bytes=cost,
         tokens_from_concurrency=tokens_from_concurrency,
+    )
+
+
+def one_request_bytes(
+    stack: Stack,
+    dtype: KVDtype,
+    block_size: int,
+    policy: WindowPolicy,
+    ctx: int,
+    in_flight_tokens: int,
+    group_ratio: float = 1.5,
+) -> int:
+    """vLLM's start-up check: Σ layers max_memory_usage_bytes(ctx) (padding layers excluded)."""
+    groups, _ = vllm_groups(stack, dtype, block_size, policy, group_ratio)
+    return sum(
+        g.layers * g.page_bytes(dtype) * g.blocks_needed(ctx, in_flight_tokens) for g in groups
     )
 
 
@@ -173,11 +190,10 @@ def _project(
     dtype: KVDtype,
     block_size: int,
     policy: WindowPolicy,
-    budget_bytes: int,
     ratio: float,
 ) -> tuple[tuple[KVGroup, ...], int, Stack]:
     """The whole model's groups projected on each stage: (groups shown for the worst stage,
-    its num_blocks, its stack)."""
+    what its block id costs, its stack)."""
     groups, _ = vllm_groups(stack_of(whole), dtype, block_size, policy, ratio)
     if len(groups) == 1:
         costs = [
@@ -200,4 +216,4 @@ def _project(
             replace(g, layers=n, padding_layers=size - n)
             for g, n in zip(groups, on_stage[worst], strict=True)
         )
-    return shown, budget_bytes // costs[worst], stack_of(list(stages[worst]))
+    return shown, costs[worst], stack_of(list(stages[worst]))
