@@ -3,7 +3,6 @@ engine is one version range; unknown versions are refused listing the supported 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -14,7 +13,8 @@ from planner.core.engines import ENGINES, Releases, get_engine, register
 from planner.core.engines.base import Engine, Scheduling
 from planner.core.engines.sglang import TokenPool
 from planner.core.errors import FieldError
-from planner.core.specs import LayerSpec, WindowPolicy, stack_of
+from planner.core.parallel import Stages
+from planner.core.specs import WindowPolicy
 from planner.core.units import KVDtype
 from tests.core.conftest import GiB, run
 
@@ -36,7 +36,7 @@ class ToyEngine(Engine):
 
     def build_pool(
         self,
-        stages: Sequence[tuple[LayerSpec, ...]],
+        stages: Stages,
         dtype: KVDtype,
         block_size: int,
         policy: WindowPolicy,
@@ -44,7 +44,7 @@ class ToyEngine(Engine):
         sched: Scheduling,
         ctx: int,
     ) -> Pool:
-        stack = stack_of(stages[0])
+        stack = stages.stacks[0]
         per_token = sum(n * s.bytes_per_token(dtype) for s, n in stack)
         pages = budget_bytes // (per_token * block_size)
         return TokenPool((), pages, 0, block_size, stack, dtype, "full_length", budget_bytes)

@@ -20,6 +20,7 @@ from planner.core.errors import FieldError
 from planner.core.hardware import Gpu
 from planner.core.model import ModelShape
 from planner.core.notes import Note, note
+from planner.core.parallel import Stages
 from planner.core.specs import LayerSpec, WindowPolicy, cdiv
 from planner.core.units import GiB, KVDtype, fmt_gib
 
@@ -270,7 +271,7 @@ class Engine:
     # -- the pool ----------------------------------------------------------------------------
     def build_pool(
         self,
-        stages: Sequence[tuple[LayerSpec, ...]],
+        stages: Stages,
         dtype: KVDtype,
         block_size: int,
         policy: WindowPolicy,

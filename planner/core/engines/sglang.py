@@ -15,7 +15,8 @@ from planner.core.engines.versions import Releases
 from planner.core.hardware import Gpu
 from planner.core.model import ModelShape
 from planner.core.notes import Note, note
-from planner.core.specs import LayerSpec, WindowPolicy, cdiv, stack_of
+from planner.core.parallel import Stages
+from planner.core.specs import LayerSpec, WindowPolicy, cdiv
 from planner.core.units import KVDtype
 
 if TYPE_CHECKING:  # these import the registry
@@ -167,7 +168,7 @@ class Sglang(Engine):
 
     def build_pool(
         self,
-        stages: Sequence[tuple[LayerSpec, ...]],
+        stages: Stages,
         dtype: KVDtype,
         block_size: int,
         policy: WindowPolicy,
@@ -176,8 +177,7 @@ class Sglang(Engine):
         ctx: int,
     ) -> Pool:
         return per_stage_min(
-            [self._stage_pool(stack_of(list(st)), dtype, block_size, policy, budget_bytes)
-             for st in stages],
+            [self._stage_pool(st, dtype, block_size, policy, budget_bytes) for st in stages.stacks],
             ctx,
         )  # fmt: skip
 

@@ -15,7 +15,8 @@ from planner.core.errors import FieldError
 from planner.core.hardware import Gpu
 from planner.core.model import ModelShape
 from planner.core.notes import Note, note
-from planner.core.specs import LayerSpec, Stack, WindowPolicy, cdiv, stack_of
+from planner.core.parallel import Stages
+from planner.core.specs import Stack, WindowPolicy, cdiv
 from planner.core.units import KVDtype
 
 if TYPE_CHECKING:  # the recommend schema imports the registry
@@ -157,7 +158,7 @@ class Trtllm(Engine):
 
     def build_pool(
         self,
-        stages: Sequence[tuple[LayerSpec, ...]],
+        stages: Stages,
         dtype: KVDtype,
         block_size: int,
         policy: WindowPolicy,
@@ -166,8 +167,7 @@ class Trtllm(Engine):
         ctx: int,
     ) -> Pool:
         return per_stage_min(
-            [self._stage_pool(stack_of(list(st)), dtype, block_size, policy, budget_bytes)
-             for st in stages],
+            [self._stage_pool(st, dtype, block_size, policy, budget_bytes) for st in stages.stacks],
             ctx,
         )  # fmt: skip
 

@@ -31,8 +31,8 @@ from planner.core.errors import FieldError
 from planner.core.hardware import Gpu
 from planner.core.model import ModelShape
 from planner.core.notes import Note, note
-from planner.core.parallel import stage_layer_specs
-from planner.core.specs import ChunkedLocalSpec, LayerSpec, WindowPolicy, stack_of
+from planner.core.parallel import Stages
+from planner.core.specs import ChunkedLocalSpec, WindowPolicy
 from planner.core.units import GiB, KVDtype
 
 if TYPE_CHECKING:  # these import the registry
@@ -309,8 +309,7 @@ class Vllm(Engine):
         assert isinstance(pool, VllmPool)
         version = self.version_text
         if vllm_max_len_scope(version) == "whole_model" and inp.pp > 1:
-            stages = stage_layer_specs(inp.shape, self, inp.tp, 1)
-            stack = stack_of(stages[0])
+            stack = Stages.of(inp.shape, self, inp.tp, 1).stacks[0]
         else:
             stack = pool.stack
 
@@ -374,7 +373,7 @@ class Vllm(Engine):
     # -- the pool ----------------------------------------------------------------------------
     def build_pool(
         self,
-        stages: Sequence[tuple[LayerSpec, ...]],
+        stages: Stages,
         dtype: KVDtype,
         block_size: int,
         policy: WindowPolicy,
@@ -383,7 +382,7 @@ class Vllm(Engine):
         ctx: int,
     ) -> Pool:
         return vllm_pipeline_pool(
-            stages,
+            stages.stacks[0] if len(stages) == 1 else stages.ordered(),
             dtype,
             block_size,
             policy,
