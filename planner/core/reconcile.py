@@ -1,6 +1,6 @@
 """`reconcile()`: an engine's start-up log beside kvplan's recomputation of every figure in it.
 
-The log is parsed (`logparse`), its engine detected (and checked against the one claimed), the
+The log is parsed (`logs`), its engine detected (and checked against the one claimed), the
 model resolved (request, else the catalog entry the log names), settings resolved (request >
 log > engine default, each with its source), then the engine's reconciler recomputes each
 logged figure from the logged memory with kvplan's rules. Figures learned from the log (weights,
@@ -17,7 +17,7 @@ from planner.core.engines.versions import parse_version, version_text
 from planner.core.errors import FieldError, PlanError
 from planner.core.hardware import Gpu
 from planner.core.inputs import Catalog
-from planner.core.logparse import (
+from planner.core.logs import (
     Fact,
     ParsedLog,
     engine_hint,

@@ -21,7 +21,8 @@ from planner.core.notes import Note, note
 from planner.core.specs import LayerSpec, WindowPolicy, cdiv
 from planner.core.units import GiB, KVDtype
 
-if TYPE_CHECKING:  # the recommend schema imports the registry
+if TYPE_CHECKING:  # the recommend schema imports the registry; the log parser reads it
+    from planner.core.logs.lines import Rule
     from planner.core.recommend_schema import EngineSettings
 
 MemoryBase = Literal["total", "free_before_load", "free_after_load", "none"]
@@ -192,6 +193,11 @@ class Engine:
     log_fraction_keys: ClassVar[tuple[str, ...]] = ("gpu_memory_utilization",)
     fraction_default_known: ClassVar[bool] = True  # False: the engine picks it at start-up
     log_generations: ClassVar[bool] = False  # logs come from engine generations (vLLM v0/v1)
+    # The lines it prints, as parse rules (tried in registry order; the first match wins), words
+    # that name it in lines no rule knows, and the lower-case markers of its version line.
+    log_rules: ClassVar[tuple[Rule, ...]] = ()
+    log_hints: ClassVar[tuple[str, ...]] = ()
+    log_version_markers: ClassVar[tuple[str, ...]] = ()
 
     def version_from_log(self, facts: Sequence[Any]) -> tuple[str, str] | None:
         """(release, how it was inferred) from a log's own lines, where they tell."""

@@ -14,6 +14,7 @@ from planner.core.capacity import Pool
 from planner.core.engines.base import Engine, Scheduling
 from planner.core.engines.versions import Releases, since
 from planner.core.engines.vllm.groups import VllmPool, vllm_groups, vllm_pipeline_pool
+from planner.core.engines.vllm.logs import LOG_HINTS, LOG_RULES, LOG_VERSION_MARKERS
 from planner.core.errors import FieldError
 from planner.core.hardware import Gpu
 from planner.core.model import ModelShape
@@ -266,6 +267,9 @@ class Vllm(Engine):
 
     # -- its logs ----------------------------------------------------------------------------
     log_generations: ClassVar[bool] = True
+    log_rules = LOG_RULES
+    log_hints = LOG_HINTS
+    log_version_markers = LOG_VERSION_MARKERS
 
     def version_from_log(self, facts: Sequence[Any]) -> tuple[str, str] | None:
         for f in facts:
@@ -280,7 +284,7 @@ class Vllm(Engine):
         return None
 
     def reconcile_log(self, ctx: Any) -> str:
-        from planner.core.reconcile_vllm import reconcile_vllm
+        from planner.core.engines.vllm.reconcile import reconcile_vllm
 
         return reconcile_vllm(ctx)
 
