@@ -9,6 +9,7 @@ asks an engine for its name to decide what to do.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
@@ -198,6 +199,10 @@ class Engine:
     log_rules: ClassVar[tuple[Rule, ...]] = ()
     log_hints: ClassVar[tuple[str, ...]] = ()
     log_version_markers: ClassVar[tuple[str, ...]] = ()
+
+    def generation_from_log(self, kinds: AbstractSet[str]) -> str | None:
+        """The engine generation ("v0", "v1") whose lines the log holds, where it has several."""
+        return None
 
     def version_from_log(self, facts: Sequence[Any]) -> tuple[str, str] | None:
         """(release, how it was inferred) from a log's own lines, where they tell."""
