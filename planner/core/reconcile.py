@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from planner.core.engines import Engine, engine_class, engine_labels
+from planner.core.engines import Engine, engine_class, engine_labels, log_engines
 from planner.core.engines.versions import parse_version, version_text
 from planner.core.errors import FieldError, PlanError
 from planner.core.inputs import Catalog
@@ -49,11 +49,11 @@ _STATE_TYPES = {
     "minimax",
 }
 
-_EXAMPLES = (
-    "vLLM 'Available KV cache memory: 6.51 GiB' / 'GPU KV cache size: 42,656 tokens', SGLang "
-    "'KV Cache is allocated. #tokens: …', TensorRT-LLM '[MemUsageChange] Allocated … for max "
-    "tokens in paged KV cache (N)'"
-)
+
+def _examples() -> str:
+    """Each log-reading engine's typical KV-cache line, for the no-line-recognised error."""
+    classes = [engine_class(name) for name in log_engines()]
+    return ", ".join(f"{cls.label} {cls.log_example}" for cls in classes if cls.log_example)
 
 
 ENGINE_LABELS = engine_labels()
@@ -68,7 +68,7 @@ def _engine(claimed: str | None, log: ParsedLog, text: str) -> str:
         raise FieldError(
             "log",
             f"no KV-cache start-up line was recognised in {log.lines_read:,} lines{seen}; paste "
-            f"the engine's start-up output, e.g. {_EXAMPLES}",
+            f"the engine's start-up output, e.g. {_examples()}",
         )
     if claimed is not None and counts.get(claimed, 0) == 0:
         raise FieldError(

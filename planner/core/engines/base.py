@@ -199,6 +199,7 @@ class Engine:
     log_rules: ClassVar[tuple[Rule, ...]] = ()
     log_hints: ClassVar[tuple[str, ...]] = ()
     log_version_markers: ClassVar[tuple[str, ...]] = ()
+    log_example: ClassVar[str] = ""  # its typical KV-cache line(s), quoted, for error messages
 
     def generation_from_log(self, kinds: AbstractSet[str]) -> str | None:
         """The engine generation ("v0", "v1") whose lines the log holds, where it has several."""

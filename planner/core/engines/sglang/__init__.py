@@ -9,7 +9,12 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from planner.core.capacity import Pool, full_stack, groups_of
 from planner.core.engines.base import Engine, Scheduling, per_stage_min
-from planner.core.engines.sglang.logs import LOG_HINTS, LOG_RULES, LOG_VERSION_MARKERS
+from planner.core.engines.sglang.logs import (
+    LOG_EXAMPLE,
+    LOG_HINTS,
+    LOG_RULES,
+    LOG_VERSION_MARKERS,
+)
 from planner.core.engines.versions import Releases
 from planner.core.hardware import Gpu
 from planner.core.model import ModelShape
@@ -97,6 +102,7 @@ class Sglang(Engine):
     log_rules = LOG_RULES
     log_hints = LOG_HINTS
     log_version_markers = LOG_VERSION_MARKERS
+    log_example = LOG_EXAMPLE
 
     def reconcile_log(self, ctx: Any) -> str:
         from planner.core.engines.sglang.reconcile import reconcile_sglang

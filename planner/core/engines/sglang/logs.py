@@ -60,4 +60,6 @@ LOG_RULES: tuple[Rule, ...] = (
 LOG_HINTS = ("sglang",)
 LOG_VERSION_MARKERS = ("sglang version",)
 
-__all__ = ["LOG_HINTS", "LOG_RULES", "LOG_VERSION_MARKERS"]
+LOG_EXAMPLE = "'KV Cache is allocated. #tokens: …'"
+
+__all__ = ["LOG_EXAMPLE", "LOG_HINTS", "LOG_RULES", "LOG_VERSION_MARKERS"]

@@ -87,4 +87,6 @@ LOG_RULES: tuple[Rule, ...] = (
 LOG_HINTS = ("[tensorrt-llm]", "[trt-llm]")
 LOG_VERSION_MARKERS: tuple[str, ...] = ()
 
-__all__ = ["LOG_HINTS", "LOG_RULES", "LOG_VERSION_MARKERS"]
+LOG_EXAMPLE = "'[MemUsageChange] Allocated … for max tokens in paged KV cache (N)'"
+
+__all__ = ["LOG_EXAMPLE", "LOG_HINTS", "LOG_RULES", "LOG_VERSION_MARKERS"]

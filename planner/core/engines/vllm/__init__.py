@@ -15,7 +15,12 @@ from planner.core.capacity import Pool
 from planner.core.engines.base import Engine, Scheduling
 from planner.core.engines.versions import Releases, since
 from planner.core.engines.vllm.groups import VllmPool, vllm_groups, vllm_pipeline_pool
-from planner.core.engines.vllm.logs import LOG_HINTS, LOG_RULES, LOG_VERSION_MARKERS
+from planner.core.engines.vllm.logs import (
+    LOG_EXAMPLE,
+    LOG_HINTS,
+    LOG_RULES,
+    LOG_VERSION_MARKERS,
+)
 from planner.core.errors import FieldError
 from planner.core.hardware import Gpu
 from planner.core.model import ModelShape
@@ -276,6 +281,7 @@ class Vllm(Engine):
     log_rules = LOG_RULES
     log_hints = LOG_HINTS
     log_version_markers = LOG_VERSION_MARKERS
+    log_example = LOG_EXAMPLE
 
     def generation_from_log(self, kinds: AbstractSet[str]) -> str | None:
         """v1 when any v1-only line is there, else v0 when a v0 line is, else v1."""

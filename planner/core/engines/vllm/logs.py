@@ -197,4 +197,6 @@ LOG_HINTS = ("vllm", "enginecore")
 # Lines that print the release: the API server's, the v0 engine's start-up line, `vllm --version`.
 LOG_VERSION_MARKERS = ("vllm api server version", "llm engine (", "vllm version")
 
-__all__ = ["LOG_HINTS", "LOG_RULES", "LOG_VERSION_MARKERS"]
+LOG_EXAMPLE = "'Available KV cache memory: 6.51 GiB' / 'GPU KV cache size: 42,656 tokens'"
+
+__all__ = ["LOG_EXAMPLE", "LOG_HINTS", "LOG_RULES", "LOG_VERSION_MARKERS"]
