@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -26,6 +27,12 @@ from planner.core.engines.vllm.groups import (
     one_request_bytes,
     vllm_groups,
     vllm_pipeline_pool,
+)
+from planner.core.engines.vllm.logs import (
+    LOG_EXAMPLE,
+    LOG_HINTS,
+    LOG_RULES,
+    LOG_VERSION_MARKERS,
 )
 from planner.core.errors import FieldError
 from planner.core.hardware import Gpu
@@ -76,6 +83,11 @@ LOG_FINGERPRINTS = {
 }  # fmt: skip
 
 SEPARATE_LINES_ASSUMED = "0.19"
+# Fact kinds (engines/vllm/logs.py) only the V1 engine prints, and those of the older v0 engine.
+_V1_KINDS = frozenset({"available_kv", "kv_tokens", "v1_error", "padding", "v1_profile"})
+_V0_KINDS = frozenset(
+    {"v0_profile", "v0_breakdown", "v0_instance_memory", "v0_error", "num_blocks"}
+)
 _SOURCE_LINE = re.compile(r"gpu_worker\.py:(\d{1,5})")
 
 RELEASES = Releases(first=(0, 9, 0), last=(0, 33, 0), default=(0, 33, 0))
@@ -331,6 +343,16 @@ class Vllm(Engine):
 
     # -- its logs ----------------------------------------------------------------------------
     log_generations: ClassVar[bool] = True
+    log_rules = LOG_RULES
+    log_hints = LOG_HINTS
+    log_version_markers = LOG_VERSION_MARKERS
+    log_example = LOG_EXAMPLE
+
+    def generation_from_log(self, kinds: AbstractSet[str]) -> str | None:
+        """v1 when any v1-only line is there, else v0 when a v0 line is, else v1."""
+        if kinds & _V1_KINDS:
+            return "v1"
+        return "v0" if kinds & _V0_KINDS else "v1"
 
     def version_from_log(self, facts: Sequence[Any]) -> tuple[str, str] | None:
         for f in facts:
@@ -345,7 +367,7 @@ class Vllm(Engine):
         return None
 
     def reconcile_log(self, ctx: Any) -> str:
-        from planner.core.reconcile_vllm import reconcile_vllm
+        from planner.core.engines.vllm.reconcile import reconcile_vllm
 
         return reconcile_vllm(ctx)
 

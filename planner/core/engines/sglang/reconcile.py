@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 from planner.core.engines.base import Scheduling
-from planner.core.logparse import Fact, half_unit, to_float, to_int
+from planner.core.logs import Fact, half_unit, to_float, to_int
 from planner.core.parallel import Stages
 from planner.core.reconcile_common import (
     Ctx,

@@ -10,6 +10,12 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from planner.core.capacity import Pool, full_stack, groups_of
 from planner.core.engines.base import EXTRA_OPTIONS_FILE, Engine, Scheduling, per_stage_min
+from planner.core.engines.trtllm.logs import (
+    LOG_EXAMPLE,
+    LOG_HINTS,
+    LOG_RULES,
+    LOG_VERSION_MARKERS,
+)
 from planner.core.engines.versions import Releases
 from planner.core.errors import FieldError
 from planner.core.hardware import Gpu
@@ -81,8 +87,13 @@ class Trtllm(Engine):
         "kv_cache_free_gpu_memory_fraction", "free_gpu_memory_fraction",
     )  # fmt: skip
 
+    log_rules = LOG_RULES
+    log_hints = LOG_HINTS
+    log_version_markers = LOG_VERSION_MARKERS
+    log_example = LOG_EXAMPLE
+
     def reconcile_log(self, ctx: Any) -> str:
-        from planner.core.reconcile_trtllm import reconcile_trtllm
+        from planner.core.engines.trtllm.reconcile import reconcile_trtllm
 
         return reconcile_trtllm(ctx)
 

@@ -11,6 +11,12 @@ from planner.core.budget.sglang import sglang_budget, sglang_start_check
 from planner.core.budget.terms import BudgetTerms, StartVerdict
 from planner.core.capacity import Pool, full_stack, groups_of
 from planner.core.engines.base import Engine, Scheduling, per_stage_min
+from planner.core.engines.sglang.logs import (
+    LOG_EXAMPLE,
+    LOG_HINTS,
+    LOG_RULES,
+    LOG_VERSION_MARKERS,
+)
 from planner.core.engines.versions import Releases
 from planner.core.hardware import Gpu
 from planner.core.model import ModelShape
@@ -97,8 +103,13 @@ class Sglang(Engine):
     log_fraction_keys: ClassVar[tuple[str, ...]] = ("mem_fraction_static",)
     fraction_default_known: ClassVar[bool] = False
 
+    log_rules = LOG_RULES
+    log_hints = LOG_HINTS
+    log_version_markers = LOG_VERSION_MARKERS
+    log_example = LOG_EXAMPLE
+
     def reconcile_log(self, ctx: Any) -> str:
-        from planner.core.reconcile_sglang import reconcile_sglang
+        from planner.core.engines.sglang.reconcile import reconcile_sglang
 
         return reconcile_sglang(ctx)
 
