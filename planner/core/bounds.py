@@ -168,7 +168,7 @@ def decode_bounds(
     if inp.weights_bytes is None:
         notes.append(note("bounds.weights_unknown"))
 
-    main = shape.layers[0]
+    main = shape.attention_spec or shape.layers[0]
     b_head = main.per_rank(1).bytes_per_token(dtype)  # one token of one KV head
     intensity = decode_attention_intensity(
         query_heads_per_kv_head=shape.query_group_size,

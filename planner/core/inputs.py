@@ -186,8 +186,23 @@ def resolve(
     if kv.note_code:
         notes.append(note(kv.note_code))
 
+    max_len = engine.max_model_len(shape)
+    ctx = _context(request, max_len)
+    prefix_on = (
+        request.enable_prefix_caching
+        if request.enable_prefix_caching is not None
+        else engine.prefix_caching_default
+    )
     block, block_notes = engine.block_size(request.block_size, shape)
     notes.extend(block_notes)
+    if shape.has_state:
+        # State layers are sized by the engine once dtype, TP and cache mode are known; vLLM
+        # raises the block size to fit them.
+        shape, block, state_notes = engine.bind_state(
+            shape, block_size=block, kv=kv, model_dtype=model_dtype, tp=tp, pp=pp,
+            prefix_caching=prefix_on, max_model_len=ctx,
+        )  # fmt: skip
+        notes.extend(state_notes)
     sched = engine.scheduling(request.max_num_batched_tokens, request.async_scheduling, gpu, pp)
 
     explicit_windows = request.max_attention_window is not None
@@ -215,16 +230,9 @@ def resolve(
     if shape.has_window:
         notes.extend(engine.window_notes(policy, sched, shape, request.hybrid_kv_cache_manager))
 
-    max_len = engine.max_model_len(shape)
-    ctx = _context(request, max_len)
     if max_len and ctx > max_len:
         notes.append(note("context.beyond_max_position", ctx=ctx, max_len=max_len))
     mixes = tuple(request.requests or [s.RequestMix(context_tokens=ctx)])
-    prefix_on = (
-        request.enable_prefix_caching
-        if request.enable_prefix_caching is not None
-        else engine.prefix_caching_default
-    )
     shared = tuple(_shared_prefix(m.prefix_tokens, block, engine, prefix_on) for m in mixes)
     if any(m.prefix_tokens for m in mixes):
         notes.append(_prefix_notes(engine, prefix_on, block))

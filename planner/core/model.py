@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from planner.core.errors import ModelConfigError
+from planner.core.model_hybrid import PURE_STATE, hybrid_layers, is_hybrid
 from planner.core.specs import (
     ChunkedLocalSpec,
     FullAttentionSpec,
@@ -99,6 +100,16 @@ class ModelShape:
     def has_window(self) -> bool:
         return any(s.is_window for s in self.layers)
 
+    @property
+    def has_state(self) -> bool:
+        """Whether any layer keeps a constant per-request state (Mamba, linear attention)."""
+        return any(not g.spec.grows_with_context for g in self.groups)
+
+    @property
+    def attention_spec(self) -> LayerSpec | None:
+        """The first layer that attends (None for attention-free models)."""
+        return next((g.spec for g in self.groups if g.spec.grows_with_context), None)
+
 
 def _int_field(cfg: Mapping[str, Any], key: str, *, lo: int = 1, hi: int = 1 << 40) -> int | None:
     value = cfg.get(key)
@@ -171,7 +182,8 @@ def _window_kinds(
             )
         out: list[tuple[LayerKind, int | None]] = []
         for i, kind in enumerate(layer_types):
-            if kind == "full_attention":
+            if kind in ("full_attention", "attention"):
+                # granite-4.0 (granitemoehybrid) spells full attention "attention".
                 out.append(("full", None))
             elif kind == "sliding_attention":
                 w = _int_field(cfg, "sliding_window", hi=1 << 30)
@@ -236,7 +248,10 @@ def shape_from_config(
         raise ModelConfigError(("model", "model_type"), "must be a string")
 
     num_layers = _required(cfg, "num_hidden_layers", hi=MAX_LAYERS)
-    num_heads = _required(cfg, "num_attention_heads", hi=MAX_HEADS)
+    if model_type in PURE_STATE:  # attention-free (Mamba): no attention heads to read
+        num_heads = _int_field(cfg, "num_attention_heads", hi=MAX_HEADS) or 1
+    else:
+        num_heads = _required(cfg, "num_attention_heads", hi=MAX_HEADS)
     hidden = _int_field(cfg, "hidden_size", hi=1 << 24)
 
     kv_heads: int | None = None
@@ -248,7 +263,9 @@ def shape_from_config(
         kv_heads = num_heads
 
     head_dim = _int_field(cfg, "head_dim", lo=0, hi=MAX_HEAD_DIM) or None
-    if head_dim is None:
+    if head_dim is None and model_type in PURE_STATE:
+        head_dim = 0
+    elif head_dim is None:
         if hidden is None:
             raise ModelConfigError(
                 ("model", "head_dim"),
@@ -266,10 +283,18 @@ def shape_from_config(
     rope_dim = _int_field(cfg, "qk_rope_head_dim", lo=0, hi=MAX_HEAD_DIM)
     is_mla = kv_lora_rank is not None and (model_type in _MLA_TYPES or rope_dim is not None)
 
-    if is_mla:
+    hybrid: tuple[LayerSpec, ...] | None = None
+    if is_hybrid(cfg, model_type):
+        hybrid = hybrid_layers(
+            cfg, num_layers, model_type,
+            attention_factory(cfg, is_mla, kv_lora_rank, rope_dim, kv_heads, num_heads, head_dim),
+        )  # fmt: skip
+    if hybrid is not None:
+        layers: tuple[LayerSpec, ...] = hybrid
+    elif is_mla:
         assert kv_lora_rank is not None  # for the type checker: is_mla implies it
         # One latent per layer-token: K and V share it (no ×2, no head factor).
-        layers: tuple[LayerSpec, ...] = (MLASpec.of(kv_lora_rank, rope_dim or 0),) * num_layers
+        layers = (MLASpec.of(kv_lora_rank, rope_dim or 0),) * num_layers
     else:
         if num_heads % kv_heads:
             raise ModelConfigError(
@@ -286,6 +311,10 @@ def shape_from_config(
         max_pos = _int_field(cfg, key, hi=1 << 30)
         if max_pos is not None:
             break
+    model_max = _int_field(cfg, "model_max_length", hi=1 << 30)
+    if model_max is not None:
+        # model_max_length overrides, even when larger (vLLM derive_max_model_len_and_key).
+        max_pos = model_max
     if max_pos is None and model_type in _GEMMA3:
         # Gemma3TextConfig's default: published Gemma-3 text_configs omit the key, and both
         # transformers and vLLM then use 131,072.
@@ -369,37 +398,6 @@ def with_layers(shape: ModelShape, layers: tuple[LayerSpec, ...]) -> ModelShape:
     return replace(shape, layers=layers, groups=group_layers(layers))
 
 
-def estimate_parameters(shape: ModelShape) -> int | None:
-    """Parameter estimate for configs without a published count (for weights bytes).
-
-    Embedding + LM head + per layer (Q,O: hidden·Hq·d each; K,V: hidden·Hkv·d each; gated MLP
-    3·hidden·intermediate, or for mixture-of-experts every expert's 3·hidden·width plus shared
-    experts and the router). Checks: Mixtral-8x7B 46.7 B, Qwen3-30B-A3B 30.5 B. MLA configs
-    return None: their projections need the checkpoint.
-    """
-    if shape.is_mla or shape.hidden_size is None:
-        return None
-    if shape.num_experts is not None:
-        if shape.expert_intermediate_size is None:
-            return None
-        h = shape.hidden_size
-        d = shape.head_dim
-        attn = 2 * h * shape.num_attention_heads * d + 2 * h * shape.num_key_value_heads * d
-        experts = 3 * h * shape.expert_intermediate_size * shape.num_experts
-        shared = 3 * h * (shape.shared_expert_intermediate_size or 0)
-        router = h * shape.num_experts
-        emb = 2 * h * (shape.vocab_size or 0)
-        return emb + shape.num_hidden_layers * (attn + experts + shared + router)
-    if shape.intermediate_size is None:
-        return None
-    h = shape.hidden_size
-    d = shape.head_dim
-    attn = 2 * h * shape.num_attention_heads * d + 2 * h * shape.num_key_value_heads * d
-    mlp = 3 * h * shape.intermediate_size
-    emb = 2 * h * (shape.vocab_size or 0)
-    return emb + shape.num_hidden_layers * (attn + mlp)
-
-
 __all__ = [
     "LayerGroup",
     "LayerKind",
@@ -415,3 +413,7 @@ __all__ = [
     "with_layers",
     "with_windows",
 ]
+
+# Re-exported here (their homes keep this module small); imported last: they import it.
+from planner.core.model_attention import attention_factory  # noqa: E402
+from planner.core.model_params import estimate_parameters  # noqa: E402

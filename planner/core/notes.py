@@ -91,6 +91,21 @@ TEMPLATES: dict[str, str] = {
         "CUTLASS MLA (Blackwell) 128; block size changes rounding only, not bytes per token "
         "(using {block})."
     ),
+    "block.vllm_hybrid_raised": (
+        "vLLM raises the attention block size to {block} tokens (from {requested}) after "
+        "loading, so that one attention page covers a state layer's page; state pages are "
+        "padded to exactly that page. This overrides --block-size."
+    ),
+    # -- state layers --------------------------------------------------------------------------
+    "state.vllm_mode": (
+        "State (Mamba / linear-attention) layers: vLLM {version} keeps each request's state "
+        "in {held} block(s) per state group (mamba_cache_mode {mode}); their size does not "
+        "grow with the context."
+    ),
+    "state.constant": (
+        "State (Mamba / linear-attention) layers keep a constant per-request state "
+        "({state_bytes:,} B per request on each rank), whatever the context length."
+    ),
     # -- windows -----------------------------------------------------------------------------
     "window.vllm_admission": (
         "vLLM budgets each sliding-window request cdiv(min(W − 1 + {in_flight:,}, ctx), "

@@ -25,6 +25,7 @@ from planner.core.notes import Notes
 from planner.core.parallel import rank_layouts
 from planner.core.sizing import workload
 from planner.core.specs import bytes_per_token
+from planner.core.specs_state import StateSpec
 from planner.core.units import KVDtype
 
 
@@ -92,14 +93,14 @@ def plan_inputs(inp: Inputs) -> s.Plan:
 
 def _formula(shape: ModelShape, dtype: KVDtype, per_token: int) -> str:
     b = f"{dtype.bytes_per_element:g}"
-    if shape.is_mla:
+    if shape.is_mla and not shape.has_state:
         return (
             f"{shape.num_hidden_layers} × ({shape.kv_lora_rank} + "
             f"{shape.qk_rope_head_dim or 0}) × {b} B = {per_token:,} B "
             "(MLA: one latent per layer-token, no ×2, no head factor)"
         )
     first = shape.layers[0]
-    if all(
+    if not shape.has_state and all(
         x.kv_heads == first.kv_heads
         and x.head_size == first.head_size
         and x.head_size_v == first.head_size_v
@@ -113,8 +114,20 @@ def _formula(shape: ModelShape, dtype: KVDtype, per_token: int) -> str:
         if dtype.scale_bytes_per_token_head:
             core += f" + {n} × {first.kv_heads} × {dtype.scale_bytes_per_token_head} B scales"
         return f"{core} = {per_token:,} B"
-    parts = [f"{g.layers} × {g.spec.bytes_per_token(dtype):,} B" for g in shape.groups]
-    return " + ".join(parts) + f" = {per_token:,} B"
+    parts = [
+        f"{g.layers} × {g.spec.bytes_per_token(dtype):,} B"
+        for g in shape.groups
+        if g.spec.grows_with_context
+    ]
+    state = [
+        f"{g.layers} × {g.spec.state_bytes:,} B"
+        for g in shape.groups
+        if isinstance(g.spec, StateSpec)
+    ]
+    text = " + ".join(parts) + f" = {per_token:,} B"
+    if state:
+        text += " per token; state layers hold " + " + ".join(state) + " per request"
+    return text
 
 
 def _model_out(inp: Inputs) -> s.ModelOut:
@@ -143,6 +156,10 @@ def _model_out(inp: Inputs) -> s.ModelOut:
                 kv_heads=g.spec.kv_heads,
                 head_size_k=g.spec.head_size,
                 head_size_v=g.spec.head_size_v,
+                mixer=g.spec.mixer if isinstance(g.spec, StateSpec) else None,
+                state_bytes_per_request=(
+                    g.spec.state_bytes if isinstance(g.spec, StateSpec) else None
+                ),
             )
             for g in shape.groups
         ],

@@ -209,13 +209,17 @@ class _Out(BaseModel):
 
 
 class GroupOut(_Out):
-    kind: Literal["full", "sliding", "chunked", "mla"]
+    kind: Literal["full", "sliding", "chunked", "mla", "mamba"]
     layers: int
     layer_indices: list[int]
     window_tokens: int | None
     kv_heads: int
     head_size_k: int
     head_size_v: int
+    # State layers (kind "mamba"): the mixer (mamba1, mamba2, gdn, kda, short_conv) and the
+    # bytes of one request's state in one layer on one rank.
+    mixer: str | None = None
+    state_bytes_per_request: int | None = None
 
 
 class ModelOut(_Out):

@@ -40,6 +40,8 @@ class LayerSpec:
     kind: ClassVar[str] = "full"
     # Full-attention blocks are shared across requests by prefix caching; window blocks are not.
     prefix_shareable: ClassVar[bool] = True
+    # False for state layers (specs_state): a constant per-request state, nothing per token.
+    grows_with_context: ClassVar[bool] = True
 
     @property
     def window_tokens(self) -> int | None:
@@ -64,9 +66,24 @@ class LayerSpec:
         """Tokens this layer holds for a request of `ctx` tokens under the engine's policy."""
         return ctx
 
+    def request_bytes(self, ctx: int, policy: WindowPolicy, dtype: KVDtype) -> int:
+        """Exact bytes this layer holds for one request (no paging)."""
+        return self.tokens_kept(ctx, policy) * self.bytes_per_token(dtype)
+
+    def paged_request(
+        self, ctx: int, policy: WindowPolicy, dtype: KVDtype, block_size: int
+    ) -> tuple[int, int]:
+        """(blocks, bytes) this layer holds for one request once rounded up to blocks."""
+        held = cdiv(self.tokens_kept(ctx, policy), block_size)
+        return held, held * block_size * self.bytes_per_token(dtype)
+
     def admission_blocks(self, ctx: int, block_size: int, in_flight_tokens: int) -> int:
         """Blocks vLLM budgets for one request (`max_memory_usage_bytes // page_size_bytes`)."""
         return cdiv(ctx, block_size)
+
+    def group_block_size(self, block_size: int) -> int:
+        """Tokens per block of this layer's group when the pool's block is `block_size`."""
+        return block_size
 
     def cyclic_blocks(self, ctx: int, block_size: int) -> int:
         """Blocks of a cyclic buffer (TensorRT-LLM): the whole sequence for full layers."""
@@ -78,6 +95,15 @@ class LayerSpec:
 
     def per_rank(self, kv_heads: int) -> LayerSpec:
         return self if kv_heads == self.kv_heads else replace(self, kv_heads=kv_heads)
+
+    def tp_divisors(self) -> tuple[tuple[str, int], ...]:
+        """(config field, value) pairs tensor parallelism must divide (state layers)."""
+        return ()
+
+    def on_rank(self, tp: int, kv_heads: int) -> LayerSpec:
+        """This layer on one of `tp` ranks holding `kv_heads` KV heads (state layers shard
+        their own dimensions by `tp`)."""
+        return self.per_rank(kv_heads)
 
     @property
     def is_window(self) -> bool:
@@ -213,7 +239,7 @@ def bytes_per_token(stack: Stack, dtype: KVDtype) -> int:
 
 def request_kv_bytes(stack: Stack, dtype: KVDtype, ctx: int, policy: WindowPolicy) -> int:
     """Exact bytes one request holds: Σ layers tokens kept × bytes per token (no paging)."""
-    return sum(n * s.tokens_kept(ctx, policy) * s.bytes_per_token(dtype) for s, n in stack)
+    return sum(n * s.request_bytes(ctx, policy, dtype) for s, n in stack)
 
 
 def request_paged_kv_bytes(
@@ -224,9 +250,9 @@ def request_paged_kv_bytes(
     Layers of identical spec share a block table, so blocks are counted once per spec."""
     blocks = paged = 0
     for s, n in stack:
-        held = cdiv(s.tokens_kept(ctx, policy), block_size)
+        held, layer_bytes = s.paged_request(ctx, policy, dtype, block_size)
         blocks += held
-        paged += n * held * block_size * s.bytes_per_token(dtype)
+        paged += n * layer_bytes
     return blocks, paged
 
 

@@ -118,8 +118,18 @@ class Engine:
                 f"{self.label} requires num_attention_heads ({hq}) divisible by "
                 f"tensor_parallel_size ({tp}); sizes that work: {ok}",
             )
-        if not shape.is_mla:
+        if not shape.is_mla and shape.attention_spec is not None:
             self.validate_kv_heads(shape.num_key_value_heads, hq, tp)
+        for g in shape.groups:
+            for what, value in g.spec.tp_divisors():
+                if value % tp:
+                    ok = [t for t in TP_SIZES if value % t == 0 and hq % t == 0]
+                    raise FieldError(
+                        "tensor_parallel_size",
+                        f"{self.label} shards the state layers' {what} ({value}) over "
+                        f"tensor_parallel_size ({tp}), which must divide it; sizes that work: "
+                        f"{ok}",
+                    )
 
     def validate_kv_heads(self, hkv: int, hq: int, tp: int) -> None:
         """vLLM and SGLang: divisible when heads ≥ ranks, else ranks a multiple of heads."""
@@ -138,12 +148,35 @@ class Engine:
                 f"sizes that work: {ok}",
             )
 
+    # -- state layers (Mamba, linear attention) -----------------------------------------------
+    def bind_state(
+        self,
+        shape: ModelShape,
+        *,
+        block_size: int,
+        kv: KVDtype,
+        model_dtype: str,
+        tp: int,
+        pp: int,
+        prefix_caching: bool,
+        max_model_len: int,
+        num_spec: int = 0,
+    ) -> tuple[ModelShape, int, list[Note]]:
+        """The shape with its state layers sized as this engine sizes them, the block size it
+        then uses, and notes. Engines whose state pools kvplan does not model refuse."""
+        arch = shape.model_type or "this model"
+        raise FieldError(
+            "engine",
+            f"kvplan does not model how {self.label} sizes the state (Mamba / linear-attention) "
+            f"layers of {arch} (its own state pool); use engine vllm or transformers",
+        )
+
     # -- per-rank shapes ---------------------------------------------------------------------
     def kv_heads_per_rank(self, kv_heads: int, tp: int) -> int:
         return max(1, kv_heads // tp)  # vLLM / SGLang get_num_kv_heads
 
     def rank_spec(self, spec: LayerSpec, tp: int) -> LayerSpec:
-        return spec.per_rank(self.kv_heads_per_rank(spec.kv_heads, tp))
+        return spec.on_rank(tp, self.kv_heads_per_rank(spec.kv_heads, tp))
 
     def parallel_notes(self, shape: ModelShape, tp: int, dtype: KVDtype) -> list[Note]:
         """Quirks of this engine's sharding worth telling (none by default)."""

@@ -4,17 +4,18 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from planner.core.capacity import Pool, groups_of
 from planner.core.engines.base import Engine, Scheduling, per_stage_min
 from planner.core.engines.versions import Releases
 from planner.core.errors import FieldError
-from planner.core.model import ModelShape
+from planner.core.model import ModelShape, with_layers
 from planner.core.notes import Note, note
 from planner.core.parallel import Stages
-from planner.core.specs import WindowPolicy, cdiv, request_kv_bytes
+from planner.core.specs import LayerSpec, WindowPolicy, cdiv, request_kv_bytes
+from planner.core.specs_state import StateSpec
 from planner.core.units import KVDtype
 
 
@@ -75,6 +76,37 @@ class Transformers(Engine):
     def kv_heads_per_rank(self, kv_heads: int, tp: int) -> int:
         return kv_heads // tp  # divisibility checked in validate_kv_heads
 
+    def bind_state(
+        self,
+        shape: ModelShape,
+        *,
+        block_size: int,
+        kv: KVDtype,
+        model_dtype: str,
+        tp: int,
+        pp: int,
+        prefix_caching: bool,
+        max_model_len: int,
+        num_spec: int = 0,
+    ) -> tuple[ModelShape, int, list[Note]]:
+        """LinearAttentionLayer (cache_utils.py): conv_states keep the whole conv kernel, the
+        recurrent state its full shape, in the model's dtype; one copy per request."""
+        bound: dict[LayerSpec, LayerSpec] = {}
+        for g in shape.groups:
+            if isinstance(g.spec, StateSpec):
+                bound[g.spec] = replace(g.spec, tp=tp).bind(
+                    model_dtype=model_dtype, num_spec=num_spec, conv_extra=1
+                )
+        layers = tuple(bound.get(x, x) for x in shape.layers)
+        first = next(iter(bound.values()))
+        assert isinstance(first, StateSpec)
+        return with_layers(shape, layers), block_size, [
+            note("state.constant", state_bytes=sum(
+                g.layers * g.spec.state_bytes for g in with_layers(shape, layers).groups
+                if isinstance(g.spec, StateSpec)
+            ))
+        ]  # fmt: skip
+
     def block_size(self, requested: int | None, shape: ModelShape) -> tuple[int, list[Note]]:
         notes = [note("block.ignored_no_paging")] if requested not in (None, 1) else []
         return 1, notes
@@ -102,7 +134,8 @@ class Transformers(Engine):
         pools = []
         for stack in stages.stacks:
             per_token = sum(n * s.bytes_per_token(dtype) for s, n in stack)
-            slots = budget_bytes // per_token if per_token else 0
+            # Attention-free models have no per-token bytes: one slot per byte of state.
+            slots = budget_bytes // max(1, per_token)
             pools.append(
                 BytesPool(groups_of(stack, 1), slots, 0, 1, stack, dtype, policy, budget_bytes)
             )

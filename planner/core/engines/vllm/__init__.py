@@ -23,6 +23,7 @@ from planner.core.engines.vllm.groups import (
     vllm_groups,
     vllm_pipeline_pool,
 )
+from planner.core.engines.vllm.hybrid import VllmStateLayers
 from planner.core.engines.vllm.logs import (
     LOG_EXAMPLE,
     LOG_HINTS,
@@ -108,7 +109,7 @@ def _big_gpu(gpu: Gpu | None) -> bool:
 
 
 @dataclass(frozen=True)
-class Vllm(Engine):
+class Vllm(VllmStateLayers, Engine):
     name: ClassVar[str] = "vllm"
     label: ClassVar[str] = "vLLM"
     releases: ClassVar[Releases] = RELEASES

@@ -54,7 +54,7 @@ class VllmPool(Pool):
 
     def closed_form_longest(self) -> int | None:
         # Full attention only with one block size: every group gets usable // groups blocks.
-        if any(g.spec.is_window for g in self.groups):
+        if any(g.spec.is_window or not g.spec.grows_with_context for g in self.groups):
             return None
         sizes = {g.block_size for g in self.groups}
         if len(sizes) != 1:
@@ -102,7 +102,7 @@ def vllm_groups(
     groups: list[KVGroup] = []
     for s, n in buckets.items():
         num = cdiv(n, group_size)
-        bs = block_size * (page_max // pages[s])
+        bs = s.group_block_size(block_size * (page_max // pages[s]))
         for i in range(num):
             members = len(range(i, n, num))  # strided slice layers[i::num]
             groups.append(KVGroup(s, members, group_size - members, bs))

@@ -1,0 +1,180 @@
+"""vLLM's rules for models with state layers (Mamba, gated delta net, KDA, short conv).
+
+Two rule sets, each read in its release's wheel:
+
+0.33 (`platforms/interface.py` `_align_hybrid_block_size`, `models/config.py`
+`MambaModelConfig`, `v1/kv_cache_interface.py` `MambaSpec`):
+- prefix caching stays on (the default), which sets `mamba_cache_mode="align"` with
+  `mamba_block_size = block_size`; without it the mode is "none" and
+  `mamba_block_size = max_model_len`;
+- after load the attention block size is raised (overriding --block-size) to the smallest
+  multiple of the kernel alignment whose page covers the state: alignment = max(smallest kernel
+  block, block_size), at least 128 for MLA hybrids, times lcm with the prefill checkpoint
+  alignment in align mode; then rounded to the backends' common kernel block;
+- the state page is padded to exactly the attention page;
+- blocks per request: align mode 2 + speculative tokens + checkpoint blocks (Mamba2 1; GDN 1
+  only with FlashInfer's prefill on SM90, alignment 64; Mamba1 and KDA 0), else 1 + speculative.
+
+0.11 (`models/config.py` `HybridAttentionMambaModelConfig`): prefix caching is switched off for
+hybrids, the block is 16 × cdiv(state, 16 × a FullAttentionSpec token page, K and V even for MLA),
+one state block per request, `mamba_block_size = max_model_len`.
+
+Releases between those two changed these rules in steps kvplan has not read; they are refused.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from math import lcm
+
+from planner.core.engines.versions import Version, since
+from planner.core.errors import FieldError
+from planner.core.model import ModelShape, with_layers
+from planner.core.notes import Note, note
+from planner.core.specs import LayerSpec, MLASpec, cdiv
+from planner.core.specs_state import GatedDeltaNetSpec, StateSpec
+from planner.core.units import KVDtype
+
+# The two rule sets read (first release each applies to, last release verified).
+OLD_RULES = ((0, 9, 0), (0, 11, 99))
+PLATFORM_ALIGN_SINCE = (0, 33, 0)
+# Smallest kernel block of the SM90 attention backends vLLM picks for these models
+# (FlashAttention, FlashAttention-MLA, Triton MLA: MultipleOf(16); FlashInfer 16).
+KERNEL_BLOCK = 16
+MLA_HYBRID_ALIGNMENT = 128
+GDN_FLASHINFER_ALIGNMENT = 64  # v1/attention/backends/gdn_attn.py
+
+
+def bind_vllm_state(
+    version: Version,
+    shape: ModelShape,
+    *,
+    block_size: int,
+    kv: KVDtype,
+    model_dtype: str,
+    tp: int,
+    pp: int,
+    prefix_caching: bool,
+    max_model_len: int,
+    num_spec: int = 0,
+    attention_kv_heads: int,
+) -> tuple[ModelShape, int, list[Note]]:
+    """The shape with every state layer bound as vLLM `version` sizes it, the raised block
+    size, and notes saying what changed."""
+    old = OLD_RULES[0] <= version <= OLD_RULES[1]
+    if not old and not since(version, PLATFORM_ALIGN_SINCE):
+        raise FieldError(
+            "engine_version",
+            f"kvplan knows vLLM's sizing of state (Mamba / linear-attention) layers for 0.11 "
+            f"and 0.33, not for {'.'.join(map(str, version[:2]))}: the block-size alignment and "
+            "state blocks per request changed in between; use engine_version 0.33 or 0.11",
+        )
+    if pp > 1:
+        raise FieldError(
+            "pipeline_parallel_size",
+            "kvplan does not yet split a hybrid (state + attention) model across vLLM "
+            "pipeline stages; use pipeline_parallel_size 1",
+        )
+    attn = shape.attention_spec
+    states = [g.spec for g in shape.groups if isinstance(g.spec, StateSpec)]
+    if attn is None:
+        raise FieldError(
+            "model",
+            "attention-free models (every layer a state layer) are not modelled for vLLM: "
+            "it sizes them without an attention page to align to",
+        )
+    if any(s.is_window for s in (g.spec for g in shape.groups)):
+        raise FieldError(
+            "model",
+            "kvplan does not model vLLM hybrids that mix state layers with sliding-window "
+            "attention",
+        )
+    # The model-level state vLLM aligns to: the model's mixer with this TP and speculation.
+    ranked = [replace(s, tp=tp).bind(model_dtype=model_dtype, num_spec=num_spec) for s in states]
+    state_page = max(s.state_bytes for s in ranked)
+    rank_attn = attn.on_rank(tp, max(1, attention_kv_heads // tp))
+    notes: list[Note] = []
+    if old:
+        mode = "none"
+        # FullAttentionSpec(num_kv_heads, head_size): K and V, even for MLA's latent.
+        attn_1 = rank_attn.page_bytes(kv, 1)
+        if isinstance(attn, MLASpec):
+            attn_1 = 2 * attn.elements_per_token * _bytes(kv)
+        needed = KERNEL_BLOCK * cdiv(state_page, KERNEL_BLOCK * attn_1)
+        checkpoints_on = False
+    else:
+        mode = "align" if prefix_caching else "none"
+        attn_1 = rank_attn.page_bytes(kv, 1)
+        align = max(KERNEL_BLOCK, block_size)
+        if isinstance(attn, MLASpec):
+            align = max(align, MLA_HYBRID_ALIGNMENT)
+        # GDN exports prefill checkpoints only with FlashInfer's prefill (SM90) in align mode,
+        # and the platform aligns to them only when every state layer can.
+        checkpoints_on = mode == "align" and all(isinstance(s, GatedDeltaNetSpec) for s in states)
+        if checkpoints_on:
+            align = lcm(align, GDN_FLASHINFER_ALIGNMENT)
+        needed = align * cdiv(state_page, align * attn_1)
+        needed = KERNEL_BLOCK * cdiv(needed, KERNEL_BLOCK)
+    block = max(block_size, needed)
+    if block != block_size:
+        notes.append(note("block.vllm_hybrid_raised", block=block, requested=block_size))
+    page = block * attn_1
+    block_tokens = block if mode == "align" else max_model_len
+    bound: dict[LayerSpec, LayerSpec] = {}
+    for s, r in zip(states, ranked, strict=True):
+        if old:
+            held = 1
+        elif mode == "align":
+            gdn_ckpt = checkpoints_on and isinstance(s, GatedDeltaNetSpec)
+            held = 2 + num_spec + (1 if gdn_ckpt else s.checkpoint_blocks)
+        else:
+            held = 1 + num_spec
+        bound[s] = r.bind(
+            model_dtype=model_dtype,
+            num_spec=num_spec,
+            page_padded_bytes=page if page != r.state_bytes else None,
+            held_blocks=held,
+            block_tokens=block_tokens,
+        )
+    layers = tuple(bound.get(s, s) for s in shape.layers)
+    notes.append(
+        note(
+            "state.vllm_mode",
+            mode=mode,
+            version=".".join(map(str, version[:2])),
+            held=next(iter(bound.values())).admission_blocks(0, block, 0) if bound else 0,
+        )
+    )
+    return with_layers(shape, layers), block, notes
+
+
+class VllmStateLayers:
+    """The Engine hook for vLLM (mixed into `Vllm`)."""
+
+    version: Version
+
+    def bind_state(
+        self,
+        shape: ModelShape,
+        *,
+        block_size: int,
+        kv: KVDtype,
+        model_dtype: str,
+        tp: int,
+        pp: int,
+        prefix_caching: bool,
+        max_model_len: int,
+        num_spec: int = 0,
+    ) -> tuple[ModelShape, int, list[Note]]:
+        return bind_vllm_state(
+            self.version, shape, block_size=block_size, kv=kv, model_dtype=model_dtype, tp=tp,
+            pp=pp, prefix_caching=prefix_caching, max_model_len=max_model_len,
+            num_spec=num_spec, attention_kv_heads=shape.num_key_value_heads,
+        )  # fmt: skip
+
+
+def _bytes(kv: KVDtype) -> int:
+    return max(1, kv.bits // 8)
+
+
+__all__ = ["VllmStateLayers", "bind_vllm_state"]
