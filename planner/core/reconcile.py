@@ -9,7 +9,6 @@ activation peak, non-torch memory, KV budget) come back as reserves and a ready 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from planner.core.engines import Engine, engine_class, engine_labels, log_engines
@@ -18,37 +17,13 @@ from planner.core.errors import FieldError, PlanError
 from planner.core.inputs import Catalog
 from planner.core.logs import Fact, ParsedLog, engine_hint, parse_log
 from planner.core.model import ModelShape, shape_from_config
-from planner.core.reconcile_common import Ctx
+from planner.core.reconcile_common import Ctx, Resolved
 from planner.core.reconcile_schema import LoggedLine, ReconcileRequest, ReconcileResult, Summary
 from planner.core.reconcile_settings import resolve_settings, settings_dtype
+from planner.core.units import KVDtype
 
 # Lines of one kind checked (a log of many restarts repeats them; work and output stay bounded).
 MAX_FACTS_PER_KIND = 32
-
-# Configs with layers kvplan does not size (linear attention / state-space): say so, never guess.
-_STATE_KEYS = (
-    "linear_attn_config",
-    "layers_block_type",
-    "mamba_d_state",
-    "ssm_cfg",
-    "hybrid_override_pattern",
-    "linear_num_key_heads",
-)
-_STATE_TYPES = {
-    "kimi_linear",
-    "jamba",
-    "qwen3_next",
-    "granitemoehybrid",
-    "nemotron_h",
-    "falcon_h1",
-    "mamba",
-    "mamba2",
-    "zamba2",
-    "bamba",
-    "lfm2",
-    "minimax",
-}
-
 
 def _examples() -> str:
     """Each log-reading engine's typical KV-cache line, for the no-line-recognised error."""
@@ -80,19 +55,6 @@ def _engine(claimed: str | None, log: ParsedLog, text: str) -> str:
     return claimed or detected
 
 
-def _unsupported(cfg: Mapping[str, Any]) -> str | None:
-    inner = cfg.get("text_config")
-    merged = {**cfg, **inner} if isinstance(inner, Mapping) else cfg
-    kind = merged.get("model_type")
-    if kind in _STATE_TYPES or any(k in merged for k in _STATE_KEYS):
-        return (
-            f"the model ({kind or 'config'}) has linear-attention or state-space layers; kvplan "
-            "does not size their state pages, and vLLM enlarges the attention block to match "
-            "them, so the capacity lines are not recomputed"
-        )
-    return None
-
-
 def _model(
     req: ReconcileRequest, log: ParsedLog, catalog: Catalog
 ) -> tuple[ModelShape | None, str | dict[str, Any] | None, str | None, str, list[str]]:
@@ -100,21 +62,15 @@ def _model(
     notes: list[str] = []
     model = req.model
     if isinstance(model, dict):
-        why = _unsupported(model)
         named = model.get("_name_or_path")
         label = (
             named
             if isinstance(named, str) and 0 < len(named) <= 200
             else str(model.get("model_type") or "config")
         )
-        if why:
-            return None, None, label, why, notes
         return shape_from_config(model), model, label, "", notes
     if isinstance(model, str):
         entry = catalog.model(model, None)
-        why = _unsupported(entry.config or {})
-        if why:
-            return None, None, entry.shape.id, why, notes
         return entry.shape, entry.shape.id, entry.shape.id, "", notes
     named = next((log.args[k] for k in ("model", "model_path") if k in log.args), None)
     if named:
@@ -126,9 +82,6 @@ def _model(
                 "config.json as model"
             )
             return None, None, None, why, notes
-        why = _unsupported(entry.config or {})
-        if why:
-            return None, None, entry.shape.id, why, notes
         notes.append(f"Model {entry.shape.id} taken from the log's arguments.")
         return entry.shape, entry.shape.id, entry.shape.id, "", notes
     return (
@@ -181,6 +134,7 @@ def _plan_request(ctx: Ctx) -> dict[str, Any] | None:
         body["kv_budget_bytes"] = res.kv_budget_bytes
     else:
         return None
+    body.update(ctx.plan_extra)
     if s.draft:
         ctx.notes.append(
             f"The plan request has no field for the {s.draft} draft layers: its figures leave "
@@ -200,10 +154,14 @@ def _cap(facts: list[Fact]) -> tuple[list[Fact], int]:
     return kept, len(facts) - len(kept)
 
 
-def _engine_at_version(name: str, log: ParsedLog, notes: list[str]) -> Engine:
-    """The engine at the release the log names (its version line, else its line-number
-    fingerprint); otherwise the newest verified release, said in a note."""
+def _engine_at_version(
+    name: str, log: ParsedLog, notes: list[str], given: str | None = None
+) -> Engine:
+    """The engine at the release the request or the log names (its version line, else its
+    line-number fingerprint); otherwise the newest verified release, said in a note."""
     cls = engine_class(name)
+    if given is not None:
+        return cls(cls.releases.resolve(given, label=cls.label))
     newest = cls(cls.releases.default)
     named, how = log.version, "its version line"
     if named is None:
@@ -232,13 +190,43 @@ def _engine_at_version(name: str, log: ParsedLog, notes: list[str]) -> Engine:
     return cls(clamped)
 
 
+def _bind_state(
+    engine: Engine,
+    shape: ModelShape,
+    dtype: KVDtype,
+    settings: Resolved,
+    req: ReconcileRequest,
+    notes: list[str],
+) -> tuple[ModelShape | None, str]:
+    """State layers sized as the engine sizes them, and the block size it then uses; a
+    setup the engine's rules do not cover leaves the figures unrecomputed, with the reason."""
+    model_dtype, _ = engine.model_dtype(shape, None)
+    prefix = req.settings.enable_prefix_caching
+    try:
+        bound, block, more = engine.bind_state(
+            shape,
+            block_size=settings.block,
+            kv=dtype,
+            model_dtype=model_dtype,
+            tp=settings.tp,
+            pp=settings.pp,
+            prefix_caching=engine.prefix_caching_default if prefix is None else prefix,
+            max_model_len=settings.max_model_len or shape.max_position_embeddings or 1,
+        )
+    except FieldError as exc:
+        return None, exc.problems[0].msg if exc.problems else exc.detail
+    settings.block = block
+    notes.extend(n.text for n in more)
+    return bound, ""
+
+
 def reconcile(req: ReconcileRequest, *, catalog: Catalog) -> ReconcileResult:
     """Reconcile one log. Raises `PlanError` subclasses naming the offending field."""
     log = parse_log(req.log)
     name = _engine(req.engine, log, req.log)
     shape, ref, label, why, notes = _model(req, log, catalog)
-    engine = _engine_at_version(name, log, notes)
     try:
+        engine = _engine_at_version(name, log, notes, req.settings.engine_version)
         settings = resolve_settings(engine, req.settings, log, shape, catalog)
         dtype = settings_dtype(settings.dtype_name, shape)
         if shape is not None:
@@ -248,6 +236,8 @@ def reconcile(req: ReconcileRequest, *, catalog: Catalog) -> ReconcileResult:
         if loc and loc[0] not in ("settings", "model"):
             raise FieldError(("settings", *loc), exc.problems[0].msg) from None
         raise
+    if shape is not None and dtype is not None and shape.has_state:
+        shape, why = _bind_state(engine, shape, dtype, settings, req, notes)
     facts = [f for f in log.facts if f.engine == engine.name]
     others = len(log.facts) - len(facts)
     if others:
@@ -270,6 +260,8 @@ def reconcile(req: ReconcileRequest, *, catalog: Catalog) -> ReconcileResult:
         settings=settings,
         notes=notes,
     )
+    if req.settings.enable_prefix_caching is not None:
+        ctx.plan_extra["enable_prefix_caching"] = req.settings.enable_prefix_caching
     fmt = engine.reconcile_log(ctx)
     if log.lines_truncated:
         ctx.notes.append(f"{log.lines_truncated} over-long line(s) were cut before matching.")

@@ -132,7 +132,10 @@ def stage_layers(
         specs = [engine.rank_spec(s, tp) for s in shape.layers[start : start + size]]
         start += size
         if i == len(stage_sizes) - 1 and draft:
-            main = next((s for s in shape.layers if not s.is_window), shape.layers[0])
+            main = next(
+                (s for s in shape.layers if not s.is_window and s.grows_with_context),
+                shape.layers[0],
+            )
             full: LayerSpec = (
                 main
                 if isinstance(main, MLASpec)

@@ -68,6 +68,14 @@ class ReconcileSettings(_Strict):
     )
     gpu_memory_bytes: Annotated[int, Field(ge=1, le=MAX_BYTES, strict=True)] | None = None
     vllm_engine: Literal["v0", "v1"] | None = None
+    engine_version: Annotated[str, Field(min_length=1, max_length=40)] | None = Field(
+        default=None,
+        description="The engine release that wrote the log, when its lines do not say.",
+    )
+    enable_prefix_caching: bool | None = Field(
+        default=None,
+        description="vLLM: decides how state (Mamba / linear-attention) layers are cached.",
+    )
 
 
 class ReconcileRequest(_Strict):

@@ -8,6 +8,8 @@ in each fixture), never this implementation's output. Model geometry comes from 
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -54,13 +56,26 @@ GRANITE_MICRO = {
     "torch_dtype": "bfloat16",
     "max_position_embeddings": 131072,
 }
-KIMI_LINEAR = {
-    "model_type": "kimi_linear",
-    "num_hidden_layers": 27,
-    "num_attention_heads": 32,
-    "kv_lora_rank": 512,
-    "qk_rope_head_dim": 64,
-    "linear_attn_config": {"kda_layers": 20, "full_attn_layers": 7},
+# The published configs (tests/fixtures/hybrid_models.json).
+HYBRID = {
+    m["id"]: m["config"]
+    for m in json.loads((Path(__file__).parents[1] / "fixtures" / "hybrid_models.json").read_text())[
+        "models"
+    ]
+}
+KIMI_LINEAR = HYBRID["moonshotai/Kimi-Linear-48B-A3B-Instruct"]
+# granite-4.0-micro as published: the hybrid architecture with every layer "attention".
+GRANITE_MICRO_PUBLISHED = {
+    **{k: v for k, v in GRANITE_MICRO.items() if k != "model_type"},
+    "model_type": "granitemoehybrid",
+    "architectures": ["GraniteMoeHybridForCausalLM"],
+    "layer_types": ["attention"] * 40,
+    "mamba_n_heads": 128,
+    "mamba_d_head": 64,
+    "mamba_d_state": 256,
+    "mamba_n_groups": 1,
+    "mamba_d_conv": 4,
+    "mamba_expand": 2,
 }
 
 # fixture id -> (model, settings the log lacks)
@@ -70,7 +85,12 @@ INPUTS: dict[str, tuple[Any, dict[str, Any]]] = {
     "vllm-v1-fp8kv-mml100k-vllm25350": (QWEN3_30B_A3B, {"kv_cache_dtype": "fp8"}),
     "vllm-v1-fp8kv-mml221k-error-vllm25350": (QWEN3_30B_A3B, {"kv_cache_dtype": "fp8"}),
     "vllm-v1early-llama31-70b-w8a8-pr12569": ("meta-llama/Llama-3.1-70B", {"vllm_engine": "v1"}),
-    "vllm-v1-kimi-linear-awq-tp2-3090-vllm28228": (KIMI_LINEAR, {"tensor_parallel_size": 2}),
+    # The thread says "Nov 2025": a build between 0.11.0 and 0.11.1 (its gpu_worker.py line
+    # 349 is no release's); 0.11's hybrid rules reproduce its figures.
+    "vllm-v1-kimi-linear-awq-tp2-3090-vllm28228": (
+        KIMI_LINEAR,
+        {"tensor_parallel_size": 2, "engine_version": "0.11"},
+    ),
     "vllm-v1-qwen3-1p7b-24gb-vllm33263": (QWEN3_1P7B, {}),
     "vllm-v1-granite4-micro-fp8-l40s-ibmcodeengine": (GRANITE_MICRO, {}),
     "vllm-v1-qwen3-coder-30b-fp8-pp2-uneven-error-vllm34076": (
@@ -292,14 +312,51 @@ def test_early_v1_blocks_only() -> None:
     assert blocks.reason is not None and "6.74 GiB" in blocks.reason
 
 
-def test_kimi_linear_says_why() -> None:
-    # "Token count/concurrency not recomputed: needs the KDA state page size ..."
+def test_kimi_linear_reconciles() -> None:
+    # Logged: 2.30 GiB, "Add 1 padding layers, may waste at most 5.00%", "GPU KV cache size:
+    # 75,840 tokens", "Maximum concurrency for 120,000 tokens per request: 2.48x". The fixture's
+    # own arithmetic: 7 MLA + 20 KDA layers -> group size 7, KDA in 3 groups, 1 padding layer.
     r = run("vllm-v1-kimi-linear-awq-tp2-3090-vllm28228")
-    assert {c.status for c in r.checks} == {"not_recomputable"}
-    assert all(c.predicted is None for c in r.checks)
-    assert all("state" in (c.reason or "") for c in r.checks)
+    assert check(r, "padding_layers").status == "equal"
+    tokens = check(r, "gpu_kv_cache_tokens")
+    assert tokens.status == "equal" and tokens.predicted == 75840
+    conc = check(r, "max_concurrency")
+    assert conc.status in ("equal", "consistent")  # 2.30 GiB admits 318 or 319 blocks
+    assert r.plan_request is not None
+    planned = plan(PlanRequest.model_validate(r.plan_request))
+    assert planned.capacity is not None
+    assert planned.capacity.engine_reported_tokens == 75840
+    # 318 blocks (the low end of the 2.30 GiB window) give the logged 2.48x exactly.
+    low = plan(PlanRequest.model_validate({**r.plan_request, "kv_budget_bytes": 318 * 7741440}))
+    assert low.capacity is not None
+    assert low.capacity.engine_reported_concurrency == 2.48
     without = run("vllm-v1-kimi-linear-awq-tp2-3090-vllm28228", model=None)
     assert all("no model" in (c.reason or "") for c in without.checks)
+
+
+def test_kimi_linear_state_rules_between_releases_refused() -> None:
+    # vLLM 0.12-0.32 changed the hybrid block alignment in steps kvplan has not read: the figures
+    # are left unrecomputed with that reason, never a guess.
+    r = run(
+        "vllm-v1-kimi-linear-awq-tp2-3090-vllm28228",
+        settings={"tensor_parallel_size": 2, "engine_version": "0.20"},
+    )
+    assert {c.status for c in r.checks} == {"not_recomputable"}
+    assert all("0.11" in (c.reason or "") and "0.33" in (c.reason or "") for c in r.checks)
+
+
+def test_granite_published_config_reconciles() -> None:
+    # A granite-4.0-micro config as published (granitemoehybrid, layer_types "attention") is
+    # the dense model: the same 28,950 blocks as the fixture's own arithmetic.
+    r = run(
+        "vllm-v1-granite4-micro-fp8-l40s-ibmcodeengine",
+        model=GRANITE_MICRO_PUBLISHED,
+        settings={"gpu": "L40S-48GB", "gpu_memory_utilization": 0.9},
+    )
+    assert r.plan_request is not None
+    planned = plan(PlanRequest.model_validate(r.plan_request))
+    assert planned.capacity is not None and planned.capacity.num_blocks == 28950
+    assert check(r, "max_concurrency").status == "equal"
 
 
 def test_granite_reserves_round_trip() -> None:

@@ -3,7 +3,7 @@
 `vllm_hybrid_sizing.py` runs in the oracle virtualenv (see test_vllm_oracle.py) over configurations
 generated below from a fixed seed: Qwen3-Next (gated delta net), granite-4.0-h tiny/small,
 Falcon-H1, Nemotron-H (Mamba2), Jamba (Mamba) and Kimi-Linear (KDA + MLA), with their published
-configs (hybrid_models.json); KV dtypes, model dtypes, block sizes, TP, budgets, contexts,
+configs (tests/fixtures/hybrid_models.json); KV dtypes, model dtypes, block sizes, TP, budgets, contexts,
 prefix caching on / off / default, each in both scheduling modes. Every capacity figure vLLM
 computes is compared with `plan()`: accepted or refused, the raised block size, KV heads, page
 bytes, num_blocks, the groups (kind, layers, padding, block size, blocks per request), blocks per
@@ -65,7 +65,7 @@ FIGURES = (
 
 @cache
 def _models() -> dict[str, dict[str, Any]]:
-    data = json.loads((HERE / "hybrid_models.json").read_text())
+    data = json.loads((HERE.parents[1] / "tests" / "fixtures" / "hybrid_models.json").read_text())
     return {m["id"]: m["config"] for m in data["models"]}
 
 

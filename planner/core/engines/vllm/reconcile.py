@@ -140,7 +140,7 @@ def reconcile_vllm(ctx: Ctx) -> str:
     v1_error_checks(ctx)
     padding_checks(ctx)
     _reserves(ctx, src)
-    if ctx.shape.is_mla and ctx.settings.block not in (64, 128):
+    if ctx.shape.is_mla and not ctx.shape.has_state and ctx.settings.block not in (64, 128):
         ctx.notes.append(
             "vLLM's MLA backends force the block size on CUDA (FlashMLA 64, CUTLASS MLA 128); "
             "set block_size if the log's figures were computed with it."

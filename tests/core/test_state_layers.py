@@ -1,0 +1,226 @@
+"""State layers (Mamba, gated delta net, KDA): every config spelling, vLLM's sizing rules, and
+the refusals. Layer counts come from the published configs' own fields; state sizes from
+vLLM's MambaStateShapeCalculator worked by hand (the vLLM oracle checks them end to end)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from planner.core.errors import FieldError, ModelConfigError
+from planner.core.model import shape_from_config
+from planner.core.schema import PlanRequest
+from planner.core.specs_state import (
+    GatedDeltaNetSpec,
+    KimiDeltaSpec,
+    Mamba1Spec,
+    Mamba2Spec,
+    StateSpec,
+)
+from planner.service import plan
+
+HYBRID = {
+    m["id"]: m["config"]
+    for m in json.loads(
+        (Path(__file__).parents[1] / "fixtures" / "hybrid_models.json").read_text()
+    )["models"]
+}
+
+
+def _counts(config: dict[str, Any]) -> dict[str, int]:
+    shape = shape_from_config(config)
+    out: dict[str, int] = {}
+    for g in shape.groups:
+        key = g.spec.mixer if isinstance(g.spec, StateSpec) else g.spec.kind
+        out[key] = out.get(key, 0) + g.layers
+    return out
+
+
+@pytest.mark.parametrize(
+    ("model", "expected"),
+    [
+        # full_attention_interval 4 over 48 layers.
+        ("Qwen/Qwen3-Next-80B-A3B-Instruct", {"gdn": 36, "full": 12}),
+        # layer_types: "attention" at 5, 15, 25, 35.
+        ("ibm-granite/granite-4.0-h-tiny", {"mamba2": 36, "full": 4}),
+        ("ibm-granite/granite-4.0-h-small", {"mamba2": 36, "full": 4}),
+        # Falcon-H1: attention and Mamba2 side by side in all 44 layers.
+        ("tiiuae/Falcon-H1-7B-Instruct", {"full": 44, "mamba2": 44}),
+        # hybrid_override_pattern: 27 "M", 4 "*", the rest MLP ("-").
+        ("nvidia/NVIDIA-Nemotron-Nano-9B-v2", {"mamba2": 27, "full": 4}),
+        # attn_layer_period 8, offset 4 over 32 layers.
+        ("ai21labs/AI21-Jamba-Mini-1.6", {"mamba1": 28, "full": 4}),
+        # linear_attn_config: 20 kda_layers, 7 full_attn_layers (1-based).
+        ("moonshotai/Kimi-Linear-48B-A3B-Instruct", {"kda": 20, "mla": 7}),
+    ],
+)
+def test_published_configs_layer_mix(model: str, expected: dict[str, int]) -> None:
+    assert _counts(HYBRID[model]) == expected
+
+
+def test_every_spelling_of_the_same_jamba_layout() -> None:
+    jamba = HYBRID["ai21labs/AI21-Jamba-Mini-1.6"]
+    period = {k: v for k, v in jamba.items() if not k.startswith("attn_layer")}
+    attn = [i for i in range(32) if i % 8 == 4]
+    forms = [
+        jamba,
+        {**period, "attn_layer_indices": attn},
+        {**period, "layers_block_type": ["attention" if i in attn else "mamba" for i in range(32)]},
+        # transformers 5's JambaConfig.layer_types
+        {
+            **period,
+            "layer_types": [
+                "full_attention" if i in attn else "linear_attention" for i in range(32)
+            ],
+        },
+    ]
+    shapes = [shape_from_config(f) for f in forms]
+    assert all(s.layers == shapes[0].layers for s in shapes)
+    assert isinstance(shapes[0].layers[0], Mamba1Spec)
+
+
+def test_nemotron_pattern_and_layers_block_type_agree() -> None:
+    nemo = HYBRID["nvidia/NVIDIA-Nemotron-Nano-9B-v2"]
+    table = {"M": "mamba", "*": "attention", "-": "mlp"}
+    words = [table[c] for c in nemo["hybrid_override_pattern"]]
+    other = {k: v for k, v in nemo.items() if k != "hybrid_override_pattern"}
+    a = shape_from_config(nemo)
+    b = shape_from_config({**other, "layers_block_type": words})
+    assert a.layers == b.layers
+    # NemotronH keeps its SSM state in fp32 unless the config says otherwise.
+    state = next(s for s in a.layers if isinstance(s, Mamba2Spec))
+    assert state.ssm_dtype == "fp32"
+
+
+def test_state_bytes_follow_vllms_shape_calculator() -> None:
+    # gated_delta_net_state_shape: conv (kernel − 1, 2·16·128 + 32·128) = (3, 8192), recurrent
+    # (32, 128, 128), bf16: 3·8192·2 + 32·128·128·2 = 49,152 + 1,048,576.
+    qwen = shape_from_config(HYBRID["Qwen/Qwen3-Next-80B-A3B-Instruct"])
+    gdn = next(s for s in qwen.layers if isinstance(s, GatedDeltaNetSpec))
+    assert gdn.bind(model_dtype="bf16").state_bytes == 1_097_728
+    # kda_state_shape at TP 2: conv (3, 3·32·128 / 2), recurrent (16, 128, 128) in fp32.
+    kimi = shape_from_config(HYBRID["moonshotai/Kimi-Linear-48B-A3B-Instruct"])
+    kda = next(s for s in kimi.layers if isinstance(s, KimiDeltaSpec))
+    assert kda.on_rank(2, 1) != kda
+    ranked = kda.on_rank(2, 1)
+    assert isinstance(ranked, StateSpec)
+    assert ranked.bind(model_dtype="bf16").state_bytes == 3 * 6144 * 2 + 16 * 128 * 128 * 4
+    # mamba2_state_shape with n_groups 1 at TP 4: the group is replicated to 4.
+    granite = shape_from_config(HYBRID["ibm-granite/granite-4.0-h-tiny"])
+    m2 = next(s for s in granite.layers if isinstance(s, Mamba2Spec)).on_rank(4, 1)
+    assert isinstance(m2, StateSpec)
+    conv = 3 * (3072 + 2 * 4 * 128) // 4
+    assert m2.bind(model_dtype="bf16").state_bytes == (conv + 12 * 64 * 128) * 2
+    # Speculative tokens widen the conv window by one column each.
+    wide = m2.bind(model_dtype="bf16", num_spec=2).state_bytes
+    assert wide - m2.bind(model_dtype="bf16").state_bytes == 2 * (3072 + 2 * 4 * 128) // 4 * 2
+
+
+def _plan(model: dict[str, Any], **kw: Any) -> Any:
+    body = {"model": model, "kv_budget_bytes": 10 << 30, "context_tokens": 32768, **kw}
+    return plan(PlanRequest.model_validate(body))
+
+
+def test_vllm_raises_the_block_and_pads_the_state_page() -> None:
+    # Kimi-Linear TP 2, bf16: state 1,085,440 B; MLA token 1,152 B; alignment 128 (MLA hybrid)
+    # → 128 · cdiv(1,085,440, 128 · 1,152) = 1,024 tokens, overriding --block-size 16.
+    p = _plan(HYBRID["moonshotai/Kimi-Linear-48B-A3B-Instruct"], tensor_parallel_size=2,
+              block_size=16)  # fmt: skip
+    assert p.block_size == 1024
+    assert p.capacity is not None
+    kinds = {g.kind for g in p.capacity.kv_groups}
+    assert kinds == {"mamba", "mla"}
+    # align mode (prefix caching on by default): 2 blocks per KDA group (KDA has no checkpoint).
+    assert {g.blocks_per_request for g in p.capacity.kv_groups if g.kind == "mamba"} == {2}
+    off = _plan(HYBRID["moonshotai/Kimi-Linear-48B-A3B-Instruct"], tensor_parallel_size=2,
+                enable_prefix_caching=False)  # fmt: skip
+    assert off.capacity is not None
+    assert {g.blocks_per_request for g in off.capacity.kv_groups if g.kind == "mamba"} == {1}
+    # mamba_block_size = max_model_len without prefix caching.
+    assert {g.block_size for g in off.capacity.kv_groups if g.kind == "mamba"} == {32768}
+    codes = {n.code for n in p.notes_detail}
+    assert {"block.vllm_hybrid_raised", "state.vllm_mode"} <= codes
+
+
+def test_model_output_names_the_mixers() -> None:
+    p = _plan(HYBRID["Qwen/Qwen3-Next-80B-A3B-Instruct"])
+    state = [g for g in p.model.groups if g.kind == "mamba"]
+    assert [g.mixer for g in state] == ["gdn"] and state[0].layers == 36
+    assert state[0].state_bytes_per_request == 1_097_728
+    assert "state layers hold 36 × 1,097,728 B per request" in p.kv_bytes_per_token_formula
+
+
+@pytest.mark.parametrize(
+    ("config", "loc", "words"),
+    [
+        (
+            {**HYBRID["ibm-granite/granite-4.0-h-tiny"],
+             "layer_types": ["mamba"] * 3 + ["retention"] + ["attention"] * 36},
+            ("model", "layer_types", 3),
+            ("'retention'", "layer 3"),
+        ),
+        (
+            {**HYBRID["nvidia/NVIDIA-Nemotron-Nano-9B-v2"],
+             "hybrid_override_pattern": "M-M?" + "M-" * 26},
+            ("model", "hybrid_override_pattern", 3),
+            ("'?'", "layer 3"),
+        ),
+        (
+            {"model_type": "llama", "num_hidden_layers": 2, "num_attention_heads": 4,
+             "hidden_size": 64, "layer_types": ["full_attention", "mamba"]},
+            ("model", "layer_types", 1),
+            ("'mamba'", "llama"),
+        ),
+    ],
+)  # fmt: skip
+def test_unknown_layer_type_is_refused_by_name_and_index(
+    config: dict[str, Any], loc: tuple[Any, ...], words: tuple[str, ...]
+) -> None:
+    with pytest.raises(ModelConfigError) as err:
+        shape_from_config(config)
+    problem = err.value.problems[0]
+    assert problem.loc == loc
+    assert all(w in problem.msg for w in words), problem.msg
+
+
+@pytest.mark.parametrize(
+    ("kw", "field"),
+    [
+        ({"engine": "sglang"}, "engine"),
+        ({"engine": "trtllm"}, "engine"),
+        ({"engine": "vllm", "engine_version": "0.20"}, "engine_version"),
+        ({"pipeline_parallel_size": 2}, "pipeline_parallel_size"),
+        ({"tensor_parallel_size": 16}, "tensor_parallel_size"),  # 12 attention heads
+    ],
+)
+def test_setups_kvplan_cannot_size_are_refused(kw: dict[str, Any], field: str) -> None:
+    with pytest.raises(FieldError) as err:
+        _plan(HYBRID["ibm-granite/granite-4.0-h-tiny"], **kw)
+    assert err.value.problems[0].field == field
+
+
+def test_state_heads_tp_must_divide() -> None:
+    # Attention heads allow TP 4; the gated delta net's 2 key heads do not (vLLM `divide`).
+    cfg = {**HYBRID["Qwen/Qwen3-Next-80B-A3B-Instruct"], "linear_num_key_heads": 2,
+           "num_key_value_heads": 4}  # fmt: skip
+    with pytest.raises(FieldError) as err:
+        _plan(cfg, tensor_parallel_size=4)
+    problem = err.value.problems[0]
+    assert problem.field == "tensor_parallel_size" and "linear_num_key_heads" in problem.msg
+
+
+def test_granite_micro_as_published_is_dense() -> None:
+    # granite-4.0-micro: the hybrid architecture with every layer "attention" (no state).
+    cfg = {**HYBRID["ibm-granite/granite-4.0-h-tiny"], "layer_types": ["attention"] * 40}
+    shape = shape_from_config(cfg)
+    assert not shape.has_state and {g.spec.kind for g in shape.groups} == {"full"}
+
+
+def test_plain_configs_take_no_hybrid_path() -> None:
+    llama = {"model_type": "llama", "num_hidden_layers": 32, "num_attention_heads": 32,
+             "num_key_value_heads": 8, "hidden_size": 4096}  # fmt: skip
+    shape = shape_from_config(llama)
+    assert not shape.has_state and shape.attention_spec is shape.layers[0]
