@@ -48,7 +48,9 @@ HYBRID_KEYS = (
     "attn_layer_indices",
     "full_attention_interval",
 )
-ATTENTION_WORDS = frozenset({"attention", "full_attention", "sliding_attention", "chunked_attention"})
+ATTENTION_WORDS = frozenset(
+    {"attention", "full_attention", "sliding_attention", "chunked_attention"}
+)
 NO_CACHE_WORDS = frozenset({"mlp", "moe"})
 # Which mixer a state word means, per architecture (vLLM's model files).
 _MAMBA_MIXER = {
@@ -122,7 +124,11 @@ def _mixer_spec(mixer: str, cfg: Mapping[str, Any], model_type: str | None) -> S
         if model_type == "nemotron_h":
             heads, head_dim = _int(cfg, "mamba_num_heads"), _int(cfg, "mamba_head_dim")
             raw = cfg.get("mamba_ssm_cache_dtype", "float32")
-            names: dict[str, StateDtype] = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
+            names: dict[str, StateDtype] = {
+                "float32": "fp32",
+                "bfloat16": "bf16",
+                "float16": "fp16",
+            }
             if raw not in names and raw != "auto":
                 raise ModelConfigError(
                     ("model", "mamba_ssm_cache_dtype"),
@@ -323,8 +329,10 @@ def hybrid_layers(
         for slot in per:
             spec = made.get(slot)
             if spec is None:
-                spec = attention(slot) if slot in ATTENTION_WORDS else _mixer_spec(
-                    slot, cfg, model_type
+                spec = (
+                    attention(slot)
+                    if slot in ATTENTION_WORDS
+                    else _mixer_spec(slot, cfg, model_type)
                 )
                 made[slot] = spec
             out.append(spec)

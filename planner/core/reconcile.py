@@ -25,6 +25,7 @@ from planner.core.units import KVDtype
 # Lines of one kind checked (a log of many restarts repeats them; work and output stay bounded).
 MAX_FACTS_PER_KIND = 32
 
+
 def _examples() -> str:
     """Each log-reading engine's typical KV-cache line, for the no-line-recognised error."""
     classes = [engine_class(name) for name in log_engines()]

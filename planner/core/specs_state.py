@@ -43,6 +43,9 @@ class StateSpec(LayerSpec):
     block_tokens: int | None = None  # vLLM mamba_block_size (its group's block size)
     # Conv columns kept beyond kernel − 1 (transformers keeps the whole kernel: 1).
     conv_extra: int = 0
+    # The engine keeps the recurrent (SSM) state in fp32 whatever the model dtype (transformers'
+    # torch implementations of Mamba2 and the gated delta rule).
+    recurrent_fp32: bool = False
 
     kind: ClassVar[str] = "mamba"
     mixer: ClassVar[str] = "mamba"
@@ -56,7 +59,14 @@ class StateSpec(LayerSpec):
         raise NotImplementedError
 
     def dtypes(self) -> tuple[StateDtype, ...]:
-        return ("model", "model")
+        return ("model", self.recurrent("model"))
+
+    def window(self, kernel: int) -> int:
+        """Conv columns kept: kernel − 1, plus speculative tokens, plus the engine's extra."""
+        return kernel - 1 + self.num_spec + self.conv_extra
+
+    def recurrent(self, default: StateDtype) -> StateDtype:
+        return "fp32" if self.recurrent_fp32 else default
 
     def tp_divisors(self) -> tuple[tuple[str, int], ...]:
         """(config field, value) pairs that tensor parallelism must divide."""
@@ -116,10 +126,12 @@ class StateSpec(LayerSpec):
         held_blocks: int = 1,
         block_tokens: int | None = None,
         conv_extra: int = 0,
+        recurrent_fp32: bool = False,
     ) -> StateSpec:
         return replace(
             self,
             conv_extra=conv_extra,
+            recurrent_fp32=recurrent_fp32,
             model_dtype_bytes=DTYPE_BYTES.get(model_dtype, 2),
             num_spec=num_spec,
             page_padded_bytes=page_padded_bytes,
@@ -172,12 +184,14 @@ class Mamba2Spec(StateSpec):
         groups = self.n_groups + (0 if self.n_groups % self.tp == 0 else self.tp - self.n_groups)
         conv_dim = self.intermediate + 2 * groups * self.state_size
         return (
-            _conv(_divide(conv_dim, self.tp), self.conv_kernel - 1 + self.num_spec + self.conv_extra),
+            _conv(
+                _divide(conv_dim, self.tp), self.window(self.conv_kernel)
+            ),
             (_divide(self.num_heads, self.tp), self.head_dim, self.state_size),
         )
 
     def dtypes(self) -> tuple[StateDtype, ...]:
-        return ("model", self.ssm_dtype)
+        return ("model", self.recurrent(self.ssm_dtype))
 
     def tp_divisors(self) -> tuple[tuple[str, int], ...]:
         return (("mamba_n_heads", self.num_heads), ("mamba intermediate size", self.intermediate))
@@ -198,12 +212,17 @@ class GatedDeltaNetSpec(StateSpec):
     def shapes(self) -> tuple[tuple[int, ...], ...]:
         conv_dim = 2 * self.head_k_dim * self.num_k_heads + self.head_v_dim * self.num_v_heads
         return (
-            _conv(_divide(conv_dim, self.tp), self.conv_kernel - 1 + self.num_spec + self.conv_extra),
+            _conv(
+                _divide(conv_dim, self.tp), self.window(self.conv_kernel)
+            ),
             (_divide(self.num_v_heads, self.tp), self.head_v_dim, self.head_k_dim),
         )
 
     def tp_divisors(self) -> tuple[tuple[str, int], ...]:
-        return (("linear_num_key_heads", self.num_k_heads), ("linear_num_value_heads", self.num_v_heads))
+        return (
+            ("linear_num_key_heads", self.num_k_heads),
+            ("linear_num_value_heads", self.num_v_heads),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,7 +238,9 @@ class KimiDeltaSpec(StateSpec):
     def shapes(self) -> tuple[tuple[int, ...], ...]:
         conv_dim = 3 * self.num_heads * self.head_dim
         return (
-            _conv(_divide(conv_dim, self.tp), self.conv_kernel - 1 + self.num_spec + self.conv_extra),
+            _conv(
+                _divide(conv_dim, self.tp), self.window(self.conv_kernel)
+            ),
             (_divide(self.num_heads, self.tp), self.head_dim, self.head_dim),
         )
 
@@ -239,7 +260,12 @@ class ShortConvSpec(StateSpec):
     mixer: ClassVar[str] = "short_conv"
 
     def shapes(self) -> tuple[tuple[int, ...], ...]:
-        return (_conv(_divide(self.channels, self.tp), self.conv_kernel - 1 + self.num_spec + self.conv_extra),)
+        return (
+            _conv(
+                _divide(self.channels, self.tp),
+                self.window(self.conv_kernel),
+            ),
+        )
 
     def dtypes(self) -> tuple[StateDtype, ...]:
         return ("model",)

@@ -59,9 +59,9 @@ GRANITE_MICRO = {
 # The published configs (tests/fixtures/hybrid_models.json).
 HYBRID = {
     m["id"]: m["config"]
-    for m in json.loads((Path(__file__).parents[1] / "fixtures" / "hybrid_models.json").read_text())[
-        "models"
-    ]
+    for m in json.loads(
+        (Path(__file__).parents[1] / "fixtures" / "hybrid_models.json").read_text()
+    )["models"]
 }
 KIMI_LINEAR = HYBRID["moonshotai/Kimi-Linear-48B-A3B-Instruct"]
 # granite-4.0-micro as published: the hybrid architecture with every layer "attention".

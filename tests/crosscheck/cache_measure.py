@@ -216,6 +216,48 @@ CONFIGS: dict[str, dict[str, Any]] = {
 
 SEQ_LENS: tuple[int, ...] = (5, 7, 8, 9, 20)
 
+# State (Mamba2 / gated delta net) models, shaped like the published Mamba2 and Qwen3-Next
+# configs; conv kernel 4 (lengths below, at and beyond it are measured).
+STATE_CONFIGS: dict[str, dict[str, Any]] = {
+    "mamba2": {
+        **_COMMON,
+        "model_type": "mamba2",
+        "architectures": ["Mamba2ForCausalLM"],
+        "hidden_size": 64,
+        "num_hidden_layers": 2,
+        "num_heads": 8,
+        "head_dim": 16,
+        "n_groups": 2,
+        "state_size": 16,
+        "conv_kernel": 4,
+        "expand": 2,
+        "chunk_size": 16,
+    },
+    # Qwen3-Next: gated delta net layers, every 2nd layer full attention.
+    "qwen3_next_gdn": {
+        **_COMMON,
+        "model_type": "qwen3_next",
+        "architectures": ["Qwen3NextForCausalLM"],
+        "hidden_size": 64,
+        "num_hidden_layers": 4,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "head_dim": 16,
+        "intermediate_size": 128,
+        "moe_intermediate_size": 32,
+        "shared_expert_intermediate_size": 32,
+        "num_experts": 4,
+        "num_experts_per_tok": 2,
+        "linear_num_key_heads": 2,
+        "linear_num_value_heads": 4,
+        "linear_key_head_dim": 16,
+        "linear_value_head_dim": 8,
+        "linear_conv_kernel_dim": 4,
+        "full_attention_interval": 2,
+    },
+}
+STATE_SEQ_LENS: tuple[int, ...] = (2, 4, 5, 9, 20)
+
 
 @cache
 def _build(config_key: str) -> torch.nn.Module:
@@ -272,9 +314,18 @@ def describe_cache(cache: Any) -> dict[str, Any]:
                 row[f"{name}_bytes"] = 0
                 row[f"{name}_shape"] = None
         row["tokens"] = row["k_shape"][-2] if row["k_shape"] else 0
+        # Linear-attention / Mamba layers (LinearAttentionLayer): conv and recurrent states.
+        row["state_bytes"] = 0
+        row["state_shapes"] = []
+        for name in ("conv_states", "recurrent_states"):
+            for tensor in (getattr(layer, name, None) or {}).values():
+                if isinstance(tensor, torch.Tensor):
+                    row["state_bytes"] += tensor.numel() * tensor.element_size()
+                    row["state_shapes"].append((name, tuple(tensor.shape)))
+                    dtypes.add(str(tensor.dtype).removeprefix("torch."))
         layers.append(row)
     return {
-        "total_bytes": sum(r["k_bytes"] + r["v_bytes"] for r in layers),
+        "total_bytes": sum(r["k_bytes"] + r["v_bytes"] + r["state_bytes"] for r in layers),
         "storage_bytes": sum(storages.values()),
         "dtypes": sorted(dtypes),
         "layers": layers,

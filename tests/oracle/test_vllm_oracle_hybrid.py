@@ -1,13 +1,14 @@
 """vLLM 0.33's own sizing of hybrid (state + attention) models as the oracle for the planner.
 
-`vllm_hybrid_sizing.py` runs in the oracle virtualenv (see test_vllm_oracle.py) over configurations
-generated below from a fixed seed: Qwen3-Next (gated delta net), granite-4.0-h tiny/small,
-Falcon-H1, Nemotron-H (Mamba2), Jamba (Mamba) and Kimi-Linear (KDA + MLA), with their published
-configs (tests/fixtures/hybrid_models.json); KV dtypes, model dtypes, block sizes, TP, budgets, contexts,
-prefix caching on / off / default, each in both scheduling modes. Every capacity figure vLLM
-computes is compared with `plan()`: accepted or refused, the raised block size, KV heads, page
-bytes, num_blocks, the groups (kind, layers, padding, block size, blocks per request), blocks per
-request, resident requests, the logged concurrency and tokens, the longest context.
+`vllm_hybrid_sizing.py` runs in the oracle virtualenv (see test_vllm_oracle.py) over
+configurations generated below from a fixed seed: Qwen3-Next (gated delta net), granite-4.0-h
+tiny/small, Falcon-H1, Nemotron-H (Mamba2), Jamba (Mamba) and Kimi-Linear (KDA + MLA), with
+their published configs (tests/fixtures/hybrid_models.json); KV dtypes, model dtypes, block
+sizes, TP, budgets, contexts, prefix caching on / off / default, each in both scheduling modes.
+Every capacity figure vLLM computes is compared with `plan()`: accepted or refused, the raised
+block size, page bytes, num_blocks, the groups (kind, layers, padding, block size, blocks per
+request), blocks per request, resident requests, the logged concurrency and tokens, the longest
+context and the model's maximum length.
 """
 
 from __future__ import annotations
@@ -80,8 +81,9 @@ def _generate() -> list[dict[str, Any]]:
     for i in range(BASE_CONFIGS):
         model = models[i % len(models)]
         plain = i < 2 * len(models)
-        # Within the model's length: vLLM refuses longer ones (unless VLLM_ALLOW_LONG_MAX_MODEL_LEN),
-        # which the planner answers with a note; the main oracle covers that rule.
+        # Within the model's length: vLLM refuses longer ones (unless
+        # VLLM_ALLOW_LONG_MAX_MODEL_LEN), which the planner answers with a note; the main
+        # oracle covers that rule.
         limit = _max_len(_models()[model])
         ctx = rng.choice([t for t in CONTEXTS if t <= limit])
         base.append(

@@ -29,41 +29,40 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import vllm_sizing as base  # noqa: E402  (its platform stubs run on import)
-
-import torch  # noqa: E402
-import vllm  # noqa: E402
-from vllm.config import set_current_vllm_config  # noqa: E402
-from vllm.model_executor.layers.mamba import mamba_mixer, mamba_mixer2  # noqa: E402
-from vllm.model_executor.layers.mamba.gdn import base as gdn_base  # noqa: E402
-from vllm.model_executor.layers.mamba.gdn.kimi_gdn_linear_attn import (  # noqa: E402
+import torch
+import vllm
+import vllm_sizing as base
+from vllm.config import set_current_vllm_config
+from vllm.model_executor.layers.mamba import mamba_mixer, mamba_mixer2
+from vllm.model_executor.layers.mamba.gdn import base as gdn_base
+from vllm.model_executor.layers.mamba.gdn.kimi_gdn_linear_attn import (
     KimiGatedDeltaNetAttention,
 )
-from vllm.model_executor.layers.mamba.gdn.qwen_gdn_linear_attn import (  # noqa: E402
+from vllm.model_executor.layers.mamba.gdn.qwen_gdn_linear_attn import (
     QwenGatedDeltaNetAttention,
 )
-from vllm.platforms.interface import Platform  # noqa: E402
-from vllm.utils.math_utils import cdiv  # noqa: E402
-from vllm.v1.attention.backends.gdn_attn import (  # noqa: E402
+from vllm.platforms.interface import Platform
+from vllm.utils.math_utils import cdiv
+from vllm.v1.attention.backends.gdn_attn import (
     FLASHINFER_GDN_CHECKPOINT_ALIGNMENT,
 )
-from vllm.v1.attention.backends.utils import (  # noqa: E402
+from vllm.v1.attention.backends.utils import (
     get_supported_kv_cache_layouts,
     resolve_kv_cache_layout,
 )
-from vllm.v1.core.kv_cache_config_builder import get_kv_cache_config_builder  # noqa: E402
-from vllm.v1.core.kv_cache_planning import (  # noqa: E402
+from vllm.v1.core.kv_cache_config_builder import get_kv_cache_config_builder
+from vllm.v1.core.kv_cache_planning import (
     _estimate_max_model_len_from_groups,
     _pool_bytes_per_block_from_builder,
     _project_kv_cache_groups_to_worker,
     get_global_kv_cache_groups,
     get_kv_cache_configs,
 )
-from vllm.v1.core.kv_cache_utils import (  # noqa: E402
+from vllm.v1.core.kv_cache_utils import (
     generate_scheduler_kv_cache_config,
     get_kv_cache_capacity,
 )
-from vllm.v1.kv_cache_interface import MambaSpec  # noqa: E402
+from vllm.v1.kv_cache_interface import MambaSpec
 
 _TP = {"size": 1}
 
@@ -96,7 +95,9 @@ def _slots(hf: Any) -> list[list[str]]:
         table = {"M": "mamba2", "*": "attn"}
         return [[table[c]] if c in table else [] for c in pattern]
     if mtype == "granitemoehybrid":
-        return [["mamba2"] if t in ("mamba", "linear_attention") else ["attn"] for t in hf.layer_types]
+        return [
+            ["mamba2"] if t in ("mamba", "linear_attention") else ["attn"] for t in hf.layer_types
+        ]
     if mtype == "jamba":
         return [["mamba1"] if t == "mamba" else ["attn"] for t in hf.layers_block_type]
     if mtype == "qwen3_next":

@@ -89,13 +89,14 @@ class Transformers(Engine):
         max_model_len: int,
         num_spec: int = 0,
     ) -> tuple[ModelShape, int, list[Note]]:
-        """LinearAttentionLayer (cache_utils.py): conv_states keep the whole conv kernel, the
-        recurrent state its full shape, in the model's dtype; one copy per request."""
+        """LinearAttentionLayer (cache_utils.py): conv_states keep the whole conv kernel in the
+        model's dtype; the recurrent state is kept in fp32 (the torch Mamba2 and gated-delta
+        implementations compute it in fp32; measured, tests/crosscheck); one copy per request."""
         bound: dict[LayerSpec, LayerSpec] = {}
         for g in shape.groups:
             if isinstance(g.spec, StateSpec):
                 bound[g.spec] = replace(g.spec, tp=tp).bind(
-                    model_dtype=model_dtype, num_spec=num_spec, conv_extra=1
+                    model_dtype=model_dtype, num_spec=num_spec, conv_extra=1, recurrent_fp32=True
                 )
         layers = tuple(bound.get(x, x) for x in shape.layers)
         first = next(iter(bound.values()))
