@@ -184,9 +184,7 @@ class Mamba2Spec(StateSpec):
         groups = self.n_groups + (0 if self.n_groups % self.tp == 0 else self.tp - self.n_groups)
         conv_dim = self.intermediate + 2 * groups * self.state_size
         return (
-            _conv(
-                _divide(conv_dim, self.tp), self.window(self.conv_kernel)
-            ),
+            _conv(_divide(conv_dim, self.tp), self.window(self.conv_kernel)),
             (_divide(self.num_heads, self.tp), self.head_dim, self.state_size),
         )
 
@@ -212,9 +210,7 @@ class GatedDeltaNetSpec(StateSpec):
     def shapes(self) -> tuple[tuple[int, ...], ...]:
         conv_dim = 2 * self.head_k_dim * self.num_k_heads + self.head_v_dim * self.num_v_heads
         return (
-            _conv(
-                _divide(conv_dim, self.tp), self.window(self.conv_kernel)
-            ),
+            _conv(_divide(conv_dim, self.tp), self.window(self.conv_kernel)),
             (_divide(self.num_v_heads, self.tp), self.head_v_dim, self.head_k_dim),
         )
 
@@ -238,9 +234,7 @@ class KimiDeltaSpec(StateSpec):
     def shapes(self) -> tuple[tuple[int, ...], ...]:
         conv_dim = 3 * self.num_heads * self.head_dim
         return (
-            _conv(
-                _divide(conv_dim, self.tp), self.window(self.conv_kernel)
-            ),
+            _conv(_divide(conv_dim, self.tp), self.window(self.conv_kernel)),
             (_divide(self.num_heads, self.tp), self.head_dim, self.head_dim),
         )
 
