@@ -185,9 +185,11 @@ def _mixer_spec(mixer: str, cfg: Mapping[str, Any], model_type: str | None) -> S
             conv_kernel=_int(lac, "short_conv_kernel_size", loc=loc),
         )  # fmt: skip
     if mixer == "short_conv":
-        if not isinstance(hidden, int):
-            raise ModelConfigError(("model", "hidden_size"), "is required for LFM2's conv layers")
-        return ShortConvSpec(0, 0, 0, channels=hidden, conv_kernel=_int(cfg, "conv_L_cache"))
+        # LFM2: conv_dim channels (vLLM's ShortConv(dim=config.conv_dim)), kernel conv_L_cache.
+        channels = _int(cfg, "conv_dim") if "conv_dim" in cfg else hidden
+        if not isinstance(channels, int):
+            raise ModelConfigError(("model", "conv_dim"), "is required for LFM2's conv layers")
+        return ShortConvSpec(0, 0, 0, channels=channels, conv_kernel=_int(cfg, "conv_L_cache"))
     raise AssertionError(mixer)  # pragma: no cover - callers only pass known mixers
 
 

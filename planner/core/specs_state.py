@@ -247,7 +247,7 @@ class KimiDeltaSpec(StateSpec):
 
 @dataclass(frozen=True, slots=True)
 class ShortConvSpec(StateSpec):
-    """Short convolution (LFM2): one conv state (kernel − 1 + spec, hidden / tp)."""
+    """Short convolution (LFM2): one conv state (conv_L_cache − 1 + spec, conv_dim / tp)."""
 
     channels: int = 0
     conv_kernel: int = 3
@@ -265,7 +265,7 @@ class ShortConvSpec(StateSpec):
         return ("model",)
 
     def tp_divisors(self) -> tuple[tuple[str, int], ...]:
-        return (("hidden_size", self.channels),)
+        return (("conv_dim", self.channels),)
 
 
 @dataclass(frozen=True, slots=True)

@@ -55,6 +55,8 @@ def _counts(config: dict[str, Any]) -> dict[str, int]:
         ("ai21labs/AI21-Jamba-Mini-1.6", {"mamba1": 28, "full": 4}),
         # linear_attn_config: 20 kda_layers, 7 full_attn_layers (1-based).
         ("moonshotai/Kimi-Linear-48B-A3B-Instruct", {"kda": 20, "mla": 7}),
+        # layer_types: 22 "conv", 8 "full_attention".
+        ("LiquidAI/LFM2-2.6B", {"short_conv": 22, "full": 8}),
     ],
 )
 def test_published_configs_layer_mix(model: str, expected: dict[str, int]) -> None:

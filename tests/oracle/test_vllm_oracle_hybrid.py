@@ -2,9 +2,10 @@
 
 `vllm_hybrid_sizing.py` runs in the oracle virtualenv (see test_vllm_oracle.py) over
 configurations generated below from a fixed seed: Qwen3-Next (gated delta net), granite-4.0-h
-tiny/small, Falcon-H1, Nemotron-H (Mamba2), Jamba (Mamba) and Kimi-Linear (KDA + MLA), with
-their published configs (tests/fixtures/hybrid_models.json); KV dtypes, model dtypes, block
-sizes, TP, budgets, contexts, prefix caching on / off / default, each in both scheduling modes.
+tiny/small, Falcon-H1, Nemotron-H (Mamba2), Jamba (Mamba), Kimi-Linear (KDA + MLA) and LFM2
+(short convolution), with their published configs (tests/fixtures/hybrid_models.json); KV
+dtypes, model dtypes, block sizes, TP, budgets, contexts, prefix caching on / off / default, each
+in both scheduling modes.
 Every capacity figure vLLM computes is compared with `plan()`: accepted or refused, the raised
 block size, page bytes, num_blocks, the groups (kind, layers, padding, block size, blocks per
 request), blocks per request, resident requests, the logged concurrency and tokens, the longest
@@ -36,7 +37,7 @@ HERE = Path(__file__).resolve().parent
 VERSION = "0.33.0"
 HARNESS = "vllm_hybrid_sizing.py"
 SEED = 20261213
-BASE_CONFIGS = 180  # each in both scheduling modes
+BASE_CONFIGS = 192  # each in both scheduling modes
 GIB = 1 << 30
 
 KV_DTYPES = ("auto", "auto", "fp8", "bf16")

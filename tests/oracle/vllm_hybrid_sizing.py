@@ -33,7 +33,7 @@ import torch
 import vllm
 import vllm_sizing as base
 from vllm.config import set_current_vllm_config
-from vllm.model_executor.layers.mamba import mamba_mixer, mamba_mixer2
+from vllm.model_executor.layers.mamba import mamba_mixer, mamba_mixer2, short_conv
 from vllm.model_executor.layers.mamba.gdn import base as gdn_base
 from vllm.model_executor.layers.mamba.gdn.kimi_gdn_linear_attn import (
     KimiGatedDeltaNetAttention,
@@ -72,7 +72,7 @@ def _tp() -> int:
 
 
 # The layers ask the distributed state for the TP size (no process group here).
-for _mod in (mamba_mixer, mamba_mixer2):
+for _mod in (mamba_mixer, mamba_mixer2, short_conv):
     _mod.get_tensor_model_parallel_world_size = _tp  # type: ignore[attr-defined]
 
 
@@ -102,6 +102,8 @@ def _slots(hf: Any) -> list[list[str]]:
         return [["mamba1"] if t == "mamba" else ["attn"] for t in hf.layers_block_type]
     if mtype == "qwen3_next":
         return [["gdn"] if t == "linear_attention" else ["attn"] for t in hf.layer_types]
+    if mtype == "lfm2":
+        return [["attn"] if t == "full_attention" else ["short_conv"] for t in hf.layer_types]
     if mtype == "kimi_linear":
         return [["kda"] if hf.is_kda_layer(i) else ["mla"] for i in range(n)]
     raise ValueError(f"harness: no layer plan for {mtype}")
@@ -154,6 +156,10 @@ def _mamba_layer(kind: str, cfg: Any, prefix: str) -> Any:
         lac = hf.linear_attn_config
         obj.num_heads, obj.head_dim = lac["num_heads"], lac["head_dim"]
         obj.conv_size = lac["short_conv_kernel_size"]
+    elif kind == "short_conv":
+        obj = short_conv.ShortConv.__new__(short_conv.ShortConv)
+        obj.conv_dim, obj.L_cache = hf.conv_dim, hf.conv_L_cache
+        obj.num_spec = cfg.num_speculative_tokens
     else:
         raise ValueError(kind)
     if isinstance(obj, gdn_base.GatedDeltaNetAttention):
