@@ -217,7 +217,7 @@ class GroupOut(_Out):
     head_size_k: int
     head_size_v: int
     # State layers (kind "mamba"): the mixer (mamba1, mamba2, gdn, kda, short_conv) and the
-    # bytes of one request's state in one layer on one rank.
+    # bytes of one request's state in one layer (whole model, before tensor parallelism).
     mixer: str | None = None
     state_bytes_per_request: int | None = None
 

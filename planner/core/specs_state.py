@@ -6,9 +6,10 @@ depend on the context: a convolution window and a recurrent (SSM) state. Shapes 
 `MambaStateShapeCalculator` (`model_executor/layers/mamba/mamba_utils.py`), dtypes its
 `MambaStateDtypeCalculator`; transformers' cache classes store the same tensors.
 
-A spec is made from the config unbound (tp 1, no speculative tokens, model dtype unknown) and
-bound by the engine once the model dtype, tensor parallelism and cache mode are known
-(`bind`). Bytes per token are 0: nothing grows with the context.
+A spec is made from the config unbound (no speculative tokens, model dtype unknown) and bound by
+the engine once the model dtype, tensor parallelism and cache mode are known (`bind`); the
+model's shape keeps the whole (tp 1) state, `on_rank` gives a rank's. Bytes per token are 0:
+nothing grows with the context.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ class StateSpec(LayerSpec):
     num_spec: int = 0  # speculative tokens: the conv window grows by them
     model_dtype_bytes: int = 2
     page_padded_bytes: int | None = None  # vLLM pads the state page to the attention page
+    padded_at_tp: int = 1  # the TP the padding was computed for (a rank's page)
     held_blocks: int = 1  # blocks the engine reserves for one request
     block_tokens: int | None = None  # vLLM mamba_block_size (its group's block size)
     # Conv columns kept beyond kernel − 1 (transformers keeps the whole kernel: 1).
@@ -89,7 +91,9 @@ class StateSpec(LayerSpec):
         return 0
 
     def page_bytes(self, dtype: KVDtype, block_size: int) -> int:
-        return self.page_padded_bytes or self.state_bytes
+        if self.page_padded_bytes is not None and self.tp == self.padded_at_tp:
+            return self.page_padded_bytes
+        return self.state_bytes
 
     def tokens_kept(self, ctx: int, policy: WindowPolicy) -> int:
         return 0
@@ -123,6 +127,7 @@ class StateSpec(LayerSpec):
         model_dtype: str,
         num_spec: int = 0,
         page_padded_bytes: int | None = None,
+        padded_at_tp: int = 1,
         held_blocks: int = 1,
         block_tokens: int | None = None,
         conv_extra: int = 0,
@@ -135,6 +140,7 @@ class StateSpec(LayerSpec):
             model_dtype_bytes=DTYPE_BYTES.get(model_dtype, 2),
             num_spec=num_spec,
             page_padded_bytes=page_padded_bytes,
+            padded_at_tp=padded_at_tp,
             held_blocks=held_blocks,
             block_tokens=block_tokens,
         )

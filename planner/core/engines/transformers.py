@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import ClassVar
 
 from planner.core.capacity import Pool, groups_of
@@ -92,10 +92,16 @@ class Transformers(Engine):
         """LinearAttentionLayer (cache_utils.py): conv_states keep the whole conv kernel in the
         model's dtype; the recurrent state is kept in fp32 (the torch Mamba2 and gated-delta
         implementations compute it in fp32; measured, tests/crosscheck); one copy per request."""
+        if tp > 1:
+            raise FieldError(
+                "tensor_parallel_size",
+                "kvplan has not checked how transformers' tp_plan shards state (Mamba / "
+                "linear-attention) layers; use tensor_parallel_size 1",
+            )
         bound: dict[LayerSpec, LayerSpec] = {}
         for g in shape.groups:
             if isinstance(g.spec, StateSpec):
-                bound[g.spec] = replace(g.spec, tp=tp).bind(
+                bound[g.spec] = g.spec.bind(
                     model_dtype=model_dtype, num_spec=num_spec, conv_extra=1, recurrent_fp32=True
                 )
         layers = tuple(bound.get(x, x) for x in shape.layers)

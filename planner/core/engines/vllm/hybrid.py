@@ -129,10 +129,12 @@ def bind_vllm_state(
             held = 2 + num_spec + (1 if gdn_ckpt else s.checkpoint_blocks)
         else:
             held = 1 + num_spec
-        bound[s] = r.bind(
+        # The model keeps the whole state; its ranks (on_rank(tp)) get the padded page.
+        bound[s] = s.bind(
             model_dtype=model_dtype,
             num_spec=num_spec,
             page_padded_bytes=page if page != r.state_bytes else None,
+            padded_at_tp=tp,
             held_blocks=held,
             block_tokens=block_tokens,
         )
