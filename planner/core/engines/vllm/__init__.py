@@ -117,6 +117,7 @@ class Vllm(Engine):
     memory_base = "total"
     memory_fraction_flag: ClassVar[str] = "--gpu-memory-utilization"
     running_cap_flag: ClassVar[str] = "--max-num-seqs"
+    takes_async_scheduling: ClassVar[bool] = True
     kv_cache_dtypes: ClassVar[tuple[str, ...]] = (
         "auto", "fp32", "fp16", "bf16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc",
         "int8_per_token_head", "fp8_per_token_head",
