@@ -322,3 +322,7 @@ def validated(
     typer.echo(
         f"stored in {where}: probe {result.probe.id}, validated calibration {stored.id}", err=True
     )
+
+
+def register(app: typer.Typer) -> None:
+    app.command("probe")(probe)
