@@ -1,6 +1,7 @@
 """Render a validated calibration (`kvplan probe --validate --json`) as Markdown for the README.
 
-    python bench/validation_report.py RECORD.json [--out FILE.md] [--readme README.md --section NAME]
+    python bench/validation_report.py RECORD.json [--out FILE.md]
+        [--readme README.md --section NAME]
 
 With --readme, the text between `<!-- NAME:begin -->` and `<!-- NAME:end -->` is replaced (the
 markers must already be there), so a bench run records its figure in place.
@@ -16,8 +17,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from planner.probe import CalibrationIn  # noqa: E402
-from planner.probe.validate import validation_table  # noqa: E402
+from planner.probe import CalibrationIn
+from planner.probe.validate import validation_table
 
 
 def _rate(x: float) -> str:
@@ -39,7 +40,8 @@ def render(c: CalibrationIn, command: str) -> str:
         "",
         f"- copy ceiling (read-only, median): {_rate(c.copy_bandwidth_bytes_per_s)}"
         + (
-            f" = {c.copy_to_datasheet_ratio:.3f} × datasheet {_rate(c.datasheet_bandwidth_bytes_per_s)}"
+            f" = {c.copy_to_datasheet_ratio:.3f} × datasheet "
+            f"{_rate(c.datasheet_bandwidth_bytes_per_s)}"
             if c.copy_to_datasheet_ratio and c.datasheet_bandwidth_bytes_per_s
             else " (no datasheet figure)"
         ),

@@ -17,7 +17,7 @@ import re
 import threading
 import time
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Annotated
 
 import anyio.to_thread
 from fastapi import APIRouter, Depends, HTTPException, Query, Request, Response
@@ -66,24 +66,18 @@ def _validated(body: ProbeRequest, store: CalibrationStore) -> Calibration:
     Points are planned by core `plan()` with the calibration read back from the store, the same
     calls `POST /plan` makes for a `calibration_id`.
     """
-    from planner.core.plan import plan
-    from planner.core.schema import PlanRequest
-    from planner.probe.validate import PlannerLink, probe_and_validate
+    from planner.probe.validate import core_link, probe_and_validate
 
     if body.attention_shape != AttentionShape() or body.dtype != "bf16":
         raise ProbeUnavailable(
             "validate probes the validation model's own shape and dtype; omit attention_shape "
             "and dtype"
         )
-
-    def plan_point(request: dict[str, Any]) -> dict[str, Any]:
-        parsed = PlanRequest.model_validate(request)
-        found = store.get(str(parsed.calibration_id))
-        return plan(parsed, calibration=found).model_dump(mode="json")
-
-    link = PlannerLink(store.add, plan_point, "core plan() with the stored calibration_id")
     return probe_and_validate(
-        body.device, link, max_seconds=body.max_seconds, max_memory_bytes=body.max_memory_bytes
+        body.device,
+        core_link(store),
+        max_seconds=body.max_seconds,
+        max_memory_bytes=body.max_memory_bytes,
     ).calibration
 
 

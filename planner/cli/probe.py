@@ -161,15 +161,29 @@ def report(
 
 @contextmanager
 def in_process_link() -> Iterator[PlannerLink]:
-    """The app in this process, with a throw-away store: the HTTP path without a server."""
-    from starlette.testclient import TestClient
+    """The app in this process, with a throw-away store: the HTTP path without a server.
 
-    from planner.app import create_app
-    from planner.probe.validate import http_link
-    from planner.settings import load_settings
+    Where the web stack is not installed (a bare GPU image with torch but no FastAPI), core
+    `plan()` with the calibration read back from a throw-away store, and the report says so.
+    """
+    from planner.probe.validate import core_link, http_link
 
-    token = secrets.token_urlsafe(24)
     with tempfile.TemporaryDirectory(prefix="kvplan-validate-") as tmp:
+        try:
+            from starlette.testclient import TestClient
+
+            from planner.app import create_app
+            from planner.settings import load_settings
+        except ImportError:
+            from planner.store import Store
+
+            store = Store(Path(tmp))
+            try:
+                yield core_link(store, "core plan() with the stored calibration_id (no web stack)")
+            finally:
+                store.close()
+            return
+        token = secrets.token_urlsafe(24)
         settings = load_settings(data_dir=Path(tmp), admin_token=token, database_url=None)
         with TestClient(create_app(settings)) as client:
             yield http_link(

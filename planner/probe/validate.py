@@ -208,6 +208,21 @@ def http_link(client: Any, token: str, base: str = "", label: str | None = None)
     return PlannerLink(add, plan, label or f"POST {PLAN_PATH} with calibration_id")
 
 
+def core_link(store: Any, label: str = "core plan() with the stored calibration_id") -> PlannerLink:
+    """In-process without HTTP: `store.add`, and core `plan()` with the calibration read back
+    from the store, the calls `POST /api/v1/plan` makes for a `calibration_id`."""
+    from planner.core.plan import plan
+    from planner.core.schema import PlanRequest
+
+    def plan_point(request: dict[str, Any]) -> dict[str, Any]:
+        parsed = PlanRequest.model_validate(request)
+        found = store.get(str(parsed.calibration_id))
+        out: dict[str, Any] = plan(parsed, calibration=found).model_dump(mode="json")
+        return out
+
+    return PlannerLink(store.add, plan_point, label)
+
+
 def plan_body(
     spec: ModelSpec,
     point: Point,

@@ -375,3 +375,101 @@ def test_training_and_held_out_must_differ() -> None:
             device="cpu",
             plan=bad,
         )  # type: ignore[arg-type]
+
+
+# --- paths that matter on a GPU host, run here without one --------------------------------------
+
+
+def test_cuda_steps_refused_without_a_device() -> None:
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA device is present")
+    from planner.probe.steps import time_steps
+
+    with pytest.raises(ProbeUnavailable, match="no CUDA device"):
+        time_steps(TINY_SPEC, [(1, 16)], device="cuda")
+
+
+class _FakeEvent:
+    clock = 0.0
+
+    def __init__(self, enable_timing: bool = False) -> None:
+        self.t = 0.0
+
+    def record(self) -> None:
+        _FakeEvent.clock += 0.001  # each record is 1 ms after the last: a step of 1 ms
+        self.t = _FakeEvent.clock
+
+    def synchronize(self) -> None: ...
+
+    def elapsed_time(self, other: _FakeEvent) -> float:
+        return (other.t - self.t) * 1e3  # milliseconds, as CUDA events report
+
+
+class _FakeCuda:
+    Event = _FakeEvent
+
+    def __init__(self, capture_works: bool) -> None:
+        self.capture_works = capture_works
+        self.synced = 0
+
+    def Stream(self) -> Any:
+        if not self.capture_works:
+            raise RuntimeError("operation not permitted when stream is capturing")
+        raise AssertionError("not reached in this test")
+
+    def synchronize(self) -> None:
+        self.synced += 1
+
+
+class _CountingPoint:
+    def __init__(self) -> None:
+        self.steps = 0
+
+    def step(self) -> None:
+        self.steps += 1
+
+
+def test_cuda_timing_falls_back_to_eager_when_capture_fails() -> None:
+    from planner.probe.steps import _time_cuda
+
+    fake = type("T", (), {"cuda": _FakeCuda(capture_works=False)})()
+    point = _CountingPoint()
+    cfg = StepConfig(warmup_steps=1, repeats=4, passes=1)
+    times, graphed = _time_cuda(fake, point, cfg, use_graph=True)
+    assert graphed is False
+    assert point.steps == 3 + 4  # at least 3 warm-up steps, then the timed ones
+    assert times == pytest.approx([0.001] * 4)  # event pairs, converted from ms to s
+    assert fake.cuda.synced >= 1  # synchronised before the first timed step
+
+
+def test_without_the_web_stack_points_are_planned_by_core(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import sys
+
+    probe = CalibrationIn(
+        device_name="CPU: test",
+        backend="numpy-cpu",
+        copy_bandwidth_bytes_per_s=1e10,
+        decode_bandwidth_bytes_per_s=5e9,
+        fixed_overhead_seconds=1e-5,
+    )
+    body = plan_body(
+        TINY_SPEC, (2, 64), weights_read_bytes=10**6, calibration_id="", bandwidth_bytes_per_s=None
+    )
+    answers = []
+    for blocked in (False, True):
+        if blocked:  # a GPU image with torch but no FastAPI/Starlette
+            monkeypatch.setitem(sys.modules, "starlette.testclient", None)
+            monkeypatch.setitem(sys.modules, "planner.app", None)
+        with in_process_link() as link:
+            stored = link.add(probe)
+            answers.append((link.path, link.plan({**body, "calibration_id": stored.id})))
+    (http_path, http), (core_path, core) = answers
+    assert http_path.startswith("POST /api/v1/plan") and "no web stack" in core_path
+    for key in ("decode_step_seconds", "kv_read_seconds", "weights_read_seconds"):
+        assert core["bounds"][key] == http["bounds"][key]
+    drop = {"calibration_id", "measured_at"}
+    assert {k: v for k, v in core["bounds"]["calibrated"].items() if k not in drop} == {
+        k: v for k, v in http["bounds"]["calibrated"].items() if k not in drop
+    }
