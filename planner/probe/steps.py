@@ -336,6 +336,20 @@ def _time_cuda(
     return out, run is not None
 
 
+def _pinned(torch: Any, device: str, backend: str | None, notes: list[str]) -> Any:
+    """SDPA pinned to the probe's kernel on CUDA, so the model runs what was calibrated."""
+    from contextlib import nullcontext
+
+    from planner.probe.cuda import _BACKEND_NAMES
+
+    member_name = {v: k for k, v in _BACKEND_NAMES.items()}.get(backend or "")
+    if device != "cuda" or member_name is None:
+        return nullcontext()
+    attention = importlib.import_module("torch.nn.attention")
+    notes.append(f"the model's SDPA is pinned to {backend}, the kernel the probe timed")
+    return attention.sdpa_kernel([getattr(attention.SDPBackend, member_name)])
+
+
 def time_steps(
     spec: ModelSpec,
     points: Sequence[tuple[int, int]],
@@ -344,8 +358,13 @@ def time_steps(
     threads: int | None = None,
     config: StepConfig | None = None,
     use_graphs: bool = True,
+    sdpa_backend: str | None = None,
 ) -> StepRun:
-    """Median decode-step time at each (batch, context) point, in shuffled passes."""
+    """Median decode-step time at each (batch, context) point, in shuffled passes.
+
+    `sdpa_backend` (the probe's `backend`, e.g. "sdpa-flash") pins the model's SDPA to the
+    kernel the probe timed, on CUDA; other values leave SDPA's own dispatch.
+    """
     cfg = config or StepConfig()
     torch = _import("torch")
     transformers = _import("transformers")
@@ -363,7 +382,7 @@ def time_steps(
         graphed = eager = 0
         rng = random.Random(cfg.seed)
         resident: dict[tuple[int, int], _Point] = {}
-        with torch.inference_mode():
+        with torch.inference_mode(), _pinned(torch, device, sdpa_backend, notes):
             if cfg.interleave:
                 resident = {(b, c): _Point(torch, model, hf_config, spec, b, c) for b, c in points}
             for _ in range(cfg.passes):

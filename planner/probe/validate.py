@@ -402,7 +402,13 @@ def validate(
     stored = link.add(probe)
     points = [*plan.training, *plan.held_out]
     run = timer(
-        plan.spec, points, device=device, threads=threads, config=plan.steps, use_graphs=use_graphs
+        plan.spec,
+        points,
+        device=device,
+        threads=threads,
+        config=plan.steps,
+        use_graphs=use_graphs,
+        sdpa_backend=probe.backend,
     )
     ds = probe.datasheet_bandwidth_bytes_per_s
     notes = list(run.notes)

@@ -473,3 +473,15 @@ def test_without_the_web_stack_points_are_planned_by_core(
     assert {k: v for k, v in core["bounds"]["calibrated"].items() if k not in drop} == {
         k: v for k, v in http["bounds"]["calibrated"].items() if k not in drop
     }
+
+
+def test_the_model_runs_the_kernel_the_probe_timed() -> None:
+    from planner.probe.steps import _pinned
+
+    notes: list[str] = []
+    assert type(_pinned(torch, "cpu", "sdpa-flash", notes)).__name__ == "nullcontext"
+    assert type(_pinned(torch, "cuda", "matmul-reference", notes)).__name__ == "nullcontext"
+    assert notes == []
+    pinned = _pinned(torch, "cuda", "sdpa-flash", notes)
+    assert type(pinned).__name__ != "nullcontext"
+    assert notes == ["the model's SDPA is pinned to sdpa-flash, the kernel the probe timed"]
