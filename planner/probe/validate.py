@@ -209,10 +209,10 @@ def http_link(client: Any, token: str, base: str = "", label: str | None = None)
 
 
 def core_link(store: Any, label: str = "core plan() with the stored calibration_id") -> PlannerLink:
-    """In-process without HTTP: `store.add`, and core `plan()` with the calibration read back
-    from the store, the calls `POST /api/v1/plan` makes for a `calibration_id`."""
-    from planner.core.plan import plan
+    """In-process without HTTP: `store.add`, and `planner.service.plan` with the calibration read
+    back from the store, the calls `POST /api/v1/plan` makes for a `calibration_id`."""
     from planner.core.schema import PlanRequest
+    from planner.service import plan  # what POST /api/v1/plan calls: core over the catalog
 
     def plan_point(request: dict[str, Any]) -> dict[str, Any]:
         parsed = PlanRequest.model_validate(request)
