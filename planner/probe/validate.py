@@ -440,8 +440,9 @@ def validate(
                 "bytes_only": float(calibrated["decode_step_seconds"]),
                 "floor": float(bounds["decode_step_seconds"]),
                 "floor_bw": float(bounds["bandwidth_bytes_per_s"]),
-                # If the planner ever adds the step terms itself, do not add them twice.
-                "has_terms": "per_layer_overhead_seconds" in calibrated,
+                # Once the planner adds a record's step terms itself, do not add them twice
+                # (the probe record planned here has none, so today this is always False).
+                "has_terms": calibrated.get("per_layer_overhead_seconds") is not None,
             }
         )
     training = set(plan.training)
