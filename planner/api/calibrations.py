@@ -161,7 +161,8 @@ async def post_probe(
         _slot.busy_until = time.monotonic() + body.max_seconds + _PROBE_SLACK_SECONDS + extra
         try:
             # Not abandoned on cancel: the slot stays taken until the measuring thread is done.
-            if body.validate_model:
+            # A stubbed probe (tests, contract fuzzing) measures nothing, the model included.
+            if body.validate_model and runner is default_probe_runner:
                 stored = await anyio.to_thread.run_sync(_validated, body, store)
             else:
                 result = await anyio.to_thread.run_sync(runner, body)

@@ -58,3 +58,20 @@ def test_validate_refuses_a_shape(client: TestClient) -> None:
     )
     assert resp.status_code == 422
     assert resp.json()["errors"][0]["field"] == "device"
+
+
+def test_a_stubbed_probe_runs_no_model(client: TestClient) -> None:
+    from planner.probe import CalibrationIn
+
+    canned = CalibrationIn(
+        device_name="stub",
+        backend="stub",
+        copy_bandwidth_bytes_per_s=1e9,
+        decode_bandwidth_bytes_per_s=1e9,
+        fixed_overhead_seconds=0.0,
+    )
+    app = client.app
+    app.dependency_overrides[calibrations.get_probe_runner] = lambda: lambda body: canned  # type: ignore[attr-defined]
+    resp = client.post("/api/v1/probe", json={"device": "cpu", "validate": True}, headers=AUTH)
+    assert resp.status_code == 201, resp.text
+    assert resp.json()["device_name"] == "stub" and resp.json()["validation"] is None
