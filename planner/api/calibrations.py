@@ -63,8 +63,8 @@ def default_probe_runner(body: ProbeRequest) -> CalibrationIn:
 def _validated(body: ProbeRequest, store: CalibrationStore) -> Calibration:
     """`"validate": true`: probe with the validation model's shape, time it, store both records.
 
-    Points are planned by core `plan()` with the calibration read back from the store, the same
-    calls `POST /plan` makes for a `calibration_id`.
+    Points are planned by `planner.service.plan` with the calibration read back from the store,
+    the calls `POST /plan` makes for a `calibration_id` (without a second HTTP round trip).
     """
     from planner.probe.validate import core_link, probe_and_validate
 

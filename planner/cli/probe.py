@@ -179,7 +179,9 @@ def in_process_link() -> Iterator[PlannerLink]:
 
             store = Store(Path(tmp))
             try:
-                yield core_link(store, "core plan() with the stored calibration_id (no web stack)")
+                yield core_link(
+                    store, "plan() with the stored calibration_id (no web stack installed)"
+                )
             finally:
                 store.close()
             return

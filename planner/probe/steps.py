@@ -405,6 +405,12 @@ def time_steps(
                     if device == "cuda" and not resident:
                         torch.cuda.empty_cache()
             resident.clear()
+    except torch.cuda.OutOfMemoryError as exc:
+        # The up-front memory check leaves 25 % headroom; a fragmented or shared device can
+        # still refuse. Say so instead of a traceback, and free what was taken.
+        torch.cuda.empty_cache()
+        first = str(exc).splitlines()[0][:200] if str(exc) else "out of memory"
+        raise ProbeUnavailable(f"the device ran out of memory during validation: {first}") from None
     finally:
         torch.set_num_threads(old_threads)
     mode = "cuda_graph" if graphed and not eager else "eager" if not graphed else "mixed"

@@ -208,7 +208,9 @@ def http_link(client: Any, token: str, base: str = "", label: str | None = None)
     return PlannerLink(add, plan, label or f"POST {PLAN_PATH} with calibration_id")
 
 
-def core_link(store: Any, label: str = "core plan() with the stored calibration_id") -> PlannerLink:
+def core_link(
+    store: Any, label: str = "plan() with the stored calibration_id, as POST /api/v1/plan runs it"
+) -> PlannerLink:
     """In-process without HTTP: `store.add`, and `planner.service.plan` with the calibration read
     back from the store, the calls `POST /api/v1/plan` makes for a `calibration_id`."""
     from planner.core.schema import PlanRequest

@@ -41,7 +41,7 @@ def test_validate_stores_probe_and_validated_records(client: TestClient) -> None
     assert resp.status_code == 201, resp.text
     body = resp.json()
     v = body["validation"]
-    assert v["plan_path"] == "core plan() with the stored calibration_id"
+    assert v["plan_path"] == "plan() with the stored calibration_id, as POST /api/v1/plan runs it"
     stored = client.get(f"/api/v1/calibrations/{body['id']}").json()
     assert stored["validation"] == v
     probe = client.get(f"/api/v1/calibrations/{v['plan_calibration_id']}").json()
