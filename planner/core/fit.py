@@ -9,12 +9,12 @@ from planner.core.budget.terms import BudgetTerms
 from planner.core.capacity import Pool
 from planner.core.inputs import Inputs
 from planner.core.notes import Note, note
-from planner.core.parallel import stage_layer_specs
+from planner.core.parallel import Stages
 
 
 def build_pool(inp: Inputs, budget_bytes: int) -> Pool:
     """The pool of the pipeline stage that limits capacity, for a budget per GPU."""
-    stages = stage_layer_specs(inp.shape, inp.engine, inp.tp, inp.pp)
+    stages = Stages.of(inp.shape, inp.engine, inp.tp, inp.pp)
     return inp.engine.build_pool(
         stages, inp.kv_dtype, inp.block_size, inp.policy, budget_bytes, inp.sched,
         inp.context_tokens,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
@@ -20,11 +21,13 @@ from planner.core.errors import FieldError
 from planner.core.hardware import Gpu
 from planner.core.model import ModelShape
 from planner.core.notes import Note, note
+from planner.core.parallel import Stages
 from planner.core.specs import LayerSpec, WindowPolicy, cdiv
 from planner.core.units import GiB, KVDtype, fmt_gib
 
-if TYPE_CHECKING:  # these import the registry
+if TYPE_CHECKING:  # these import the registry, or the log parser reads it
     from planner.core.inputs import Inputs
+    from planner.core.logs.lines import Rule
     from planner.core.recommend_schema import EngineSettings
 
 MemoryBase = Literal["total", "free_before_load", "free_after_load", "none"]
@@ -246,6 +249,16 @@ class Engine:
     log_fraction_keys: ClassVar[tuple[str, ...]] = ("gpu_memory_utilization",)
     fraction_default_known: ClassVar[bool] = True  # False: the engine picks it at start-up
     log_generations: ClassVar[bool] = False  # logs come from engine generations (vLLM v0/v1)
+    # The lines it prints, as parse rules (tried in registry order; the first match wins), words
+    # that name it in lines no rule knows, and the lower-case markers of its version line.
+    log_rules: ClassVar[tuple[Rule, ...]] = ()
+    log_hints: ClassVar[tuple[str, ...]] = ()
+    log_version_markers: ClassVar[tuple[str, ...]] = ()
+    log_example: ClassVar[str] = ""  # its typical KV-cache line(s), quoted, for error messages
+
+    def generation_from_log(self, kinds: AbstractSet[str]) -> str | None:
+        """The engine generation ("v0", "v1") whose lines the log holds, where it has several."""
+        return None
 
     def version_from_log(self, facts: Sequence[Any]) -> tuple[str, str] | None:
         """(release, how it was inferred) from a log's own lines, where they tell."""
@@ -270,7 +283,7 @@ class Engine:
     # -- the pool ----------------------------------------------------------------------------
     def build_pool(
         self,
-        stages: Sequence[tuple[LayerSpec, ...]],
+        stages: Stages,
         dtype: KVDtype,
         block_size: int,
         policy: WindowPolicy,

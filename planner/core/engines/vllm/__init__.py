@@ -7,32 +7,36 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from planner.core.budget.facts import model_facts
 from planner.core.budget.terms import BudgetTerms, StartVerdict
-from planner.core.budget.vllm import (
-    vllm_budget,
-    vllm_estimate_max_model_len,
-    vllm_max_len_scope,
-    vllm_start_check,
-)
 from planner.core.capacity import Pool
 from planner.core.engines.base import Engine, Scheduling
 from planner.core.engines.versions import Releases, since
+from planner.core.engines.vllm.budget import vllm_budget
 from planner.core.engines.vllm.groups import (
     VllmPool,
     one_request_bytes,
     vllm_groups,
     vllm_pipeline_pool,
 )
+from planner.core.engines.vllm.logs import (
+    LOG_EXAMPLE,
+    LOG_HINTS,
+    LOG_RULES,
+    LOG_VERSION_MARKERS,
+)
+from planner.core.engines.vllm.rules import vllm_max_len_scope
+from planner.core.engines.vllm.start import vllm_estimate_max_model_len, vllm_start_check
 from planner.core.errors import FieldError
 from planner.core.hardware import Gpu
 from planner.core.model import ModelShape
 from planner.core.notes import Note, note
-from planner.core.parallel import stage_layer_specs
-from planner.core.specs import ChunkedLocalSpec, LayerSpec, WindowPolicy, stack_of
+from planner.core.parallel import Stages
+from planner.core.specs import ChunkedLocalSpec, WindowPolicy
 from planner.core.units import GiB, KVDtype
 
 if TYPE_CHECKING:  # these import the registry
@@ -76,6 +80,11 @@ LOG_FINGERPRINTS = {
 }  # fmt: skip
 
 SEPARATE_LINES_ASSUMED = "0.19"
+# Fact kinds (engines/vllm/logs.py) only the V1 engine prints, and those of the older v0 engine.
+_V1_KINDS = frozenset({"available_kv", "kv_tokens", "v1_error", "padding", "v1_profile"})
+_V0_KINDS = frozenset(
+    {"v0_profile", "v0_breakdown", "v0_instance_memory", "v0_error", "num_blocks"}
+)
 _SOURCE_LINE = re.compile(r"gpu_worker\.py:(\d{1,5})")
 
 RELEASES = Releases(first=(0, 9, 0), last=(0, 33, 0), default=(0, 33, 0))
@@ -309,8 +318,7 @@ class Vllm(Engine):
         assert isinstance(pool, VllmPool)
         version = self.version_text
         if vllm_max_len_scope(version) == "whole_model" and inp.pp > 1:
-            stages = stage_layer_specs(inp.shape, self, inp.tp, 1)
-            stack = stack_of(stages[0])
+            stack = Stages.of(inp.shape, self, inp.tp, 1).stacks[0]
         else:
             stack = pool.stack
 
@@ -332,6 +340,16 @@ class Vllm(Engine):
 
     # -- its logs ----------------------------------------------------------------------------
     log_generations: ClassVar[bool] = True
+    log_rules = LOG_RULES
+    log_hints = LOG_HINTS
+    log_version_markers = LOG_VERSION_MARKERS
+    log_example = LOG_EXAMPLE
+
+    def generation_from_log(self, kinds: AbstractSet[str]) -> str | None:
+        """v1 when any v1-only line is there, else v0 when a v0 line is, else v1."""
+        if kinds & _V1_KINDS:
+            return "v1"
+        return "v0" if kinds & _V0_KINDS else "v1"
 
     def version_from_log(self, facts: Sequence[Any]) -> tuple[str, str] | None:
         for f in facts:
@@ -346,7 +364,7 @@ class Vllm(Engine):
         return None
 
     def reconcile_log(self, ctx: Any) -> str:
-        from planner.core.reconcile_vllm import reconcile_vllm
+        from planner.core.engines.vllm.reconcile import reconcile_vllm
 
         return reconcile_vllm(ctx)
 
@@ -374,7 +392,7 @@ class Vllm(Engine):
     # -- the pool ----------------------------------------------------------------------------
     def build_pool(
         self,
-        stages: Sequence[tuple[LayerSpec, ...]],
+        stages: Stages,
         dtype: KVDtype,
         block_size: int,
         policy: WindowPolicy,
@@ -383,7 +401,7 @@ class Vllm(Engine):
         ctx: int,
     ) -> Pool:
         return vllm_pipeline_pool(
-            stages,
+            stages.stacks[0] if len(stages) == 1 else stages.ordered(),
             dtype,
             block_size,
             policy,

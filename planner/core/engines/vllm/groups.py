@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import lru_cache
+from typing import cast
 
 from planner.core.capacity import KVGroup, Pool
 from planner.core.errors import FieldError
@@ -64,6 +66,7 @@ def group_key(spec: LayerSpec, policy: WindowPolicy) -> LayerSpec:
     return spec.as_full() if policy == "full_length" else spec
 
 
+@lru_cache(maxsize=2048)
 def vllm_groups(
     stack: Stack,
     dtype: KVDtype,
@@ -130,7 +133,7 @@ def group_members(
 
 
 def vllm_pipeline_pool(
-    stages: Sequence[Sequence[LayerSpec]],
+    stages: Stack | Sequence[Sequence[LayerSpec]],
     dtype: KVDtype,
     block_size: int,
     policy: WindowPolicy,
@@ -144,14 +147,20 @@ def vllm_pipeline_pool(
     """vLLM's pool over pipeline stages: a stage's block id costs page × its largest projected
     group (one group: the sum of its layers' pages), and every stage uses the smallest
     num_blocks. Grouping each stage on its own would pick another group size whenever a stage's
-    sliding:full ratio differs from the model's (Gemma-3 at PP 4)."""
-    if len(stages) == 1:
-        stack = stack_of(list(stages[0]))
+    sliding:full ratio differs from the model's (Gemma-3 at PP 4). One stage may come as its
+    (spec, count) stack."""
+    if _is_stack(stages):
+        stack = cast(Stack, stages)
+        groups, cost = vllm_groups(stack, dtype, block_size, policy, group_ratio)
+        num_blocks = budget_bytes // cost
+    elif len(stages) == 1:
+        stack = stack_of(cast(Sequence[LayerSpec], stages[0]))
         groups, cost = vllm_groups(stack, dtype, block_size, policy, group_ratio)
         num_blocks = budget_bytes // cost
     else:
-        whole = [spec for stage in stages for spec in stage]
-        groups, cost, stack = _project(whole, stages, dtype, block_size, policy, group_ratio)
+        layered = cast(Sequence[Sequence[LayerSpec]], stages)
+        whole = [spec for stage in layered for spec in stage]
+        groups, cost, stack = _project(whole, layered, dtype, block_size, policy, group_ratio)
         num_blocks = budget_bytes // cost
     return VllmPool(
         groups=groups,
@@ -166,6 +175,11 @@ def vllm_pipeline_pool(
         block_bytes=cost,
         tokens_from_concurrency=tokens_from_concurrency,
     )
+
+
+def _is_stack(stages: object) -> bool:
+    first = stages[0] if isinstance(stages, tuple | list) and stages else None
+    return isinstance(first, tuple) and len(first) == 2 and isinstance(first[1], int)
 
 
 def one_request_bytes(

@@ -7,15 +7,22 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from planner.core.budget.sglang import sglang_budget, sglang_start_check
 from planner.core.budget.terms import BudgetTerms, StartVerdict
 from planner.core.capacity import Pool, full_stack, groups_of
 from planner.core.engines.base import Engine, Scheduling, per_stage_min
+from planner.core.engines.sglang.budget import sglang_budget, sglang_start_check
+from planner.core.engines.sglang.logs import (
+    LOG_EXAMPLE,
+    LOG_HINTS,
+    LOG_RULES,
+    LOG_VERSION_MARKERS,
+)
 from planner.core.engines.versions import Releases
 from planner.core.hardware import Gpu
 from planner.core.model import ModelShape
 from planner.core.notes import Note, note
-from planner.core.specs import LayerSpec, WindowPolicy, cdiv, stack_of
+from planner.core.parallel import Stages
+from planner.core.specs import LayerSpec, WindowPolicy, cdiv
 from planner.core.units import KVDtype
 
 if TYPE_CHECKING:  # these import the registry
@@ -96,8 +103,13 @@ class Sglang(Engine):
     log_fraction_keys: ClassVar[tuple[str, ...]] = ("mem_fraction_static",)
     fraction_default_known: ClassVar[bool] = False
 
+    log_rules = LOG_RULES
+    log_hints = LOG_HINTS
+    log_version_markers = LOG_VERSION_MARKERS
+    log_example = LOG_EXAMPLE
+
     def reconcile_log(self, ctx: Any) -> str:
-        from planner.core.reconcile_sglang import reconcile_sglang
+        from planner.core.engines.sglang.reconcile import reconcile_sglang
 
         return reconcile_sglang(ctx)
 
@@ -167,7 +179,7 @@ class Sglang(Engine):
 
     def build_pool(
         self,
-        stages: Sequence[tuple[LayerSpec, ...]],
+        stages: Stages,
         dtype: KVDtype,
         block_size: int,
         policy: WindowPolicy,
@@ -176,8 +188,7 @@ class Sglang(Engine):
         ctx: int,
     ) -> Pool:
         return per_stage_min(
-            [self._stage_pool(stack_of(list(st)), dtype, block_size, policy, budget_bytes)
-             for st in stages],
+            [self._stage_pool(st, dtype, block_size, policy, budget_bytes) for st in stages.stacks],
             ctx,
         )  # fmt: skip
 
