@@ -346,7 +346,7 @@ def _pinned(torch: Any, device: str, backend: str | None, notes: list[str]) -> A
     if device != "cuda" or member_name is None:
         return nullcontext()
     attention = importlib.import_module("torch.nn.attention")
-    notes.append(f"the model's SDPA is pinned to {backend}, the kernel the probe timed")
+    notes.append(f"sdpa_pinned: the model's SDPA runs {backend}, the kernel the probe timed")
     return attention.sdpa_kernel([getattr(attention.SDPBackend, member_name)])
 
 

@@ -484,4 +484,4 @@ def test_the_model_runs_the_kernel_the_probe_timed() -> None:
     assert notes == []
     pinned = _pinned(torch, "cuda", "sdpa-flash", notes)
     assert type(pinned).__name__ != "nullcontext"
-    assert notes == ["the model's SDPA is pinned to sdpa-flash, the kernel the probe timed"]
+    assert notes == ["sdpa_pinned: the model's SDPA runs sdpa-flash, the kernel the probe timed"]
