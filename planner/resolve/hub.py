@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-import httpx2
 from huggingface_hub import HfApi, hf_hub_download
 from huggingface_hub import errors as hf_errors
 
@@ -30,6 +29,9 @@ from planner.resolve.safetensors_files import INDEX_NAME, SINGLE_NAME, index_tot
 from planner.resolve.settings import HubSettings
 
 T = TypeVar("T")
+# The client's HTTP stack (httpx in huggingface_hub 1.x, httpx2 in 2.x): its errors are network
+# errors, whichever version is installed.
+_TRANSPORT_MODULES = frozenset({"httpx", "httpx2", "httpcore", "httpcore2", "h11"})
 
 PASTE_HINT = "paste the model's config.json as `model` (a JSON object) instead"
 # An index lists every tensor; DeepSeek-V3's is ~9 MB. Anything far larger is not an index.
@@ -108,13 +110,13 @@ def _translate(exc: Exception, repo_id: str, revision: str | None, s: HubSetting
             f"the Hub at {where} answered {status or 'an error'} for {repo_id!r}; try again "
             f"later, or {PASTE_HINT}.",
         )
-    if isinstance(exc, (httpx2.TimeoutException, TimeoutError)):
+    if isinstance(exc, TimeoutError) or (_is_transport(exc) and "Timeout" in type(exc).__name__):
         return HubUnavailableError(
             "model",
             f"the Hub at {where} did not answer within {s.timeout_seconds:g} s for {repo_id!r} "
             f"(KVPLAN_HUB_TIMEOUT_SECONDS); {PASTE_HINT}.",
         )
-    if isinstance(exc, (httpx2.HTTPError, ConnectionError, OSError)):
+    if isinstance(exc, (ConnectionError, OSError)) or _is_transport(exc):
         return HubUnavailableError(
             "model",
             f"no network path to the Hub at {where} ({type(exc).__name__}) for {repo_id!r}; "
@@ -123,17 +125,20 @@ def _translate(exc: Exception, repo_id: str, revision: str | None, s: HubSetting
     return exc
 
 
+def _is_transport(exc: Exception) -> bool:
+    """A network error of the client's HTTP library (connect, read, timeout, protocol)."""
+    return type(exc).__module__.split(".")[0] in _TRANSPORT_MODULES
+
+
 def _call(fn: Callable[[], T], repo_id: str, revision: str | None, s: HubSettings) -> T:
     try:
         return fn()
-    except (
-        hf_errors.HfHubHTTPError,
-        hf_errors.LocalEntryNotFoundError,
-        httpx2.HTTPError,
-        OSError,
-        TimeoutError,
-    ) as exc:
+    except (hf_errors.HfHubHTTPError, hf_errors.LocalEntryNotFoundError, OSError) as exc:
         raise _translate(exc, repo_id, revision, s) from None
+    except Exception as exc:
+        if _is_transport(exc):
+            raise _translate(exc, repo_id, revision, s) from None
+        raise
 
 
 def _read_json(path: str, limit: int, what: str, repo_id: str) -> Any:
@@ -215,16 +220,20 @@ def fetch(repo_id: str, revision: str | None, s: HubSettings) -> HubModel:
         weights = index_total_size(_read_json(index_path, MAX_INDEX_BYTES, INDEX_NAME, repo_id))
         detail = f"{INDEX_NAME} metadata.total_size" if weights else None
     if weights is None and SINGLE_NAME in files:
-        meta = _call(
-            lambda: api.parse_safetensors_file_metadata(
-                repo_id, SINGLE_NAME, revision=commit, timeout=s.timeout_seconds
-            ),
-            repo_id,
-            revision,
-            s,
-        )
-        weights = sum(t.data_offsets[1] - t.data_offsets[0] for t in meta.tensors.values())
-        detail = f"{SINGLE_NAME} header (HTTP range request)"
+        try:
+            meta = _call(
+                lambda: api.parse_safetensors_file_metadata(
+                    repo_id, SINGLE_NAME, revision=commit, timeout=s.timeout_seconds
+                ),
+                repo_id,
+                revision,
+                s,
+            )
+        except hf_errors.SafetensorsParsingError as exc:
+            notes.append(f"{SINGLE_NAME} has an unreadable header ({exc}); weights estimated.")
+        else:
+            weights = sum(t.data_offsets[1] - t.data_offsets[0] for t in meta.tensors.values())
+            detail = f"{SINGLE_NAME} header (HTTP range request)"
     if weights is None:
         notes.append(
             "The repo publishes no safetensors index or single safetensors file, so the "
