@@ -233,7 +233,9 @@ class _Server(ThreadingHTTPServer):
 def hub_server(state: HubState) -> Iterator[str]:
     """Serve `state` on a free loopback port; yields the endpoint URL."""
     server = _Server(state)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
     thread.start()
     try:
         host, port = server.server_address[:2]
