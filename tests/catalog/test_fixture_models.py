@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from planner.catalog import find_model
-from planner.core.reconcile import reconcile
 from planner.core.reconcile_schema import ReconcileRequest
+from planner.service import reconcile
 from tests.core.test_logparse import ENGINE
 from tests.core.test_reconcile import FIXTURES, INPUTS
 
