@@ -35,7 +35,11 @@ LinearKind = Literal["attention", "mlp", "expert", "shared_expert", "router", "l
 _MLA_TYPES = {"deepseek_v2", "deepseek_v3", "deepseek_v32", "kimi_k2", "kimi_vl"}
 # Families whose published configs omit tie_word_embeddings but tie (HF default for them).
 _TIED_BY_DEFAULT = {"gemma", "gemma2", "gemma3", "gemma3_text"}
-_QKV_BIAS_ALWAYS = {"qwen2", "qwen2_moe", "qwen2_vl", "qwen2_5_vl"}
+_QKV_BIAS_ALWAYS = {"qwen2", "qwen2_moe", "qwen2_vl", "qwen2_5_vl", "gpt_oss", "mimo"}
+# Routers with a learned correction bias per expert (DeepSeek-V3 noaux_tc routing and kin).
+_ROUTER_BIAS = {"deepseek_v3", "kimi_k2", "glm4_moe", "minimax_m2"}
+# gpt-oss biases its output projection too, whatever attention_bias says.
+_O_BIAS_ALWAYS = {"gpt_oss"}
 _FOUR_NORMS = {"gemma2", "gemma3", "gemma3_text"}
 _QK_NORM = {"qwen3", "qwen3_moe", "gemma3", "gemma3_text"}
 # Two-matrix (non-gated) MLPs; every other family uses gate/up/down.
@@ -268,7 +272,9 @@ def decoder(config: Mapping[str, Any]) -> Decoder:
         model_type in _MLA_TYPES or "qk_rope_head_dim" in cfg
     )
     qkv_bias = bool(cfg.get("attention_bias")) or model_type in _QKV_BIAS_ALWAYS
-    o_bias = bool(cfg.get("attention_bias")) and model_type not in ("glm4_moe", "glm4")
+    o_bias = model_type in _O_BIAS_ALWAYS or (
+        bool(cfg.get("attention_bias")) and model_type not in ("glm4_moe", "glm4")
+    )
     mlp_mats = 2 if model_type in _NON_GATED else 3
     prefix = "model.layers"
 
@@ -291,7 +297,9 @@ def decoder(config: Mapping[str, Any]) -> Decoder:
                 ),
                 Linear(f"{at}.o_proj", "attention", heads * v_dim, hidden, bias=o_bias, layer=i),
             ]
-            if model_type in _QK_NORM or (cfg.get("use_qk_norm") and not llama4):
+            if cfg.get("qk_norm_type") == "per_layer":
+                other += (heads + kv_heads) * head_dim  # MiniMax: one norm over all heads
+            elif model_type in _QK_NORM or (cfg.get("use_qk_norm") and not llama4):
                 other += 2 * head_dim
             if gpt_oss:
                 other += heads  # attention sinks
@@ -301,7 +309,7 @@ def decoder(config: Mapping[str, Any]) -> Decoder:
             linears.extend(
                 _moe_linears(cfg, model_type, i, hidden, experts, expert_width, shared_width)
             )
-            if cfg.get("topk_method") == "noaux_tc" or model_type in ("glm4_moe", "minimax_m2"):
+            if cfg.get("topk_method") == "noaux_tc" or model_type in _ROUTER_BIAS:
                 other += experts  # e_score_correction_bias
         elif dense_width:
             mlp = f"{prefix}.{i}.mlp"

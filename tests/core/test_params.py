@@ -37,14 +37,11 @@ def test_totals_match_the_published_safetensors_counts(entry: object) -> None:
 
     assert isinstance(entry, CatalogModel)
     counted = parameter_counts(entry.config).total
-    # Exact for most; the rest differ by a few biases a trimmed copy leaves out (< 0.1 %).
-    assert abs(counted - entry.num_parameters) <= 0.001 * entry.num_parameters
-
-
-def test_published_dense_counts_are_exact() -> None:
-    for model_id in ("meta-llama/Llama-3.1-8B", "Qwen/Qwen2.5-72B", "google/gemma-2-27b"):
-        entry = get_model(model_id)
-        assert parameter_counts(entry.config).total == entry.num_parameters
+    if entry.id == "google/gemma-3-27b-it":
+        # Its SigLIP vision tower is counted as a generic ViT (an estimate): within 0.1 %.
+        assert abs(counted - entry.num_parameters) <= 0.001 * entry.num_parameters
+    else:
+        assert counted == entry.num_parameters
 
 
 @pytest.mark.parametrize(
