@@ -34,13 +34,17 @@ LinearKind = Literal["attention", "mlp", "expert", "shared_expert", "router", "l
 
 _MLA_TYPES = {"deepseek_v2", "deepseek_v3", "deepseek_v32", "kimi_k2", "kimi_vl"}
 # Families whose published configs omit tie_word_embeddings but tie (HF default for them).
-_TIED_BY_DEFAULT = {"gemma", "gemma2", "gemma3", "gemma3_text"}
+_TIED_BY_DEFAULT = {"gemma", "gemma2", "gemma3", "gemma3_text", "starcoder2"}
 _QKV_BIAS_ALWAYS = {"qwen2", "qwen2_moe", "qwen2_vl", "qwen2_5_vl", "gpt_oss", "mimo"}
 # Routers with a learned correction bias per expert (DeepSeek-V3 noaux_tc routing and kin).
 _ROUTER_BIAS = {"deepseek_v3", "kimi_k2", "glm4_moe", "minimax_m2"}
 # gpt-oss biases its output projection too, whatever attention_bias says.
 _O_BIAS_ALWAYS = {"gpt_oss"}
 _FOUR_NORMS = {"gemma2", "gemma3", "gemma3_text"}
+# Layer norms with a bias (two vectors per norm) instead of RMSNorm.
+_BIASED_NORMS = {"starcoder2"}
+# Q/K norms over the whole projection (all heads) rather than one head_dim vector each.
+_FULL_QK_NORM = {"olmo2"}
 _QK_NORM = {"qwen3", "qwen3_moe", "gemma3", "gemma3_text"}
 # Two-matrix (non-gated) MLPs; every other family uses gate/up/down.
 _NON_GATED = {"gpt2", "gpt_bigcode", "starcoder2", "falcon", "gpt_neox", "phi", "opt", "bloom"}
@@ -271,9 +275,12 @@ def decoder(config: Mapping[str, Any]) -> Decoder:
     mla = _int(cfg, "kv_lora_rank", lo=1) is not None and (
         model_type in _MLA_TYPES or "qk_rope_head_dim" in cfg
     )
-    qkv_bias = bool(cfg.get("attention_bias")) or model_type in _QKV_BIAS_ALWAYS
-    o_bias = model_type in _O_BIAS_ALWAYS or (
-        bool(cfg.get("attention_bias")) and model_type not in ("glm4_moe", "glm4")
+    any_bias = bool(cfg.get("use_bias"))  # Starcoder2: every linear has a bias
+    qkv_bias = bool(cfg.get("attention_bias")) or any_bias or model_type in _QKV_BIAS_ALWAYS
+    o_bias = (
+        any_bias
+        or model_type in _O_BIAS_ALWAYS
+        or (bool(cfg.get("attention_bias")) and model_type not in ("glm4_moe", "glm4"))
     )
     mlp_mats = 2 if model_type in _NON_GATED else 3
     prefix = "model.layers"
@@ -297,13 +304,14 @@ def decoder(config: Mapping[str, Any]) -> Decoder:
                 ),
                 Linear(f"{at}.o_proj", "attention", heads * v_dim, hidden, bias=o_bias, layer=i),
             ]
-            if cfg.get("qk_norm_type") == "per_layer":
+            if cfg.get("qk_norm_type") == "per_layer" or model_type in _FULL_QK_NORM:
                 other += (heads + kv_heads) * head_dim  # MiniMax: one norm over all heads
             elif model_type in _QK_NORM or (cfg.get("use_qk_norm") and not llama4):
                 other += 2 * head_dim
             if gpt_oss:
                 other += heads  # attention sinks
-        other += (4 if model_type in _FOUR_NORMS else 2) * hidden
+        norm_vectors = 2 if model_type in _BIASED_NORMS else 1
+        other += (4 if model_type in _FOUR_NORMS else 2) * hidden * norm_vectors
 
         if i in moe_set:
             linears.extend(
@@ -313,12 +321,13 @@ def decoder(config: Mapping[str, Any]) -> Decoder:
                 other += experts  # e_score_correction_bias
         elif dense_width:
             mlp = f"{prefix}.{i}.mlp"
+            mlp_bias = any_bias or bool(cfg.get("mlp_bias"))
             linears += [
-                Linear(f"{mlp}.gate_proj", "mlp", hidden, dense_width, layer=i),
-                Linear(f"{mlp}.up_proj", "mlp", hidden, dense_width, layer=i),
-                Linear(f"{mlp}.down_proj", "mlp", dense_width, hidden, layer=i),
+                Linear(f"{mlp}.gate_proj", "mlp", hidden, dense_width, bias=mlp_bias, layer=i),
+                Linear(f"{mlp}.up_proj", "mlp", hidden, dense_width, bias=mlp_bias, layer=i),
+                Linear(f"{mlp}.down_proj", "mlp", dense_width, hidden, bias=mlp_bias, layer=i),
             ][3 - mlp_mats :]
-    other += hidden  # final norm
+    other += hidden * (2 if model_type in _BIASED_NORMS else 1)  # final norm
     if not tied:
         linears.append(Linear("lm_head", "lm_head", hidden, vocab))
     mtp = _int(cfg, "num_nextn_predict_layers", hi=64) or 0

@@ -75,6 +75,23 @@ KV_TABLE: list[tuple[str, int, tuple[int, int] | None]] = [
     ("MiniMaxAI/MiniMax-M2.5", gqa(62, 8, 128), None),
     ("MiniMaxAI/MiniMax-M2.7", gqa(62, 8, 128), None),
     ("XiaomiMiMo/MiMo-7B-Base", gqa(36, 8, 128), None),
+    ("deepseek-ai/DeepSeek-V2-Lite", mla(27, 512, 64), None),
+    ("TinyLlama/TinyLlama-1.1B-Chat-v1.0", gqa(22, 4, 64), None),
+    ("mistralai/Mistral-7B-Instruct-v0.3", gqa(32, 8, 128), None),
+    # Gemma-3 1B: 5 sliding (512) per global over 26 layers; Gemma-2 2B alternates (4096).
+    ("google/gemma-3-1b-it", gqa(26, 1, 256), (22, 512)),
+    ("google/gemma-2-2b-it", gqa(26, 4, 256), (13, 4096)),
+    # Phi-3.5 / Phi-4-mini publish sliding_window 262144, past their 131072 positions.
+    ("microsoft/Phi-4-mini-instruct", gqa(32, 8, 128), (32, 262144)),
+    ("microsoft/Phi-3.5-mini-instruct", gqa(32, 32, 96), (32, 262144)),
+    ("Qwen/Qwen2-7B-Instruct", gqa(28, 4, 128), None),
+    ("HuggingFaceTB/SmolLM2-135M-Instruct", gqa(30, 3, 64), None),
+    ("HuggingFaceTB/SmolLM2-360M-Instruct", gqa(32, 5, 64), None),
+    ("allenai/OLMo-2-1124-7B", gqa(32, 32, 128), None),
+    ("allenai/OLMo-2-1124-13B", gqa(40, 40, 128), None),
+    ("allenai/OLMo-2-0325-32B", gqa(64, 8, 128), None),
+    ("codellama/CodeLlama-7b-hf", gqa(32, 32, 128), None),
+    ("bigcode/starcoder2-7b", gqa(32, 4, 128), (32, 4096)),
 ]
 REFUSED = {"deepseek-ai/DeepSeek-V3.2", "zai-org/GLM-5", "Qwen/Qwen3-Next-80B-A3B-Thinking"}
 

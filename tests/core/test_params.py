@@ -13,6 +13,7 @@ Sources of the published numbers:
   which a token only indexes), https://huggingface.co/openai/gpt-oss-120b and the gpt-oss model
   card (arXiv:2508.10925, table 1);
 - Mixtral-8x7B: 46.7B total, 12.9B used per token, https://mistral.ai/news/mixtral-of-experts;
+- DeepSeek-V2-Lite: 15.7B total, 2.4B activated, https://huggingface.co/deepseek-ai/DeepSeek-V2-Lite;
 - gpt-oss checkpoint sizes: 60.8 GiB (120b) and 12.8 GiB (20b) in MXFP4, the gpt-oss model card;
 - Llama-3.1-70B w8a8 (int8 per-channel weights, compressed-tensors): vLLM logged "Loading model
   weights took 67.7229 GB" (GiB) for neuralmagic/Meta-Llama-3.1-70B-Instruct-quantized.w8a8,
@@ -54,6 +55,7 @@ def test_totals_match_the_published_safetensors_counts(entry: object) -> None:
         ("Qwen/Qwen3-30B-A3B", 30.5e9, 3.3e9, 0.005, 0.02, "active"),
         ("openai/gpt-oss-120b", 116.8e9, 5.1e9, 0.005, 0.01, "no_lookup"),
         ("mistralai/Mixtral-8x7B-v0.1", 46.7e9, 12.9e9, 0.005, 0.005, "active"),
+        ("deepseek-ai/DeepSeek-V2-Lite", 15.7e9, 2.4e9, 0.005, 0.025, "no_lookup"),
     ],
 )
 def test_moe_totals_and_active_parameters(
