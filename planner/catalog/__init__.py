@@ -68,7 +68,12 @@ class CatalogModel(_Frozen):
     def weights(self) -> tuple[int, Literal["safetensors", "parameter_count"], str]:
         """(bytes, kind, where from) of the weights an engine loads."""
         if self.weights_bytes is not None:
-            return self.weights_bytes, "safetensors", self.weights_bytes_source or "safetensors"
+            source = self.weights_bytes_source or "published checkpoint size"
+            # Only a safetensors total_size is "safetensors"; a model-card figure is not.
+            kind: Literal["safetensors", "parameter_count"] = (
+                "safetensors" if "total_size" in source else "parameter_count"
+            )
+            return self.weights_bytes, kind, source
         cfg = self.config
         quantized = "quantization_config" in cfg or "quantization_config" in (
             cfg.get("text_config") or {}
