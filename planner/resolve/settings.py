@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import AliasChoices, Field, SecretStr
+from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
@@ -58,6 +58,24 @@ class HubSettings(BaseSettings):
     )
     hf_home: Path | None = Field(default=None, validation_alias=AliasChoices("HF_HOME"))
     hf_hub_cache: Path | None = Field(default=None, validation_alias=AliasChoices("HF_HUB_CACHE"))
+
+    @field_validator("offline", mode="before")
+    @classmethod
+    def _offline_flag(cls, value: object) -> object:
+        # The client's own reading: 1/true/yes/on are offline; unset or empty is not.
+        if isinstance(value, str):
+            return value.strip().upper() in {"1", "ON", "YES", "TRUE"}
+        return value
+
+    @field_validator("token", "hf_home", "hf_hub_cache", mode="before")
+    @classmethod
+    def _empty_is_unset(cls, value: object) -> object:
+        return None if isinstance(value, str) and not value.strip() else value
+
+    @field_validator("endpoint", mode="before")
+    @classmethod
+    def _empty_endpoint(cls, value: object) -> object:
+        return DEFAULT_ENDPOINT if isinstance(value, str) and not value.strip() else value
 
     @property
     def endpoint_url(self) -> str:

@@ -101,3 +101,25 @@ def test_quantized_catalog_weights_are_sized_as_stored() -> None:
     assert r.weights_bytes is not None and bf16.weights_bytes is not None
     # fp8 experts and attention, bf16 embeddings/norms/router: a bit over half the bf16 size.
     assert 0.5 < r.weights_bytes / bf16.weights_bytes < 0.53
+
+
+@pytest.mark.parametrize(
+    ("raw", "offline"), [("1", True), ("true", True), ("YES", True), ("0", False), ("", False)]
+)
+def test_hf_hub_offline_is_read_as_the_client_reads_it(
+    raw: str, offline: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", raw)
+    monkeypatch.setenv("HF_TOKEN", "")
+    monkeypatch.setenv("HF_ENDPOINT", "")
+    s = HubSettings()
+    assert s.offline is offline and s.token is None
+    assert s.endpoint_url == "https://huggingface.co"
+
+
+def test_kvplan_hub_settings_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KVPLAN_HUB_ENABLED", "false")
+    monkeypatch.setenv("KVPLAN_HUB_TIMEOUT_SECONDS", "2.5")
+    monkeypatch.setenv("KVPLAN_HUB_CACHE_ENTRIES", "7")
+    s = HubSettings()
+    assert (s.enabled, s.timeout_seconds, s.cache_entries) == (False, 2.5, 7)
