@@ -179,7 +179,13 @@ def _gpus() -> dict[str, GpuEntry]:
 
 
 def list_models() -> list[CatalogModel]:
-    return list(_models().values())
+    """Entries the planner can size (refused ones are listed by `list_refused`)."""
+    return [m for m in _models().values() if not m.refused]
+
+
+def list_refused() -> list[CatalogModel]:
+    """Bundled models the planner refuses by name, each with its reason."""
+    return [m for m in _models().values() if m.refused]
 
 
 def list_gpus() -> list[GpuEntry]:

@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from planner.catalog import list_gpus, list_models
+from planner.catalog import list_gpus, list_models, list_refused
 from planner.core.model import shape_from_config
 from planner.core.params import parameter_counts
 
@@ -23,7 +23,7 @@ def models_table() -> str:
         "(active) | Weights |",
         "|---|---|---|---|---|---|",
     ]
-    for m in list_models():
+    for m in [*list_models(), *list_refused()]:
         aliases = ", ".join(f"`{a.id}`" for a in m.aliases) or "–"
         if m.refused:
             rows.append(f"| `{m.id}` | {aliases} | not planned: {m.refused} | – | – | – |")
