@@ -59,6 +59,12 @@ ENGINE_LABELS: dict[str, str] = {
     "trtllm": "TensorRT-LLM",
     "transformers": "transformers",
 }
+# The flag that caps running requests, by engine (shown when it binds, not memory).
+CAP_FLAGS: dict[str, str] = {
+    "vllm": "--max-num-seqs",
+    "sglang": "--max-running-requests",
+    "trtllm": "max_batch_size",
+}
 _MAX_FORM_FIELDS = 64
 
 
@@ -67,7 +73,7 @@ def environment(lang: str) -> Environment:
     """One Jinja environment per language (gettext is installed on the environment).
 
     `autoescape=True` for every template whatever its name: `select_autoescape` would skip
-    names not ending in .html (research B.8).
+    names not ending in .html.
     """
     env = Environment(
         loader=FileSystemLoader(templates_dir()),
@@ -119,6 +125,7 @@ def field_labels(_: form.Gettext) -> dict[str, str]:
         "pipeline_parallel_size": _("Pipeline parallel size (PP)"),
         "block_size": _("Block size (tokens)"),
         "max_num_batched_tokens": _("Max batched tokens"),
+        "max_num_seqs": _("Max running requests"),
         "weights_gib": _("Weights, whole model (GiB)"),
         "bandwidth_tbps": _("Memory bandwidth (TB/s)"),
         "calibration_id": _("Calibration id"),
@@ -133,18 +140,36 @@ def field_hints(_: form.Gettext) -> dict[str, str]:
         ),
         "engine": _("Whose allocator rules the numbers follow."),
         "kv_cache_dtype": _("auto = the model's own dtype; fp8 takes half the bytes of bf16."),
-        "context_tokens": _("Prompt plus generated tokens, e.g. 8192. Empty: the model's maximum."),
+        "context_tokens": _(
+            "Prompt plus generated tokens, e.g. 8192 or 8k (k = 1024). Empty: the model's maximum."
+        ),
         "requests": _("Tokens × count, comma-separated, e.g. 8192x10, 2048x30."),
-        "kv_budget_gib": _("1 GiB = 2^30 bytes. Leave empty to derive it from the GPU."),
-        "gpu": _("Gives the memory (less weights and a reserve) and the bandwidth."),
-        "gpu_memory_utilization": _("Fraction of the whole GPU; empty: the engine's default."),
-        "tensor_parallel_size": _("GPUs that split each layer's heads."),
-        "pipeline_parallel_size": _("GPUs that split the layers into stages."),
+        "kv_budget_gib": _(
+            "GiB unless you write a unit: 48, 48 GiB, 80GB (1 GiB = 2^30 bytes). Given, it "
+            "replaces the GPU's memory; empty: derived from the GPU."
+        ),
+        "gpu": _(
+            "Gives the bandwidth, and, without a budget, the memory (less weights and a reserve)."
+        ),
+        "gpu_memory_utilization": _(
+            "Fraction of the whole GPU, e.g. 0.9 or 90%; empty: the engine's default."
+        ),
+        "tensor_parallel_size": _("GPUs that split each layer's heads; empty: 1."),
+        "pipeline_parallel_size": _("GPUs that split the layers into stages; empty: 1."),
         "block_size": _("Tokens per KV block; empty: the engine's default."),
         "max_num_batched_tokens": _("Used by sliding-window admission; empty: the default."),
-        "weights_gib": _("0 means KV cache only; empty: from the model."),
-        "bandwidth_tbps": _("1 TB/s = 10^12 bytes per second; overrides the GPU's datasheet."),
-        "calibration_id": _("A stored GPU probe result (GET /api/v1/calibrations)."),
+        "max_num_seqs": _(
+            "The engine's cap on requests running at once (vLLM --max-num-seqs, SGLang "
+            "--max-running-requests, TensorRT-LLM max_batch_size); empty: its default."
+        ),
+        "weights_gib": _(
+            "GiB unless you write a unit; 0 means KV cache only; empty: from the model."
+        ),
+        "bandwidth_tbps": _(
+            "TB/s unless you write a unit (1 TB/s = 10^12 bytes per second); overrides the "
+            "GPU's datasheet."
+        ),
+        "calibration_id": _("The id `kvplan probe` printed when it stored a GPU measurement."),
     }
 
 
@@ -196,6 +221,24 @@ def _count(request: Request, outcome: str) -> None:
         metrics.count_plan(outcome)
 
 
+def _add_core_errors(state: form.FormState, error: PlanError, _: form.Gettext) -> None:
+    """The planner's objections, each next to its field; a field already marked keeps the
+    form's own message (the planner saw its default, not what was typed)."""
+    marked = set(state.errors)
+    for problem in error.problems or [FieldProblem((), error.detail)]:
+        name = form.form_field(problem.loc, has_config=state.has_config)
+        if name not in marked:
+            state.add(name, form.core_message(error, problem, _))
+
+
+def _check_partial(request: PlanRequest) -> PlanError | None:
+    try:
+        plan(request)
+    except PlanError as error:
+        return error
+    return None
+
+
 async def render(request: Request, values: Mapping[str, str], lang: str) -> HTMLResponse:
     _ = translations(lang).gettext
     state = form.parse(values, _) if form.is_question(values) else form.FormState(dict(values))
@@ -205,11 +248,14 @@ async def render(request: Request, values: Mapping[str, str], lang: str) -> HTML
             calibration = await calibration_for(state.request, request)
             answer = await anyio.to_thread.run_sync(compute, state.request, calibration, lang)
         except PlanError as error:
-            for problem in error.problems or [FieldProblem((), error.detail)]:
-                name = form.form_field(problem.loc, has_config=state.has_config)
-                state.add(name, form.core_message(error, problem, _))
+            _add_core_errors(state, error, _)
         _count(request, "ok" if answer else "unplannable")
     elif state.submitted:
+        if state.partial is not None:
+            # Every mistake at once: what the planner says about the fields that did parse.
+            found = await anyio.to_thread.run_sync(_check_partial, state.partial)
+            if found is not None:
+                _add_core_errors(state, found, _)
         _count(request, "invalid")
     context: dict[str, Any] = {
         "fmt": Numbers(lang),
@@ -224,6 +270,7 @@ async def render(request: Request, values: Mapping[str, str], lang: str) -> HTML
         "models": [m.id for m in list_models()],
         "engine_options": [(e, ENGINE_LABELS.get(e, e)) for e in ENGINES],
         "engine_labels": ENGINE_LABELS,
+        "cap_flags": CAP_FLAGS,
         "dtype_options": [(d, d) for d in DTYPE_NAMES],
         "gpu_options": [("", _("None")), *((g.id, g.id) for g in list_gpus())],
         "answer": answer,

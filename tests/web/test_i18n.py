@@ -49,7 +49,7 @@ def test_accept_language_picks_chinese(client: TestClient) -> None:
     assert "Accept-Language" in response.headers["vary"]
     said = sentence(response.text)
     assert "47" in said and "8,192" in said and "48 GiB" in said and "48.00x" in said
-    assert "可容纳" in said and "保留了 1 个块" in said
+    assert "可容纳" in said and "1 个预留块也算了进去" in said
 
 
 def test_errors_in_the_users_language(client: TestClient) -> None:

@@ -88,7 +88,7 @@ def test_chinese(client: TestClient) -> None:
         ({"log": GRANITE_LOG, "engine": "sglang"}, "engine", "vLLM log"),
         ({"log": GRANITE_LOG, "tensor_parallel_size": "two"}, "tensor_parallel_size", "whole"),
         ({"log": GRANITE_LOG, "model_config": "{"}, "model_config", "JSON"),
-        ({"log": GRANITE_LOG, "model": "no/such-model"}, "model", "Not found"),
+        ({"log": GRANITE_LOG, "model": "no/such-model"}, "model", "paste its config.json"),
         ({"log": GRANITE_LOG, "memory_fraction": "2"}, "memory_fraction", "less than or equal"),
     ],
 )
