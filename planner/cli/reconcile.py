@@ -13,12 +13,28 @@ from typing import Annotated, Any
 import typer
 from pydantic import ValidationError
 
-from planner.cli.output import emit_problem, fail, read_json_source
+from planner.cli.output import emit_problem, error_style, fail, read_json_source
 from planner.core.errors import FieldError, PlanError
 from planner.core.logparse import MAX_LOG_BYTES
 from planner.core.reconcile import reconcile
 from planner.core.reconcile_schema import ReconcileRequest, ReconcileResult
+from planner.quantities import QuantityError, read_tokens
 
+FLAGS: dict[str, str] = {
+    "log": "LOGFILE",
+    "model": "--model",
+    "engine": "--engine",
+    "settings": "--settings",
+    "settings.tensor_parallel_size": "--tp",
+    "settings.pipeline_parallel_size": "--pp",
+    "settings.block_size": "--block-size",
+    "settings.kv_cache_dtype": "--dtype",
+    "settings.max_model_len": "--max-model-len",
+    "settings.gpu": "--gpu",
+    "settings.gpu_memory_utilization": "--util",
+    "settings.mem_fraction_static": "--util",
+    "settings.free_gpu_memory_fraction": "--util",
+}
 _MARK = {"equal": "=", "consistent": "≈", "different": "≠", "not_recomputable": "?"}
 
 
@@ -47,6 +63,15 @@ def read_log(source: str) -> str:
         raise FieldError(
             "log", "the file is not UTF-8 text (binary?); pass the engine's text log"
         ) from None
+
+
+def _tokens(text: str | None) -> int | None:
+    if text is None:
+        return None
+    try:
+        return read_tokens(text)
+    except QuantityError as exc:
+        raise FieldError(("settings", "max_model_len"), f"{exc}; write e.g. 32768 or 32k") from None
 
 
 def _fmt(value: float | None, unit: str) -> str:
@@ -120,7 +145,9 @@ def register(app: typer.Typer) -> None:
             int | None, typer.Option(help="block_size / page_size / tokens_per_block")
         ] = None,
         dtype: Annotated[str | None, typer.Option(help="kv_cache_dtype")] = None,
-        max_model_len: Annotated[int | None, typer.Option(help="max_model_len")] = None,
+        max_model_len: Annotated[
+            str | None, typer.Option(help="max_model_len in tokens, e.g. 32k (k = 1024)")
+        ] = None,
         gpu: Annotated[str | None, typer.Option(help="GPU catalog id (for reserves)")] = None,
         util: Annotated[
             float | None, typer.Option(help="gpu_memory_utilization / memory fraction")
@@ -128,9 +155,12 @@ def register(app: typer.Typer) -> None:
         settings: Annotated[
             str | None, typer.Option(help="JSON file with more settings (see the API)")
         ] = None,
-        as_json: Annotated[bool, typer.Option("--json", help="print the result JSON")] = False,
+        as_json: Annotated[
+            bool, typer.Option("--json", help="print the result JSON (and errors as problem+json)")
+        ] = False,
     ) -> None:
         """Reconcile an engine's start-up log (vLLM, SGLang, TensorRT-LLM) with kvplan."""
+        error_style("kvplan reconcile", FLAGS, as_json=as_json)
         try:
             text = read_log(logfile)
             st: dict[str, Any] = {}
@@ -148,7 +178,7 @@ def register(app: typer.Typer) -> None:
                 ("pipeline_parallel_size", pp),
                 ("block_size", block_size),
                 ("kv_cache_dtype", dtype),
-                ("max_model_len", max_model_len),
+                ("max_model_len", _tokens(max_model_len)),
                 ("gpu", gpu),
                 (fraction_key, util),
             ):

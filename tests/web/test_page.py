@@ -29,7 +29,7 @@ def error_text(text: str, field: str) -> str:
 def test_query_parameters_render_the_answer(client: TestClient) -> None:
     # 48 GiB / (2·32·8·128·2 B · 16 tokens) = 24,576 blocks; block 0 is vLLM's null block, so
     # (24,576 − 1) // 512 = 47 requests of 8,192 tokens, while the log prints 48.00x
-    # (vLLM's "Maximum concurrency" divides all blocks, the null block included; docs/engine-rules.md).
+    # (vLLM's "Maximum concurrency" counts the null block too; docs/engine-rules.md).
     response = client.get(QUESTION_URL)
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/html")
@@ -309,3 +309,69 @@ def test_unknown_calibration_is_an_error_on_its_field(client: TestClient) -> Non
     assert response.status_code == 200
     assert "Not found." in error_text(response.text, "calibration_id")
     assert '<details class="more" open>' in response.text
+
+
+def test_every_field_error_shows_at_once(client: TestClient) -> None:
+    # The TP error comes from the planner; a bad context used to hide it until fixed.
+    response = client.get(
+        "/?model=meta-llama/Llama-3.1-8B&kv_budget_gib=48&context_tokens=lots&tensor_parallel_size=3"
+    )
+    assert "Enter a whole number of tokens" in error_text(response.text, "context_tokens")
+    assert "divisible by tensor_parallel_size (3)" in error_text(
+        response.text, "tensor_parallel_size"
+    )
+    assert 'data-answer="no"' in response.text
+
+
+def test_headline_gives_the_number_that_runs(client: TestClient) -> None:
+    # H200 at 512 tokens: memory holds 1,811 but vLLM runs at most 1,024 (max_num_seqs).
+    response = client.get("/?model=meta-llama/Llama-3.1-8B&gpu=H200-141GB&context_tokens=512")
+    said = sentence(response.text)
+    assert said.startswith("1,024 requests of 512 tokens run at once")
+    cap = re.search(r'id="running-cap">(.*?)</p>', response.text, re.S)
+    assert cap is not None
+    assert "Memory holds 1,811" in html.unescape(cap.group(1))
+    assert "--max-num-seqs, its default" in html.unescape(cap.group(1))
+    # Given explicitly, the cap is no longer "its default".
+    response = client.get(
+        "/?model=meta-llama/Llama-3.1-8B&gpu=H200-141GB&context_tokens=512&max_num_seqs=256"
+    )
+    assert sentence(response.text).startswith("256 requests of 512 tokens run at once")
+
+
+def test_nothing_fits_shows_no_decode_step(client: TestClient) -> None:
+    response = client.get("/?model=meta-llama/Llama-3.1-70B&gpu=RTX-4090-24GB&context_tokens=8192")
+    assert sentence(response.text).startswith("No request of 8,192 tokens fits")
+    assert "no batch to decode" in response.text
+    assert "Decode step</span>" not in response.text
+
+
+def test_a_zero_budget_blames_the_budget_not_the_weights(client: TestClient) -> None:
+    response = client.get("/?model=meta-llama/Llama-3.1-8B&kv_budget_gib=0&context_tokens=8192")
+    assert "A KV cache budget of 0 GiB holds no request." in response.text
+    assert "The weights and the reserve" not in response.text
+
+
+def test_pages_have_an_h1_and_link_each_other(client: TestClient) -> None:
+    for path in ("/", QUESTION_URL, "/reconcile"):
+        markup = parse(client.get(path).text)
+        assert [t for t, _ in markup.tags].count("h1") == 1, path
+    assert 'href="/reconcile"' in client.get("/").text
+    assert 'href="/reconcile"' in client.get(QUESTION_URL).text
+
+
+def test_enter_submits_the_form_not_the_language_toggle(client: TestClient) -> None:
+    # Implicit submission clicks the form's default button: its first submit button in tree
+    # order, counting buttons outside it that name it with form="…" (the language toggle).
+    for path, form_id in (("/", "plan-form"), ("/reconcile", "reconcile-form")):
+        text = client.get(path).text
+        start = text.index(f'<form id="{form_id}"')
+        end = text.index("</form>", start)
+        owned = [
+            m
+            for m in re.finditer(r"<button\b[^>]*>", text)
+            if 'type="submit"' in m.group(0)
+            and (start < m.start() < end or f'form="{form_id}"' in m.group(0))
+        ]
+        assert owned, path
+        assert 'name="lang"' not in owned[0].group(0), (path, owned[0].group(0))
