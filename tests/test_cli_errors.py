@@ -127,7 +127,7 @@ def test_mix_builds_the_workload() -> None:
     )
     assert r.exit_code == 0
     assert "workload         40 requests, 17.500 GiB paged → fits" in r.stdout
-    assert "the model's maximum" not in r.stdout
+    assert "(the model's maximum; set --context)" not in r.stdout
 
 
 def test_batch_is_n_requests_of_the_context() -> None:

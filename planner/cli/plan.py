@@ -25,10 +25,11 @@ from planner.cli.output import (
     read_source_bytes,
 )
 from planner.core.errors import FieldError, FieldProblem, PlanError
-from planner.core.plan import CalibrationLike, plan
+from planner.core.inputs import CalibrationLike
 from planner.core.schema import MAX_REQUEST_ENTRIES, Plan, PlanRequest
 from planner.core.units import GiB, fmt_gib, fmt_tbps
 from planner.quantities import QuantityError, read_rate, read_size, read_tokens
+from planner.service import plan
 
 _LIST = TypeAdapter(list[PlanRequest])
 # A bare number is bytes (the API's unit); below this it is surely a forgotten unit ("48").
