@@ -75,6 +75,23 @@
     });
   }
 
+  function swapOptions(doc, id) {
+    // The dtype list depends on the engine: take the fresh options, keep the user's choice.
+    var fresh = doc.getElementById(id);
+    var old = document.getElementById(id);
+    if (!fresh || !old || old === document.activeElement) {
+      return;
+    }
+    var value = old.value;
+    old.replaceChildren.apply(
+      old,
+      Array.prototype.map.call(fresh.options, function (node) {
+        return document.importNode(node, true);
+      })
+    );
+    old.value = value;
+  }
+
   function markStale(stale) {
     var note = document.getElementById("stale-note");
     var hero = document.getElementById("answer-hero");
@@ -149,6 +166,7 @@
           shown.getAttribute("data-answer") === "yes";
         swapChildren(doc, "error-summary");
         applyErrors(doc);
+        swapOptions(doc, "f-kv_cache_dtype");
         markStale(keep);
         if (keep) {
           // One bad keystroke keeps the last good answer, marked stale, and the URL that gave it.

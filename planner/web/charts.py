@@ -114,9 +114,9 @@ def columns(
     grid: list[float] = []
     if y_label is not None:
         for value in ticks:
-            y = _r(base - value * scale)
-            grid.append(y)
-            labels.append(Label(gutter - 4, _r(y + 3.5), y_label(value), "ytick", "end"))
+            at = _r(base - value * scale)
+            grid.append(at)
+            labels.append(Label(gutter - 4, _r(at + 3.5), y_label(value), "ytick", "end"))
     for i, col in enumerate(cols):
         x = gutter + i * slot + (slot - bar_width) / 2
         y: float = base

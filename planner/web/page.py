@@ -23,10 +23,10 @@ from markupsafe import Markup
 
 from planner.api.plan import calibration_for
 from planner.catalog import list_gpus, list_models
+from planner.core.engines.registry import engine_labels, engine_names, get_engine
 from planner.core.errors import FieldProblem, PlanError
 from planner.core.inputs import CalibrationLike
 from planner.core.schema import ENGINES, Plan, PlanRequest
-from planner.core.units import DTYPE_NAMES
 from planner.service import plan
 from planner.web import form
 from planner.web.figures import Figure, capacity_figure, decode_figure, memory_figure
@@ -37,7 +37,9 @@ from planner.web.i18n import (
     HTML_LANG,
     LANGUAGES,
     Numbers,
+    ShownNote,
     negotiate,
+    show_note,
     translations,
 )
 from planner.web.paths import templates_dir
@@ -54,18 +56,10 @@ from planner.web.view import (
 
 router = APIRouter(include_in_schema=False)
 
-ENGINE_LABELS: dict[str, str] = {
-    "vllm": "vLLM",
-    "sglang": "SGLang",
-    "trtllm": "TensorRT-LLM",
-    "transformers": "transformers",
-}
-# The flag that caps running requests, by engine (shown when it binds, not memory).
-CAP_FLAGS: dict[str, str] = {
-    "vllm": "--max-num-seqs",
-    "sglang": "--max-running-requests",
-    "trtllm": "max_batch_size",
-}
+# Names, labels and flags come from the engines registry (the only list of them).
+ENGINE_LABELS: dict[str, str] = engine_labels()
+# The flag that caps running requests, by engine (shown when it binds before memory).
+CAP_FLAGS: dict[str, str] = {name: get_engine(name).running_cap_flag for name in engine_names()}
 _MAX_FORM_FIELDS = 64
 
 
@@ -182,6 +176,7 @@ class Answer:
     blocks: BlockMath | None
     log_differs: bool
     symbolic: str | None
+    notes: tuple[ShownNote, ...]
 
 
 def compute(request: PlanRequest, calibration: CalibrationLike | None, lang: str) -> Answer:
@@ -213,7 +208,15 @@ def compute(request: PlanRequest, calibration: CalibrationLike | None, lang: str
         block_math(result),
         engine_log_differs(result),
         symbolic_formula(result),
+        tuple(show_note(n, lang) for n in result.notes_detail),
     )
+
+
+def dtype_names(engine: str | None) -> tuple[str, ...]:
+    """The KV cache dtypes the chosen engine offers (the registry's list), so the form never
+    offers a setup the engine cannot run."""
+    name = engine if engine in engine_names() else form.DEFAULTS["engine"]
+    return get_engine(name).kv_cache_dtypes
 
 
 def _count(request: Request, outcome: str) -> None:
@@ -272,7 +275,7 @@ async def render(request: Request, values: Mapping[str, str], lang: str) -> HTML
         "engine_options": [(e, ENGINE_LABELS.get(e, e)) for e in ENGINES],
         "engine_labels": ENGINE_LABELS,
         "cap_flags": CAP_FLAGS,
-        "dtype_options": [(d, d) for d in DTYPE_NAMES],
+        "dtype_options": [(d, d) for d in dtype_names(state.values.get("engine"))],
         "gpu_options": [("", _("None")), *((g.id, g.id) for g in list_gpus())],
         "answer": answer,
         "share_url": "/?" + state.share_query() if answer and not state.has_config else None,

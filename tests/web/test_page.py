@@ -375,3 +375,19 @@ def test_enter_submits_the_form_not_the_language_toggle(client: TestClient) -> N
         ]
         assert owned, path
         assert 'name="lang"' not in owned[0].group(0), (path, owned[0].group(0))
+
+
+def test_the_dtype_list_follows_the_engine(client: TestClient) -> None:
+    # vLLM has no int4 KV cache (the engines registry): the form does not offer it; TRT-LLM does.
+    def options(query: str) -> list[str]:
+        text = client.get("/?model=meta-llama/Llama-3.1-8B&kv_budget_gib=48" + query).text
+        select = re.search(r'<select id="f-kv_cache_dtype".*?</select>', text, re.S)
+        assert select is not None
+        return re.findall(r'<option value="([^"]*)"', select.group(0))
+
+    assert "int4" not in options("")
+    assert "int4" in options("&engine=trtllm")
+    # Asked anyway (an old URL), vLLM's refusal lands on the field instead of an answer.
+    response = client.get("/?model=meta-llama/Llama-3.1-8B&kv_budget_gib=48&kv_cache_dtype=int4")
+    assert "int4" in error_text(response.text, "kv_cache_dtype")
+    assert 'data-answer="no"' in response.text

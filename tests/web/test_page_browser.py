@@ -133,16 +133,19 @@ def test_invalid_context_keeps_the_last_answer_and_marks_the_field(session: Sess
     assert "is-stale" not in (page.locator("#answer-hero").get_attribute("class") or "")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the planner's notes are English until the core's notes_detail lands (issue 16, 4)",
-)
 def test_chinese_answer_has_no_english_inside(browser: Any, live_server: str) -> None:
     with browser_session(browser, live_server, locale="zh-CN") as s:
         s.goto(QUESTION_URL)
         wait_for_number(s, "47")
         english = s.page.locator("#answer [lang=en], #answer-hero [lang=en]")
         assert english.count() == 0, english.all_inner_texts()
+        # The notes are there, in Chinese, numbers included.
+        notes = s.page.locator("#answer .notes li")
+        assert notes.count() >= 3
+        assert (
+            "47 个"
+            in s.page.locator("#answer .notes li[data-code='capacity.null_block']").inner_text()
+        )
 
 
 AXE_PAGES = (
@@ -240,3 +243,13 @@ def test_the_axe_harness_catches_low_contrast(session: Session, axe_available: N
         " p.style.color = '#bbbbbb'; document.querySelector('main').appendChild(p); }"
     )
     assert "color-contrast" in [v["id"] for v in axe_violations(session.page)]
+
+
+def test_dtype_options_follow_the_engine_live(session: Session) -> None:
+    session.goto(QUESTION_URL)
+    wait_for_number(session, "47")
+    page = session.page
+    assert page.locator("#f-kv_cache_dtype option[value=int4]").count() == 0
+    page.select_option("#f-engine", "trtllm")
+    page.wait_for_function("() => !!document.querySelector('#f-kv_cache_dtype option[value=int4]')")
+    assert page.locator("#f-kv_cache_dtype").input_value() == "bf16"
