@@ -125,7 +125,9 @@ def decode_figure(plan: Plan, capacity: dict[int, int], fmt: Numbers, _: Gettext
     ]
     if any(c.muted for c in cols):
         legend.append(LegendItem("col-kv is-muted", _("This batch would not fit in memory"), ""))
-    return Figure(columns(cols, y_label=lambda v: _short_ms(v)), tuple(legend))
+    top_ms = max((sum(p.value for p in c.parts) for c in cols), default=0.0) * 1e3
+    digits = 0 if top_ms >= 10 else 1 if top_ms >= 1 else 2  # one precision for the whole axis
+    return Figure(columns(cols, y_label=lambda v: fmt.dec(v * 1e3, digits)), tuple(legend))
 
 
 def ngettext_batch(_: Gettext, n: int, fmt: Numbers) -> str:
