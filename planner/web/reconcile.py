@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
@@ -23,7 +24,8 @@ from planner.catalog import list_gpus, list_models
 from planner.core.errors import FieldProblem, ModelConfigError, PlanError, UnknownIdError
 from planner.core.logparse import ENGINE_LABELS, MAX_LOG_BYTES
 from planner.core.reconcile_schema import ReconcileRequest, ReconcileResult
-from planner.service import reconcile
+from planner.core.schema import PlanRequest
+from planner.service import plan, reconcile
 from planner.web.form import FieldMessage, Gettext, core_message
 from planner.web.i18n import Numbers, translations
 from planner.web.page import language_of, remember_language, render_page, toggled_language
@@ -202,6 +204,36 @@ def plan_link(result: ReconcileResult) -> str | None:
     return "/?" + urlencode(query)
 
 
+@dataclass(frozen=True, slots=True)
+class Fit:
+    """What the deployment the log describes holds: the planner's answer for its plan_request."""
+
+    requests: int
+    in_memory: int
+    context_tokens: int
+
+
+def fit_of(result: ReconcileResult) -> Fit | None:
+    """Plan the log's own deployment (its learned budget, model and settings): the headline
+    people grep the log for, "N requests of C tokens fit", from the core, not from the log."""
+    body = result.plan_request
+    if not body or "context_tokens" not in body or "kv_budget_bytes" not in body:
+        return None
+    try:
+        answer = plan(PlanRequest.model_validate(body))
+    except (PlanError, ValidationError):
+        return None
+    cap = answer.capacity
+    if cap is None:
+        return None
+    return Fit(cap.max_running_requests, cap.max_requests, cap.context_tokens)
+
+
+def _reconcile_and_fit(req: ReconcileRequest) -> tuple[ReconcileResult, Fit | None]:
+    result = reconcile(req)
+    return result, fit_of(result)
+
+
 def show(value: float | None, unit: str, fmt: Numbers) -> str:
     if value is None:
         return "—"
@@ -220,11 +252,12 @@ async def render(
     _ = translations(lang).gettext
     errors: dict[str, list[FieldMessage]] = {}
     result: ReconcileResult | None = None
+    fit: Fit | None = None
     if submitted:
         req, errors = parse(values, _)
         if req is not None:
             try:
-                result = await anyio.to_thread.run_sync(reconcile, req)
+                result, fit = await anyio.to_thread.run_sync(_reconcile_and_fit, req)
             except PlanError as error:
                 for problem in error.problems or [FieldProblem((), error.detail)]:
                     errors.setdefault(_form_field(problem.loc), []).append(
@@ -247,6 +280,7 @@ async def render(
         "gpu_options": [("", _("None")), *((g.id, g.id) for g in list_gpus())],
         "models": [m.id for m in list_models()],
         "result": result,
+        "fit": fit,
         "show": lambda value, unit: show(value, unit, fmt),
         "plan_link": plan_link(result) if result else None,
         "max_log_mib": MAX_LOG_BYTES >> 20,
