@@ -253,3 +253,21 @@ def test_dtype_options_follow_the_engine_live(session: Session) -> None:
     page.select_option("#f-engine", "trtllm")
     page.wait_for_function("() => !!document.querySelector('#f-kv_cache_dtype option[value=int4]')")
     assert page.locator("#f-kv_cache_dtype").input_value() == "bf16"
+
+
+def test_on_a_phone_the_headline_follows_the_field_being_typed_in(
+    browser: Any, live_server: str
+) -> None:
+    with browser_session(browser, live_server, **PHONE) as s:
+        s.goto(QUESTION_URL)
+        wait_for_number(s, "47")
+        page = s.page
+        page.locator("#f-kv_budget_gib").scroll_into_view_if_needed()
+        page.fill("#f-kv_budget_gib", "40")
+        wait_for_number(s, "39")
+        peek = page.locator("#live-peek")
+        peek.wait_for(state="visible")
+        assert peek.inner_text().startswith("39 requests of 8,192 tokens fit in 40 GiB")
+        # Wide screens show the answer beside the form: no mirror there.
+        page.set_viewport_size({"width": 1280, "height": 900})
+        assert not peek.is_visible()
