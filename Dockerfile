@@ -21,8 +21,9 @@ COPY templates/ templates/
 COPY static/ static/
 # The wheel carries static/ and templates/ inside the package (planner/_static, _templates).
 # The `postgres` extra (psycopg, libpq inside its wheel) lets replicas share a PostgreSQL store.
-# constraints.txt pins every dependency exactly, so two builds of one commit install the same.
-RUN /opt/venv/bin/pip install --no-cache-dir -c constraints.txt '/src[postgres]'
+# constraints.txt pins every dependency exactly, so two builds of one commit install the same;
+# PIP_CONSTRAINT carries the pins into pip's isolated build of the wheel (hatchling) as well.
+RUN PIP_CONSTRAINT=/src/constraints.txt /opt/venv/bin/pip install --no-cache-dir '/src[postgres]'
 
 # The probe image: the same venv plus PyPI's CUDA build of torch (it bundles the CUDA runtime;
 # the host needs the NVIDIA driver and container toolkit) and NVML bindings for clocks.
