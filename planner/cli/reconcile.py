@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from planner.cli.output import emit_problem, error_style, fail, read_json_source
 from planner.core.errors import FieldError, PlanError
-from planner.core.logparse import MAX_LOG_BYTES
+from planner.core.logs import MAX_LOG_BYTES
 from planner.core.reconcile_schema import ReconcileRequest, ReconcileResult
 from planner.quantities import QuantityError, read_tokens
 from planner.service import reconcile

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 
-from planner.core.logparse import Fact, to_float, to_int
+from planner.core.logs import Fact, to_float, to_int
 from planner.core.model import cdiv
 from planner.core.reconcile_common import (
     Ctx,
