@@ -324,13 +324,19 @@ def test_every_field_error_shows_at_once(client: TestClient) -> None:
 
 
 def test_headline_gives_the_number_that_runs(client: TestClient) -> None:
-    # H200 at 512 tokens: memory holds 1,811 but vLLM runs at most 1,024 (max_num_seqs).
+    # H200 at 512 tokens: memory holds more than vLLM's default max_num_seqs for a GPU of
+    # at least 70 GiB (1,024, vllm/engine/arg_utils.py), so 1,024 is the number that runs.
     response = client.get("/?model=meta-llama/Llama-3.1-8B&gpu=H200-141GB&context_tokens=512")
     said = sentence(response.text)
     assert said.startswith("1,024 requests of 512 tokens run at once")
+    api = client.post(
+        "/api/v1/plan",
+        json={"model": "meta-llama/Llama-3.1-8B", "gpu": "H200-141GB", "context_tokens": 512},
+    ).json()["capacity"]
+    assert api["max_requests"] > 1024 and api["max_running_requests"] == 1024
     cap = re.search(r'id="running-cap">(.*?)</p>', response.text, re.S)
     assert cap is not None
-    assert "Memory holds 1,811" in html.unescape(cap.group(1))
+    assert f"Memory holds {api['max_requests']:,}" in html.unescape(cap.group(1))
     assert "--max-num-seqs, its default" in html.unescape(cap.group(1))
     # Given explicitly, the cap is no longer "its default".
     response = client.get(
