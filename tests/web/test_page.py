@@ -369,7 +369,8 @@ def test_pages_have_an_h1_and_link_each_other(client: TestClient) -> None:
 def test_enter_submits_the_form_not_the_language_toggle(client: TestClient) -> None:
     # Implicit submission clicks the form's default button: its first submit button in tree
     # order, counting buttons outside it that name it with form="…" (the language toggle).
-    for path, form_id in (("/", "plan-form"), ("/reconcile", "reconcile-form")):
+    pages = (("/", "plan-form"), ("/reconcile", "reconcile-form"), ("/explain", "explain-form"))
+    for path, form_id in pages:
         text = client.get(path).text
         start = text.index(f'<form id="{form_id}"')
         end = text.index("</form>", start)
