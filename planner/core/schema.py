@@ -1,4 +1,4 @@
-"""The contract: `PlanRequest` in, `Plan` out (DESIGN.md, `/api/v1/plan`).
+"""The contract: `PlanRequest` in, `Plan` out (`POST /api/v1/plan`).
 
 Strict on the way in: unknown fields rejected, no bool→int or str→number coercion, finite floats,
 every integer and list bounded so no input can overflow or exhaust memory. Field names are the

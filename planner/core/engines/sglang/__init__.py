@@ -7,10 +7,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from planner.core.budget.sglang import sglang_budget, sglang_start_check
 from planner.core.budget.terms import BudgetTerms, StartVerdict
 from planner.core.capacity import Pool, full_stack, groups_of
 from planner.core.engines.base import Engine, Scheduling, per_stage_min
+from planner.core.engines.sglang.budget import sglang_budget, sglang_start_check
 from planner.core.engines.sglang.logs import (
     LOG_EXAMPLE,
     LOG_HINTS,

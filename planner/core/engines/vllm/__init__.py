@@ -13,15 +13,10 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from planner.core.budget.facts import model_facts
 from planner.core.budget.terms import BudgetTerms, StartVerdict
-from planner.core.budget.vllm import (
-    vllm_budget,
-    vllm_estimate_max_model_len,
-    vllm_max_len_scope,
-    vllm_start_check,
-)
 from planner.core.capacity import Pool
 from planner.core.engines.base import Engine, Scheduling
 from planner.core.engines.versions import Releases, since
+from planner.core.engines.vllm.budget import vllm_budget
 from planner.core.engines.vllm.groups import (
     VllmPool,
     one_request_bytes,
@@ -34,6 +29,8 @@ from planner.core.engines.vllm.logs import (
     LOG_RULES,
     LOG_VERSION_MARKERS,
 )
+from planner.core.engines.vllm.rules import vllm_max_len_scope
+from planner.core.engines.vllm.start import vllm_estimate_max_model_len, vllm_start_check
 from planner.core.errors import FieldError
 from planner.core.hardware import Gpu
 from planner.core.model import ModelShape
@@ -120,6 +117,7 @@ class Vllm(Engine):
     memory_base = "total"
     memory_fraction_flag: ClassVar[str] = "--gpu-memory-utilization"
     running_cap_flag: ClassVar[str] = "--max-num-seqs"
+    takes_async_scheduling: ClassVar[bool] = True
     kv_cache_dtypes: ClassVar[tuple[str, ...]] = (
         "auto", "fp32", "fp16", "bf16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc",
         "int8_per_token_head", "fp8_per_token_head",

@@ -1,4 +1,4 @@
-"""vLLM: recompute every logged KV figure from the logged available memory (engine_rules.md §1.3).
+"""vLLM: recompute every logged KV figure from the logged available memory (docs/engine-rules.md).
 
 v1: `Available KV cache memory: A GiB` → num_blocks = A // (page × group_size) per worker, the
 minimum over workers (so over pipeline stages); `GPU KV cache size` = num_blocks // groups × bs;
@@ -10,14 +10,13 @@ full length; concurrency = blocks × bs / max_model_len.
 
 from __future__ import annotations
 
-import math
-
 from planner.core.engines.vllm.capacity_checks import (
     blocks_checks,
     concurrency_checks,
     tokens_checks,
     v0_profile_checks,
 )
+from planner.core.engines.vllm.rules import requested_bytes
 from planner.core.engines.vllm.scenario import (
     GPU_BLOCKS,
     GPU_TOKENS,
@@ -94,10 +93,12 @@ def _reserves(ctx: Ctx, src: KvSource | None) -> None:
         reserve = activation + (non_torch or 0)
         derivation.append(f"reserve = activation peak + non-torch = {gib(reserve)}")
     elif s.gpu_memory_bytes and s.memory_fraction and weights_rank is not None and kv is not None:
-        reserve = math.ceil(s.gpu_memory_bytes * s.memory_fraction) - weights_rank - kv
+        requested = requested_bytes(ctx.engine.version_text, s.gpu_memory_bytes, s.memory_fraction)
+        reserve = requested - weights_rank - kv
         derivation.append(
-            f"reserve = ceil({gib(s.gpu_memory_bytes)} × {s.memory_fraction:g}) − weights − "
-            f"available KV = {gib(reserve)}"
+            f"reserve = {gib(s.gpu_memory_bytes)} × {s.memory_fraction:g} (vLLM "
+            f"{ctx.engine.version_text}: {gib(requested)}) − weights − available KV = "
+            f"{gib(reserve)}"
         )
         if reserve < 0:
             ctx.notes.append(
