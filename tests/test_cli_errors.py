@@ -200,3 +200,10 @@ def test_reconcile_errors_name_its_flags(tmp_path: Any) -> None:
     assert r.exit_code == 2 and r.stderr.startswith("kvplan reconcile: LOGFILE: ")
     r = runner.invoke(app, ["reconcile", str(log), "--max-model-len", "32x"])
     assert r.exit_code == 2 and r.stderr.startswith("kvplan reconcile: --max-model-len: ")
+
+
+def test_engine_version_flag_is_the_request_field() -> None:
+    old = plan("--context", "8192", "--budget", "48GiB", "--engine-version", "0.19")
+    assert old["engine_version"] == "0.19"
+    r = runner.invoke(app, ["plan", "--model", LLAMA, "--engine-version", "0.0.1"])
+    assert r.exit_code == 2 and r.stderr.startswith("kvplan plan: --engine-version: ")

@@ -38,6 +38,7 @@ _BARE_BUDGET_MIN_BYTES = 1 << 20
 FLAGS: dict[str, str] = {
     "model": "--model",
     "engine": "--engine",
+    "engine_version": "--engine-version",
     "kv_cache_dtype": "--dtype",
     "context_tokens": "--context",
     "kv_budget_bytes": "--budget",
@@ -334,6 +335,13 @@ def register(app: typer.Typer) -> None:
             str, typer.Option(help="kv_cache_dtype: auto (the model's dtype), bf16, fp8, int8, …")
         ] = "auto",
         engine: Annotated[str, typer.Option(help="vllm, sglang, trtllm or transformers")] = "vllm",
+        engine_version: Annotated[
+            str | None,
+            typer.Option(
+                help="the engine release whose rules apply, e.g. 0.19 (docs/engine-versions.md); "
+                "default: the newest kvplan follows"
+            ),
+        ] = None,
         block_size: Annotated[
             int | None, typer.Option(help="tokens per KV block; default: the engine's")
         ] = None,
@@ -420,6 +428,7 @@ def register(app: typer.Typer) -> None:
             ("block_size", block_size),
             ("gpu_memory_utilization", util),
             ("max_num_seqs", max_num_seqs),
+            ("engine_version", engine_version),
         ):
             if value is not None:
                 body[key] = value
