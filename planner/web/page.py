@@ -20,14 +20,21 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
+from pydantic import ValidationError
 
 from planner.api.plan import calibration_for
 from planner.catalog import list_gpus, list_models
-from planner.core.engines.registry import engine_labels, engine_names, get_engine
+from planner.core.engines.registry import (
+    engine_labels,
+    engine_names,
+    get_engine,
+    serving_engines,
+)
 from planner.core.errors import FieldProblem, PlanError
 from planner.core.inputs import CalibrationLike
+from planner.core.recommend_schema import Recommendation, RecommendRequest
 from planner.core.schema import ENGINES, Plan, PlanRequest
-from planner.service import plan
+from planner.service import plan, recommend
 from planner.web import form
 from planner.web.figures import Figure, capacity_figure, decode_figure, memory_figure
 from planner.web.i18n import (
@@ -243,16 +250,67 @@ def _check_partial(request: PlanRequest) -> PlanError | None:
     return None
 
 
-async def render(request: Request, values: Mapping[str, str], lang: str) -> HTMLResponse:
+def launchable(request: PlanRequest, result: Plan) -> bool:
+    """A catalog GPU whose memory gives the budget, a serving engine and a request that runs:
+    recommend can say how (it sizes from the GPU; a budget typed in has no launch flag)."""
+    cap = result.capacity
+    return (
+        isinstance(request.gpu, str)
+        and request.engine in serving_engines()
+        and cap is not None
+        and cap.budget.source == "gpu"
+        and cap.max_running_requests > 0
+    )
+
+
+def launch_for(request: PlanRequest, result: Plan) -> Recommendation | None:
+    """The engine's launch flags for this answer (`POST /api/v1/recommend`): the same model,
+    GPUs, engine and settings, holding the requests that run at this context. Asked for by a
+    link, not on every answer: a recommendation searches many plans."""
+    cap = result.capacity
+    if cap is None or not launchable(request, result):
+        return None
+    body: dict[str, Any] = {
+        "model": request.model,
+        "gpu": request.gpu,
+        "gpu_count": request.tensor_parallel_size * request.pipeline_parallel_size,
+        "engine": request.engine,
+        "max_model_len": cap.context_tokens,
+        "concurrency": result.totals.requests if cap.workload_fits else cap.max_running_requests,
+        "allow_fp8_kv": False,
+    }
+    if request.kv_cache_dtype != "auto":
+        body["kv_cache_dtype"] = request.kv_cache_dtype
+    for name in (
+        "gpu_memory_utilization",
+        "block_size",
+        "max_num_batched_tokens",
+        "weights_bytes",
+        "reserve_bytes",
+    ):
+        if getattr(request, name) is not None:
+            body[name] = getattr(request, name)
+    try:
+        return recommend(RecommendRequest.model_validate(body))
+    except (PlanError, ValidationError):
+        return None
+
+
+async def render(
+    request: Request, values: Mapping[str, str], lang: str, *, launch: bool = False
+) -> HTMLResponse:
     _ = translations(lang).gettext
     state = form.parse(values, _) if form.is_question(values) else form.FormState(dict(values))
     answer: Answer | None = None
+    launch_plan: Recommendation | None = None
     if state.request is not None:
         try:
             calibration = await calibration_for(state.request, request)
             answer = await anyio.to_thread.run_sync(compute, state.request, calibration, lang)
         except PlanError as error:
             _add_core_errors(state, error, _)
+        if answer is not None and launch:
+            launch_plan = await anyio.to_thread.run_sync(launch_for, state.request, answer.plan)
         _count(request, "ok" if answer else "unplannable")
     elif state.submitted:
         if state.partial is not None:
@@ -279,6 +337,13 @@ async def render(request: Request, values: Mapping[str, str], lang: str) -> HTML
         "gpu_options": [("", _("None")), *((g.id, g.id) for g in list_gpus())],
         "answer": answer,
         "share_url": "/?" + state.share_query() if answer and not state.has_config else None,
+        "launch": launch_plan,
+        "can_launch": bool(
+            answer
+            and state.request
+            and not state.has_config
+            and launchable(state.request, answer.plan)
+        ),
         "from_config": state.has_config,
     }
     # A pasted config may describe an unreleased model: keep it out of caches.
@@ -321,7 +386,8 @@ async def page(request: Request) -> Response:
         # A GET form submission lists empty fields too: answer at the tidy URL.
         return _redirect(form.raw_values(request.query_params, allow_config=False))
     values = form.raw_values(request.query_params, allow_config=False)
-    return await render(request, values, language_of(request))
+    launch = request.query_params.get("launch") == "1"
+    return await render(request, values, language_of(request), launch=launch)
 
 
 async def _form_values(request: Request) -> tuple[dict[str, str], str | None]:

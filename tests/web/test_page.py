@@ -398,3 +398,32 @@ def test_the_dtype_list_follows_the_engine(client: TestClient) -> None:
     response = client.get("/?model=meta-llama/Llama-3.1-8B&kv_budget_gib=48&kv_cache_dtype=int4")
     assert "int4" in error_text(response.text, "kv_cache_dtype")
     assert 'data-answer="no"' in response.text
+
+
+def test_launch_command_on_request(client: TestClient) -> None:
+    url = QUESTION_URL.replace("kv_budget_gib=48", "gpu=H100-SXM-80GB")
+    answer = client.get(url)
+    # Not computed on every answer (a recommendation searches many plans): a link asks for it.
+    assert 'id="launch"' not in answer.text
+    link = re.search(r'<p class="launch-link"><a href="([^"]+)"', answer.text)
+    assert link is not None and "launch=1" in html.unescape(link.group(1))
+    card = client.get(html.unescape(link.group(1)).split("#")[0]).text
+    command = re.search(r'<pre class="command"><code translate="no">([^<]+)</code>', card)
+    assert command is not None
+    api = client.post(
+        "/api/v1/plan",
+        json={
+            "model": "meta-llama/Llama-3.1-8B",
+            "kv_cache_dtype": "bf16",
+            "context_tokens": 8192,
+            "gpu": "H100-SXM-80GB",
+        },
+    ).json()["capacity"]
+    # The command holds exactly the requests this answer says run, at this context.
+    said = html.unescape(command.group(1))
+    assert said.startswith("vllm serve meta-llama/Llama-3.1-8B --tensor-parallel-size 1")
+    assert f"--max-num-seqs {api['max_running_requests']}" in said
+    assert "--max-model-len 8192" in said
+    # Without a GPU there is nothing to launch on, and a typed-in budget has no launch flag.
+    assert "launch-link" not in client.get(QUESTION_URL).text
+    assert "launch-link" not in client.get(QUESTION_URL + "&gpu=H100-SXM-80GB").text

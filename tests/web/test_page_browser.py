@@ -153,6 +153,7 @@ AXE_PAGES = (
     QUESTION_URL,
     QUESTION_URL + "&gpu=H100-SXM-80GB",
     "/?model=meta-llama/Llama-3.1-8B&gpu=H200-141GB&context_tokens=512",
+    QUESTION_URL.replace("kv_budget_gib=48", "gpu=H100-SXM-80GB") + "&launch=1",
     "/?model=meta-llama/Llama-3.1-8B&context_tokens=lots&tensor_parallel_size=3",
     "/reconcile",
     "/explain",
