@@ -1,8 +1,8 @@
 """The `kvplan` command line.
 
 Each subcommand lives in its own module and registers itself on `app`; this module only wires
-them together. Exit codes: 0 ok, 1 a check failed (e.g. `lab`), 2 bad input (problem+json on
-stderr, never a traceback).
+them together. Exit codes: 0 ok, 1 a check failed (e.g. `lab`), 2 bad input (on stderr a
+message naming the flag, or problem+json with --json or --request; never a traceback).
 """
 
 from __future__ import annotations
@@ -16,6 +16,15 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+
+@app.callback()
+def _each_command() -> None:
+    """Runs before every subcommand: errors are problem+json until a command says otherwise
+    (planner.cli.output.error_style), so no style leaks from one invocation to the next."""
+    from planner.cli.output import error_style
+
+    error_style("kvplan", {}, as_json=True)
 
 
 def _register() -> None:
