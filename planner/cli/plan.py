@@ -1,4 +1,4 @@
-"""`kvplan plan`, `kvplan models`, `kvplan gpus`: thin shells over `core.plan.plan()`.
+"""`kvplan plan`, `kvplan models`, `kvplan gpus`: thin shells over `planner.service.plan()`.
 
 `--request FILE|-` takes the REST contract's JSON (one object or a list) and prints exactly what
 `POST /api/v1/plan` answers. Convenience flags print a readable summary (or JSON with --json).
@@ -25,11 +25,11 @@ from planner.cli.output import (
     read_source_bytes,
 )
 from planner.core.errors import FieldError, FieldProblem, PlanError
-from planner.core.inputs import CalibrationLike
+from planner.core.inputs import CalibrationLike, Catalog
 from planner.core.schema import MAX_REQUEST_ENTRIES, Plan, PlanRequest
 from planner.core.units import GiB, fmt_gib, fmt_tbps
 from planner.quantities import QuantityError, read_rate, read_size, read_tokens
-from planner.service import plan
+from planner.service import default_catalog, plan
 
 _LIST = TypeAdapter(list[PlanRequest])
 # A bare number is bytes (the API's unit); below this it is surely a forgotten unit ("48").
@@ -168,7 +168,7 @@ def _plan_all(requests: list[PlanRequest]) -> list[Plan]:
     many = len(requests) > 1
     for i, req in enumerate(requests):
         try:
-            plans.append(plan(req, calibration=_calibration_for(req)))
+            plans.append(plan(req, calibration=_calibration_for(req), catalog=_catalog()))
         except PlanError as exc:
             first = first or exc
             prefix: tuple[str | int, ...] = (i,) if many else ()
@@ -285,6 +285,11 @@ def _human(p: Plan, *, context_defaulted: bool = False) -> str:
         lines.append("decode floor     give --gpu or --bandwidth (e.g. 3.35TB/s) to see it")
     lines.extend(f"note             {n}" for n in p.notes)
     return "\n".join(lines)
+
+
+def _catalog() -> Catalog:
+    # On the command line a model may also be a local directory (config.json + safetensors).
+    return default_catalog(allow_local_dirs=True)
 
 
 def register(app: typer.Typer) -> None:
