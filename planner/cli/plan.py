@@ -211,7 +211,9 @@ def _human(p: Plan, *, context_defaulted: bool = False) -> str:
         f"model            {p.model.id or p.model.model_type or 'config'} "
         f"({p.model.num_hidden_layers} layers, {_n(p.model.num_key_value_heads, 'KV head')}, "
         f"head_dim {p.model.head_dim})",
-        f"engine           {p.engine}, kv_cache_dtype {p.kv_cache_dtype} "
+        f"engine           {p.engine} {p.engine_version}"
+        + (", async scheduling" if p.async_scheduling else "")
+        + f", kv_cache_dtype {p.kv_cache_dtype} "
         f"({p.bytes_per_element:g} B/element), block_size {p.block_size} tokens, "
         f"TP {p.tensor_parallel_size} × PP {p.pipeline_parallel_size}",
         f"KV per token     {p.kv_bytes_per_token_formula}",
@@ -240,6 +242,21 @@ def _human(p: Plan, *, context_defaulted: bool = False) -> str:
         )
     else:
         lines.append(f"budget           {c.budget.derivation}")
+        for term in c.budget.terms:
+            if term.source != "not_applicable":
+                lines.append(
+                    f"  {term.name:<24} {fmt_gib(term.bytes):>12}  {term.derivation} "
+                    f"[{term.source}]"
+                )
+        if c.engine_starts is False:
+            lines.append(f"will it start    NO: {c.start_error or 'no memory for the KV cache'}")
+            if c.estimated_max_model_len:
+                lines.append(
+                    f"                 the longest max_model_len that starts: "
+                    f"{c.estimated_max_model_len:,} tokens"
+                )
+        elif c.engine_starts:
+            lines.append("will it start    yes: the engine's start-up checks pass")
         lines.append(
             f"capacity         {c.num_blocks:,} blocks; {c.blocks_per_request:,} blocks per "
             f"request of {c.context_tokens:,} tokens → {_n(c.max_requests, 'request')} "
