@@ -253,6 +253,15 @@ def resolve(
     max_len = engine.max_model_len(shape)
     ctx = _context(request, max_len)
     if max_len and ctx > max_len:
+        override = engine.long_context_override
+        if override and not request.allow_long_max_model_len:
+            field = "context_tokens" if request.context_tokens is not None else "requests"
+            raise FieldError(
+                field,
+                f"{ctx:,} tokens is more than the model's maximum length {max_len:,}, and "
+                f"{engine.label} refuses such a max_model_len unless {override} is set; plan "
+                f"at most {max_len:,} tokens, or set allow_long_max_model_len=true",
+            )
         notes.append(note("context.beyond_max_position", ctx=ctx, max_len=max_len))
     mixes = tuple(request.requests or [s.RequestMix(context_tokens=ctx)])
     prefix_on = (

@@ -90,6 +90,12 @@ class PlanRequest(_Strict):
     enforce_eager: bool | None = Field(
         default=None, description="vLLM --enforce-eager (no CUDA graphs)."
     )
+    allow_long_max_model_len: bool = Field(
+        default=False,
+        description="Plan a context beyond the model's maximum, as vLLM does with "
+        "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (SGLang: SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1); "
+        "otherwise such a request is refused as the engine refuses it.",
+    )
     revision: Annotated[str, Field(min_length=1, max_length=100)] | None = Field(
         default=None, description="Hub revision when model is a Hub id."
     )
