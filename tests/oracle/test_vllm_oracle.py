@@ -70,9 +70,7 @@ MODEL_DTYPES = ("auto", "bfloat16", "float16", "float32")
 BLOCK_SIZES = (None, 16, 32, 64, 128)
 TPS = (1, 1, 2, 4, 8, 16)
 PPS = (1, 1, 1, 2, 3, 4)
-BUDGETS_BYTES = tuple(
-    int(g * GIB) for g in (0.05, 0.3, 1, 2, 4, 10, 16, 24, 40, 60, 80, 120)
-)
+BUDGETS_BYTES = tuple(int(g * GIB) for g in (0.05, 0.3, 1, 2, 4, 10, 16, 24, 40, 60, 80, 120))
 CONTEXTS = (1024, 2048, 4096, 8192, 12345, 32768, 65536, 131072, 262144, 1048576)
 MNBTS = (512, 2048, 4096, 8192, 16384)
 
@@ -336,11 +334,15 @@ def _oracle_figures(r: dict[str, Any]) -> dict[str, Any]:
 
 # Which request field a vLLM refusal is about (by the words of vLLM's own message).
 _REFUSAL_FIELDS = (
-    (("kv_cache_dtype", "kv cache dtype", "kv-cache-dtype", "No valid attention backend"),
-     {"kv_cache_dtype", "dtype"}),
+    (
+        ("kv_cache_dtype", "kv cache dtype", "kv-cache-dtype", "No valid attention backend"),
+        {"kv_cache_dtype", "dtype"},
+    ),
     (("max_model_len", "max seq len", "max_position_embeddings"), {"context_tokens"}),
-    (("tensor_parallel", "num_kv_heads", "num_key_value_heads", "attention heads", "tp "),
-     {"tensor_parallel_size"}),
+    (
+        ("tensor_parallel", "num_kv_heads", "num_key_value_heads", "attention heads", "tp "),
+        {"tensor_parallel_size"},
+    ),
     (("pipeline", "pp "), {"pipeline_parallel_size"}),
     (("block_size", "block size"), {"block_size"}),
     (("max_num_batched_tokens",), {"max_num_batched_tokens", "context_tokens"}),
@@ -405,7 +407,11 @@ def test_planner_matches_vllm(
     notes: dict[str, str] = {}
     verdict, missing = compare(case, r, notes)
     agreement[case["id"]] = {
-        "verdict": verdict, "missing": missing, "notes": notes, "case": case, "vllm": r,
+        "verdict": verdict,
+        "missing": missing,
+        "notes": notes,
+        "case": case,
+        "vllm": r,
     }
     bad = {k: v for k, v in verdict.items() if v != "ok"}
     problems = []
@@ -421,8 +427,9 @@ def test_oracle_covers_every_kind_and_setting(oracle: dict[str, dict[str, Any]])
     accepted = [r for r in oracle.values() if r["accepted"]]
     kinds = {g["kind"] for r in accepted for g in r["groups"]}
     assert kinds >= {"full", "sliding", "chunked", "mla"}, kinds
-    assert any(len(r["groups"]) > 1 and any(g["padding_layers"] for g in r["groups"])
-               for r in accepted), "no hybrid configuration with padding layers"
+    assert any(
+        len(r["groups"]) > 1 and any(g["padding_layers"] for g in r["groups"]) for r in accepted
+    ), "no hybrid configuration with padding layers"
     refused = [r for r in oracle.values() if not r["accepted"]]
     assert {r["stage"] for r in refused} >= {"config", "kv_cache"}, "too few refusal kinds"
     for key in ("tensor_parallel_size", "pipeline_parallel_size", "kv_cache_dtype"):
@@ -441,8 +448,9 @@ def report_agreement(agreement: dict[str, Any]) -> str:
                 ok_n = counts.setdefault(fig, [0, 0])
                 ok_n[0] += v == "ok"
                 ok_n[1] += 1
-        whole = sum(all(v == "ok" for v in a["verdict"].values()) and not a["missing"]
-                    for a in rows)
+        whole = sum(
+            all(v == "ok" for v in a["verdict"].values()) and not a["missing"] for a in rows
+        )
         lines.append(f"async_scheduling={mode}: {whole}/{len(rows)} configurations agree on all")
         lines += [f"  {fig}: {n}/{m}" for fig, (n, m) in counts.items()]
     return "\n".join(lines)

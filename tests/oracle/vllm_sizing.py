@@ -113,8 +113,13 @@ def _declares(cls: Any, name: str, *args: Any) -> bool:
 
 
 def _backend_ok(
-    cls: Any, *, kv_cache_dtype: str, dtype: torch.dtype, head_size: int,
-    block_size: int | None, has_sink: bool,
+    cls: Any,
+    *,
+    kv_cache_dtype: str,
+    dtype: torch.dtype,
+    head_size: int,
+    block_size: int | None,
+    has_sink: bool,
 ) -> list[str]:
     """The declared-support subset of `AttentionBackend.validate_configuration`."""
     why = []
@@ -134,14 +139,23 @@ def _backend_ok(
 
 
 def _select_backend(
-    *, use_mla: bool, kv_cache_dtype: str, dtype: torch.dtype, head_size: int,
-    block_size: int | None, num_heads: int, has_sink: bool,
+    *,
+    use_mla: bool,
+    kv_cache_dtype: str,
+    dtype: torch.dtype,
+    head_size: int,
+    block_size: int | None,
+    num_heads: int,
+    has_sink: bool,
 ) -> Any:
     if _get_backend_priorities is None:
         raise RuntimeError("vllm.platforms.cuda could not be imported on this machine")
     order = _get_backend_priorities(
-        use_mla=use_mla, device_capability=SM90, num_heads=num_heads,
-        kv_cache_dtype=kv_cache_dtype, head_size=head_size,
+        use_mla=use_mla,
+        device_capability=SM90,
+        num_heads=num_heads,
+        kv_cache_dtype=kv_cache_dtype,
+        head_size=head_size,
     )
     reasons = {}
     for backend in order:
@@ -153,8 +167,12 @@ def _select_backend(
             reasons[backend.name] = f"unavailable on CPU: {type(e).__name__}"
             continue
         why = _backend_ok(
-            cls, kv_cache_dtype=kv_cache_dtype, dtype=dtype, head_size=head_size,
-            block_size=block_size, has_sink=has_sink,
+            cls,
+            kv_cache_dtype=kv_cache_dtype,
+            dtype=dtype,
+            head_size=head_size,
+            block_size=block_size,
+            has_sink=has_sink,
         )
         if not why:
             return cls
@@ -221,8 +239,11 @@ def _layer_plan(cfg: Any, tp: int) -> list[dict[str, Any]]:
             layer.update(cls="attn")
         sliding = per_layer if per_layer is not None else cc.sliding_window
         layer.update(
-            num_heads=q_heads, kv_heads=kv_heads, head_size=mc.get_head_size(),
-            sliding_window=sliding, has_sink=mtype == "gpt_oss",
+            num_heads=q_heads,
+            kv_heads=kv_heads,
+            head_size=mc.get_head_size(),
+            sliding_window=sliding,
+            has_sink=mtype == "gpt_oss",
         )
         out.append(layer)
     return out
@@ -339,9 +360,13 @@ def _one(c: dict[str, Any], root: str) -> dict[str, Any]:
             key = (layer["cls"] == "mla", layer.get("has_sink", False))
             if key not in backends:
                 backends[key] = _select_backend(
-                    use_mla=key[0], kv_cache_dtype=cc.cache_dtype, dtype=model_dtype,
-                    head_size=layer["head_size"], block_size=user_bs,
-                    num_heads=layer["num_heads"], has_sink=key[1],
+                    use_mla=key[0],
+                    kv_cache_dtype=cc.cache_dtype,
+                    dtype=model_dtype,
+                    head_size=layer["head_size"],
+                    block_size=user_bs,
+                    num_heads=layer["num_heads"],
+                    has_sink=key[1],
                 )
         distinct = list(dict.fromkeys(backends.values()))
         if user_bs is None:
@@ -389,7 +414,9 @@ def _one(c: dict[str, Any], root: str) -> dict[str, Any]:
         try:
             out["longest_context_tokens"] = min(
                 _estimate_max_model_len_from_groups(
-                    builder, cfg, pg,
+                    builder,
+                    cfg,
+                    pg,
                     mem - _pool_bytes_per_block_from_builder(builder, cfg, pg),
                 )
                 for pg, mem in zip(projected, available, strict=True)
@@ -436,8 +463,12 @@ def main() -> int:
                 results.append(_one(c, root))
             except Exception:  # a harness bug, not a vLLM refusal: say so loudly
                 results.append(
-                    {"id": c["id"], "accepted": False, "stage": "harness",
-                     "error": traceback.format_exc()[-3000:]}
+                    {
+                        "id": c["id"],
+                        "accepted": False,
+                        "stage": "harness",
+                        "error": traceback.format_exc()[-3000:],
+                    }
                 )
     meta = {"vllm_version": vllm.__version__, "torch": torch.__version__}
     with open(dst, "w") as f:
