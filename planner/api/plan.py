@@ -17,8 +17,9 @@ from planner.api.openapi import json_body
 from planner.api.plan_cache import PlanCache
 from planner.api.problems import ProblemException, problem_responses
 from planner.core.errors import PlanError, UnknownIdError
-from planner.core.plan import CalibrationLike, plan
+from planner.core.inputs import CalibrationLike
 from planner.core.schema import Plan, PlanRequest
+from planner.service import plan
 
 router = APIRouter(tags=["plan"])
 

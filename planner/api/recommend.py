@@ -14,8 +14,8 @@ from fastapi.responses import Response
 from planner.api.body import read_json_body
 from planner.api.openapi import json_body
 from planner.api.plan import BODY_ERRORS
-from planner.core.recommend import recommend
 from planner.core.recommend_schema import Recommendation, RecommendRequest
+from planner.service import recommend
 
 router = APIRouter(tags=["recommend"])
 

@@ -14,8 +14,8 @@ from fastapi.responses import Response
 from planner.api.body import read_json_body
 from planner.api.openapi import json_body
 from planner.api.plan import BODY_ERRORS
-from planner.core.reconcile import reconcile
 from planner.core.reconcile_schema import ReconcileRequest, ReconcileResult
+from planner.service import reconcile
 
 router = APIRouter(tags=["reconcile"])
 

@@ -21,8 +21,9 @@ from planner.api.plan import BODY_ERRORS, calibration_for
 from planner.api.problems import ProblemException, problem_from_plan_error
 from planner.api.schemas import SweepPoint, SweepRequest, SweepResponse
 from planner.core.errors import PlanError
-from planner.core.plan import CalibrationLike, plan
+from planner.core.inputs import CalibrationLike
 from planner.core.schema import Plan, PlanRequest
+from planner.service import plan
 
 # Sweeps this small (≈ 0.2 ms a point) run inline; larger ones in a worker thread.
 INLINE_SWEEP_POINTS = 32

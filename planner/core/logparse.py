@@ -16,6 +16,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from planner.core.engines import DEFAULT_ENGINE, engine_labels, log_engines
 from planner.core.errors import FieldError
 
 MAX_LOG_BYTES = 2 << 20
@@ -23,7 +24,7 @@ MAX_LOG_LINES = 20_000
 MAX_LINE_CHARS = 8192
 _TEXT_CHARS = 300  # of a recognised line, echoed back (never the args lines: they may hold keys)
 
-ENGINE_LABELS = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
+ENGINE_LABELS = {name: label for name, label in engine_labels().items() if name in log_engines()}
 
 # Integers with or without thousands separators ("42,656", "367404"); decimals; signed decimals.
 _INT = r"([0-9]{1,3}(?:,[0-9]{3})+|[0-9]{1,15})"
@@ -124,7 +125,7 @@ class ParsedLog:
         counts = self.engine_counts()
         if not counts:
             return None
-        return max(counts, key=lambda e: (counts[e], e == "vllm"))
+        return max(counts, key=lambda e: (counts[e], e == DEFAULT_ENGINE))
 
 
 # ---------------------------------------------------------------------------------------------

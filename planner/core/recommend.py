@@ -18,9 +18,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from planner.core.engines import engine_rules
+from planner.core.engines import get_engine
 from planner.core.errors import FieldError, PlanError
 from planner.core.flags import engine_dtype, model_name, render
+from planner.core.inputs import Catalog
 from planner.core.plan import plan
 from planner.core.recommend_schema import (
     Candidate,
@@ -88,14 +89,15 @@ def _base(req: RecommendRequest, tp: int, dtype: str, util: float) -> dict[str, 
 class _Planner:
     """`plan()` with a memo: the search and its what-ifs ask the same questions repeatedly."""
 
-    def __init__(self) -> None:
+    def __init__(self, catalog: Catalog) -> None:
         self.memo: dict[str, Plan] = {}
+        self.catalog = catalog
 
     def __call__(self, body: dict[str, Any]) -> Plan:
         key = json.dumps(body, sort_keys=True)
         found = self.memo.get(key)
         if found is None:
-            found = self.memo[key] = plan(PlanRequest.model_validate(body))
+            found = self.memo[key] = plan(PlanRequest.model_validate(body), catalog=self.catalog)
         return found
 
 
@@ -223,8 +225,8 @@ def _tp_sizes(gpu_count: int) -> list[int]:
 
 
 def _search(req: RecommendRequest, planner: _Planner) -> tuple[_Eval | None, list[_Eval]]:
-    rules = engine_rules(req.engine)
-    util = req.gpu_memory_utilization or rules.default_memory_utilization
+    engine = get_engine(req.engine)
+    util = req.gpu_memory_utilization or engine.default_memory_utilization()
     dtypes = (
         [req.kv_cache_dtype]
         if req.kv_cache_dtype
@@ -331,14 +333,14 @@ def _tpot_reach(req: RecommendRequest, ev: _Eval, planner: _Planner) -> int:
     return lo * instances
 
 
-def recommend(req: RecommendRequest) -> Recommendation:
+def recommend(req: RecommendRequest, *, catalog: Catalog) -> Recommendation:
     """Recommend engine settings. Raises `PlanError` subclasses naming a bad field."""
-    rules = engine_rules(req.engine)
+    engine = get_engine(req.engine)
     lengths, shares, max_len = _classes(req)
     gpu_label = req.gpu if isinstance(req.gpu, str) else req.gpu.name
     name = model_name(req.model)
     notes: list[str] = []
-    planner = _Planner()
+    planner = _Planner(catalog)
     best, evals = _search(req, planner)
     candidates = [
         Candidate(
@@ -382,11 +384,13 @@ def recommend(req: RecommendRequest) -> Recommendation:
         max_model_len=max_len,
         max_num_seqs=best.batch,
         gpu_memory_utilization=util,
-        kv_cache_dtype=engine_dtype(req.engine, best.dtype, best.model_dtype),
+        kv_cache_dtype=engine_dtype(engine, best.dtype, best.model_dtype),
         block_size=best.block,
-        max_num_batched_tokens=req.max_num_batched_tokens if req.engine == "vllm" else None,
+        max_num_batched_tokens=(
+            req.max_num_batched_tokens if engine.reports_max_num_batched_tokens() else None
+        ),
     )
-    command, files = render(req.engine, name, settings, best.instances, rules.default_block_size)
+    command, files = render(engine, name, settings, best.instances)
     plan_request = {
         **best.body,
         "context_tokens": max_len,
@@ -401,10 +405,9 @@ def recommend(req: RecommendRequest) -> Recommendation:
             f"{best.dtype} KV cache chosen: the model's own dtype cannot hold the "
             "workload on these GPUs."
         )
-    if best.instances > 1 and req.engine == "trtllm":
-        notes.append(
-            f"Run {best.instances} trtllm-serve instances of TP {best.tp} behind a load balancer."
-        )
+    replicas = engine.replicas_note(best.instances, best.tp) if best.instances > 1 else None
+    if replicas:
+        notes.append(replicas)
     if name == "MODEL":
         notes.append("Replace MODEL with the checkpoint's name or path.")
     notes.append(

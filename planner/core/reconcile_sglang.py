@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from planner.core.capacity import build_pool
+from planner.core.engines.base import Scheduling
 from planner.core.logparse import Fact, half_unit, to_float, to_int
 from planner.core.reconcile_common import (
     Ctx,
@@ -32,7 +32,7 @@ def _size_checks(ctx: Ctx, f: Fact) -> None:
     tokens = to_int(f.values["tokens"])
     stack = whole_stack(ctx)
     b = ctx.dtype.bytes_per_element
-    k_elems = sum(c * s.kv_heads * s.head_size_k for s, c in stack)
+    k_elems = sum(c * s.kv_heads * s.head_size for s, c in stack)
     v_elems = sum(c * s.kv_heads * s.head_size_v for s, c in stack)
     mla = ctx.shape is not None and ctx.shape.is_mla
     parts = (
@@ -103,14 +103,15 @@ def _tokens_check(ctx: Ctx, f: Fact, budget: tuple[int, int, int, str] | None) -
     assert shape is not None
 
     def tokens(budget_bytes: int) -> int:
-        pool = build_pool(
-            ctx.rules,
-            whole_stack(ctx),
+        mnbt = ctx.settings.max_num_batched_tokens
+        pool = ctx.engine.build_pool(
+            [tuple(spec for spec, n in whole_stack(ctx) for _ in range(n))],
             dtype,
             ctx.settings.block,
-            ctx.rules.sliding_policy(shape, True),
+            ctx.engine.window_policy(shape, hybrid_manager=True, explicit_windows=False),
             budget_bytes,
-            ctx.settings.mnbt,
+            Scheduling(mnbt, None, mnbt, 1),
+            ctx.settings.max_model_len or 1,
         )
         return pool.num_blocks * pool.unit_tokens
 

@@ -14,12 +14,11 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from planner.core.capacity import KVGroup, Pool, vllm_groups, vllm_pipeline_pool
-from planner.core.engines import SlidingPolicy
+from planner.core.capacity import KVGroup, Pool
+from planner.core.engines.vllm import Vllm
+from planner.core.engines.vllm.groups import VllmPool, vllm_groups, vllm_pipeline_pool
 from planner.core.errors import FieldError, PlanError
-from planner.core.kv import page_bytes
 from planner.core.logparse import Fact, to_float, to_int
-from planner.core.model import LayerSpec, Stack, stack_of
 from planner.core.parallel import pipeline_stage_layers
 from planner.core.reconcile_common import (
     Ctx,
@@ -36,9 +35,17 @@ from planner.core.reconcile_common import (
     stage_layers,
     unique_facts,
 )
+from planner.core.specs import LayerSpec, Stack, WindowPolicy, stack_of
 from planner.core.units import GiB, KVDtype, kv_dtype
 
 MAX_LEN_SEARCH = 1 << 24
+
+
+def _vllm(ctx: Ctx) -> Vllm:
+    """The engine of a vLLM log (this module is only called for vLLM)."""
+    assert isinstance(ctx.engine, Vllm)
+    return ctx.engine
+
 
 GPU_TOKENS = Figure("gpu_kv_cache_tokens", "GPU KV cache size", "tokens")
 GPU_BLOCKS = Figure("num_gpu_blocks", "# GPU blocks", "blocks")
@@ -54,7 +61,7 @@ class Scenario:
     stages: tuple[tuple[LayerSpec, ...], ...]  # per stage, one rank's layers in layer order
     dtype: KVDtype
     block: int
-    policy: SlidingPolicy
+    policy: WindowPolicy
 
     @property
     def stacks(self) -> tuple[Stack, ...]:
@@ -66,19 +73,20 @@ class Scenario:
         return stack_of(spec for st in self.stages for spec in st)
 
     def groups(self, stack: Stack) -> tuple[tuple[KVGroup, ...], int]:
-        return vllm_groups(stack, self.dtype, self.block, self.policy)
+        return vllm_groups(stack, self.dtype, self.block, self.policy, _vllm(self.ctx).group_ratio)
 
-    def pool(self, budget_bytes: int) -> Pool:
+    def pool(self, budget_bytes: int) -> VllmPool:
         """vLLM's pool over the stages, built as plan() builds it: groups of the whole model
         projected on each stage, every stage at the smallest block count."""
         return vllm_pipeline_pool(
-            self.ctx.rules,
             self.stages,
             self.dtype,
             self.block,
             self.policy,
             budget_bytes,
             self.ctx.settings.mnbt,
+            tokens_from_concurrency=_vllm(self.ctx).tokens_from_concurrency,
+            group_ratio=_vllm(self.ctx).group_ratio,
         )
 
     @property
@@ -95,14 +103,14 @@ class Scenario:
         if len(p.groups) == 1:
             return self.groups(p.stack)[1]
         size = p.groups[0].layers + p.groups[0].padding_layers
-        return max(page_bytes(g.spec, self.dtype, self.block) for g in p.groups) * size
+        return max(g.spec.page_bytes(self.dtype, self.block) for g in p.groups) * size
 
     def needed_bytes(self, stack: Stack, max_len: int) -> int:
         """vLLM's start-up check: Σ layers max_memory_usage_bytes(max_len) (no padding)."""
         groups, _ = self.groups(stack)
         return sum(
             g.layers
-            * page_bytes(g.spec, self.dtype, g.block_size)
+            * g.spec.page_bytes(self.dtype, g.block_size)
             * g.blocks_needed(max_len, self.ctx.settings.mnbt)
             for g in groups
         )
@@ -126,10 +134,10 @@ class Scenario:
         if len(p.groups) == 1:
             layers = sum(c for _, c in p.stack)
             first = p.stack[0][0]
-            page = page_bytes(first, self.dtype, self.block)
+            page = first.page_bytes(self.dtype, self.block)
             return (
                 f"page/layer = {self.block} tokens × {first.kv_heads} KV heads × "
-                f"{first.head_size_k + first.head_size_v} × {self.dtype.bytes_per_element:g} B = "
+                f"{first.head_size + first.head_size_v} × {self.dtype.bytes_per_element:g} B = "
                 f"{page:,} B; × {layers} layers = {cost:,} B per block"
             )
         size = p.groups[0].layers + p.groups[0].padding_layers
@@ -169,15 +177,15 @@ def scenario(
     s = ctx.settings
     tp = tp or s.tp
     if tp != s.tp:
-        ctx.rules.validate_parallel(ctx.shape, tp, 1)
+        ctx.engine.validate_parallel(ctx.shape, tp, 1)
     sizes = [ctx.shape.num_hidden_layers] if whole_model else stage_sizes(ctx, s.pp)
-    stages = stage_layers(ctx.shape, ctx.rules, tp, sizes, s.draft if draft is None else draft)
+    stages = stage_layers(ctx.shape, ctx.engine, tp, sizes, s.draft if draft is None else draft)
     on = s.hybrid if hybrid is None else hybrid
     policy = _policy(ctx, on, stages)
     return Scenario(ctx, tuple(stages), dtype or ctx.dtype, block or s.block, policy)
 
 
-def _policy(ctx: Ctx, hybrid: bool, stages: Sequence[Sequence[LayerSpec]]) -> SlidingPolicy:
+def _policy(ctx: Ctx, hybrid: bool, stages: Sequence[Sequence[LayerSpec]]) -> WindowPolicy:
     """v1: plan()'s rule (EngineRules.sliding_policy): disabling the hybrid manager makes
     windows full length only when full-attention layers are present too, draft layers included
     (they are in vLLM's spec dict). v0 keeps every layer full length."""
@@ -186,7 +194,9 @@ def _policy(ctx: Ctx, hybrid: bool, stages: Sequence[Sequence[LayerSpec]]) -> Sl
         return "full_length"
     # The rule reads the layers' kinds; the shape is otherwise the model's.
     layers = tuple(spec for st in stages for spec in st)
-    return ctx.rules.sliding_policy(replace(ctx.shape, layers=layers), hybrid)
+    return ctx.engine.window_policy(
+        replace(ctx.shape, layers=layers), hybrid_manager=hybrid, explicit_windows=False
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -290,6 +300,11 @@ def _min_workers_hint(ctx: Ctx) -> str | None:
     return None
 
 
+def _tokens_at(max_model_len: int) -> Callable[[Pool], float]:
+    """The logged "GPU KV cache size" of a pool, for a max_model_len."""
+    return lambda p: p.reported_tokens(max_model_len)
+
+
 def _tokens_checks(ctx: Ctx, src: tuple[str, Fact, str] | None) -> None:
     for f in unique_facts(ctx.of("kv_tokens"), "tokens"):
         logged = to_int(f.values["tokens"])
@@ -298,15 +313,30 @@ def _tokens_checks(ctx: Ctx, src: tuple[str, Fact, str] | None) -> None:
             judge(ctx, GPU_TOKENS, f, logged, reason=reason)
             continue
         text = src[0]
-        pred, window, blocks, pool = _by_budget(ctx, text, lambda p: p.reported_tokens())
+        max_len = ctx.settings.max_model_len
+        if _vllm(ctx).tokens_from_concurrency and max_len is None:
+            reason = "'GPU KV cache size' is max concurrency × max_model_len; give max_model_len"
+            judge(ctx, GPU_TOKENS, f, logged, reason=reason)
+            continue
+        length = max_len or 1
+        pred, window, blocks, pool = _by_budget(ctx, text, _tokens_at(length))
         groups = len(pool.groups)
         bs = min(g.block_size for g in pool.groups)
-        arithmetic = (
+        head = (
             f"{scenario(ctx).describe()}; floor({text} GiB / that) = {pool.num_blocks:,} blocks; "
-            f"{pool.num_blocks:,} // {groups} group{'s' if groups > 1 else ''} × {bs} = "
-            f"{int(pred):,} tokens"
         )
-        if groups > 1:
+        if _vllm(ctx).tokens_from_concurrency:
+            need = pool.blocks_per_request(length)
+            arithmetic = head + (
+                f"int({pool.num_blocks:,} / {need:,} blocks per request × max_model_len "
+                f"{length:,}) = {int(pred):,} tokens (vLLM {ctx.engine.version_text})"
+            )
+        else:
+            arithmetic = head + (
+                f"{pool.num_blocks:,} // {groups} group{'s' if groups > 1 else ''} × {bs} = "
+                f"{int(pred):,} tokens (vLLM {ctx.engine.version_text})"
+            )
+        if groups > 1 and not _vllm(ctx).tokens_from_concurrency:
             ctx.notes.append(
                 f"'GPU KV cache size' divides num_blocks by the {groups} KV-cache groups of this "
                 "hybrid model: it is not the tokens one request can hold."
@@ -320,7 +350,7 @@ def _tokens_checks(ctx: Ctx, src: tuple[str, Fact, str] | None) -> None:
             admitted=window,
             blocks_range=blocks,
             arithmetic=arithmetic,
-            variants=_variants(ctx, _window(text, lambda p: p.reported_tokens())),
+            variants=_variants(ctx, _window(text, _tokens_at(length))),
             likely=_min_workers_hint(ctx) if logged < pred else None,
         )
 

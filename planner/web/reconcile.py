@@ -22,8 +22,8 @@ from planner.api.problems import field_of
 from planner.catalog import list_gpus, list_models
 from planner.core.errors import FieldProblem, ModelConfigError, PlanError, UnknownIdError
 from planner.core.logparse import ENGINE_LABELS, MAX_LOG_BYTES
-from planner.core.reconcile import reconcile
 from planner.core.reconcile_schema import ReconcileRequest, ReconcileResult
+from planner.service import reconcile
 from planner.web.form import FieldMessage, Gettext, core_message
 from planner.web.i18n import Numbers, translations
 from planner.web.page import language_of, remember_language, render_page, toggled_language

@@ -37,7 +37,7 @@ def test_core_modules_import_nothing_impure() -> None:
 def test_importing_core_and_planning_loads_no_web_stack() -> None:
     code = (
         "import sys\n"
-        "from planner.core.plan import plan\n"
+        "from planner.service import plan\n"
         "from planner.core.schema import PlanRequest\n"
         "plan(PlanRequest(model='meta-llama/Llama-3.1-8B', context_tokens=8192,"
         " kv_budget_bytes=1<<35))\n"

@@ -8,10 +8,9 @@ from typing import Any
 
 import pytest
 
-from planner.core.plan import plan
-from planner.core.recommend import recommend
 from planner.core.recommend_schema import Recommendation, RecommendRequest
 from planner.core.schema import Plan, PlanRequest
+from planner.service import plan, recommend
 
 MIX = [
     {"context_tokens": 2048, "share": 0.7},
