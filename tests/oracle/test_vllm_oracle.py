@@ -31,8 +31,8 @@ import pytest
 from planner.catalog import get_model
 from planner.core.capacity import MAX_CONTEXT_SEARCH
 from planner.core.errors import FieldError, PlanError
-from planner.core.plan import plan
 from planner.core.schema import PlanRequest
+from planner.service import plan
 from tests.oracle.conftest import AGREEMENT_KEY, SUMMARY_KEY
 
 pytestmark = pytest.mark.oracle
@@ -219,10 +219,10 @@ def oracle(request: pytest.FixtureRequest) -> dict[str, dict[str, Any]]:
             pytest.fail(missing)  # CI must run the oracle, never skip it
         pytest.skip(missing)
     inputs = _oracle_inputs()
-    script = (HERE / "vllm_sizing.py").read_bytes()
-    key = hashlib.sha256(
-        json.dumps(inputs, sort_keys=True).encode() + script + ORACLE_VERSION.encode()
-    ).hexdigest()[:20]
+    # The answers depend on the inputs, the harness, the vLLM release and the pinned set it runs on.
+    key_parts = [json.dumps(inputs, sort_keys=True).encode(), ORACLE_VERSION.encode()]
+    key_parts += [(HERE / name).read_bytes() for name in ("vllm_sizing.py", "requirements.txt")]
+    key = hashlib.sha256(b"\0".join(key_parts)).hexdigest()[:20]
     cache_dir = Path(request.config.rootpath) / ".pytest_cache" / "vllm-oracle"
     cache_dir.mkdir(parents=True, exist_ok=True)
     out_path = cache_dir / f"{ORACLE_VERSION}-{key}.json"
@@ -375,6 +375,7 @@ def compare(
             verdict["accepted"] = "ok"
             # Which field each side blames is reported, not asserted: vLLM stops at its first
             # check, and a configuration can be wrong in two ways at once.
+            notes["planner_refusal_fields"] = ",".join(mine["fields"])
             want = _expected_fields(theirs["error"] or "")
             if want and not (set(mine["fields"]) & want):
                 notes["refusal_field"] = (
