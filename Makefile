@@ -4,11 +4,11 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
-# vLLM's own sizing code, run on CPU as the test oracle (tests/oracle), in its own virtualenv: its
-# pins (transformers<5.21, ...) stay apart from the service's. The version lives in one file.
-ORACLE_VENV ?= .venv-oracle
-VLLM_ORACLE_VERSION := $(shell cat tests/oracle/vllm_version.txt)
-ORACLE_STAMP := $(ORACLE_VENV)/.installed-$(VLLM_ORACLE_VERSION)-$(shell cat tests/oracle/requirements.txt | sha1sum | cut -c1-12)
+# vLLM's own sizing code, run on CPU as the test oracle (tests/oracle), one virtualenv per release:
+# their pins (transformers<5.21 for 0.33, 4.x for 0.11) stay apart from the service's. The
+# releases are listed once, in tests/oracle/versions.txt.
+ORACLE_VERSIONS := $(shell grep -v '^\#' tests/oracle/versions.txt)
+ORACLE_STAMPS := $(foreach v,$(ORACLE_VERSIONS),.venv-oracle-$(v)/.installed)
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
@@ -26,16 +26,16 @@ $(STAMP): pyproject.toml | $(BIN)/python
 install: $(STAMP)
 
 # vLLM --no-deps: its full dependency list is the CUDA stack; the sizing code needs only the
-# pinned pure-Python set in requirements.txt (CPU torch, transformers, ...).
-$(ORACLE_STAMP): tests/oracle/requirements.txt tests/oracle/vllm_version.txt
-	rm -rf $(ORACLE_VENV)
-	$(PYTHON) -m venv $(ORACLE_VENV)
-	$(ORACLE_VENV)/bin/python -m pip install -q --upgrade pip
-	$(ORACLE_VENV)/bin/python -m pip install -q -r tests/oracle/requirements.txt
-	$(ORACLE_VENV)/bin/python -m pip install -q --no-deps vllm==$(VLLM_ORACLE_VERSION)
-	touch $(ORACLE_STAMP)
+# pinned pure-Python set in requirements-<release>.txt (CPU torch, transformers, ...).
+.venv-oracle-%/.installed: tests/oracle/requirements-%.txt
+	rm -rf .venv-oracle-$*
+	$(PYTHON) -m venv .venv-oracle-$*
+	.venv-oracle-$*/bin/python -m pip install -q --upgrade pip
+	.venv-oracle-$*/bin/python -m pip install -q -r $<
+	.venv-oracle-$*/bin/python -m pip install -q --no-deps vllm==$*
+	touch $@
 
-oracle: $(ORACLE_STAMP)
+oracle: $(ORACLE_STAMPS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check planner tests bench
@@ -43,8 +43,8 @@ lint: $(STAMP)
 types: $(STAMP)
 	$(BIN)/mypy planner
 
-pytest: $(STAMP) $(ORACLE_STAMP)
-	VLLM_ORACLE_PYTHON=$(ORACLE_VENV)/bin/python $(BIN)/python -m pytest
+pytest: $(STAMP) $(ORACLE_STAMPS)
+	$(BIN)/python -m pytest
 
 test: lint types pytest
 
@@ -55,4 +55,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/plan_speed.py
 
 clean:
-	rm -rf $(VENV) $(ORACLE_VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .venv-oracle-* .pytest_cache .mypy_cache .ruff_cache .hypothesis
