@@ -158,6 +158,12 @@ def decode_bounds(
         """One decode step reads every stage's KV of every request once."""
         return sum(stage_kv_bytes(lay, dtype, mix, policy, sh) for lay in layouts)
 
+    # Every layer of every stage with its bytes per token, for the sweep's many lengths.
+    weighted = [(x, n * x.bytes_per_token(dtype)) for lay in layouts for x, n in lay.stack]
+
+    def kv_at(length: int, count: int) -> int:
+        return count * sum(w * x.tokens_kept(length, policy) for x, w in weighted)
+
     def floor_for(kv: int) -> StepFloor:
         return StepFloor(read_seconds(kv, bw), read_seconds(round(weights_stage * pp), bw))
 
@@ -224,7 +230,7 @@ def decode_bounds(
     top = max(ctx, inp.max_model_len or ctx, 1024)
     length = 1024
     while length <= min(top, 1 << 20) and len(sweep) < 12:
-        pt = floor_for(kv_read_bytes([s.RequestMix(context_tokens=length, count=n_batch)], [0]))
+        pt = floor_for(kv_at(length, n_batch))
         sweep.append(
             s.SweepPointOut(
                 context_tokens=length,

@@ -5,22 +5,25 @@ from __future__ import annotations
 import math
 
 from planner.core import schema as s
+from planner.core.budget.terms import BudgetTerms
 from planner.core.capacity import Pool
 from planner.core.inputs import Inputs
 from planner.core.notes import Note, note
-from planner.core.parallel import stage_layer_specs
+from planner.core.parallel import Stages
 
 
 def build_pool(inp: Inputs, budget_bytes: int) -> Pool:
     """The pool of the pipeline stage that limits capacity, for a budget per GPU."""
-    stages = stage_layer_specs(inp.shape, inp.engine, inp.tp, inp.pp)
+    stages = Stages.of(inp.shape, inp.engine, inp.tp, inp.pp)
     return inp.engine.build_pool(
         stages, inp.kv_dtype, inp.block_size, inp.policy, budget_bytes, inp.sched,
         inp.context_tokens,
     )  # fmt: skip
 
 
-def capacity(inp: Inputs, budget: s.BudgetOut) -> tuple[s.CapacityOut, Pool, list[Note]]:
+def capacity(
+    inp: Inputs, budget: s.BudgetOut, terms: BudgetTerms | None
+) -> tuple[s.CapacityOut, Pool, list[Note]]:
     engine, ctx = inp.engine, inp.context_tokens
     notes: list[Note] = []
     pool = build_pool(inp, budget.kv_budget_bytes)
@@ -73,6 +76,13 @@ def capacity(inp: Inputs, budget: s.BudgetOut) -> tuple[s.CapacityOut, Pool, lis
     longest = pool.longest_context()
     if max_len and longest > max_len:
         notes.append(note("capacity.longest_beyond_max_position", longest=longest, max_len=max_len))
+    verdict = engine.start_check(inp, budget.kv_budget_bytes, terms, pool)
+    if not verdict.starts:
+        notes.append(
+            note("engine.refuses_to_start", engine=engine.label, error=verdict.error_text or "")
+            if verdict.error_text
+            else note("engine.no_kv_memory", engine=engine.label)
+        )
     pad = sum(g.padding_layers for g in pool.groups)
     if pad:
         notes.append(note("capacity.padding_layers", padding=pad))
@@ -103,6 +113,9 @@ def capacity(inp: Inputs, budget: s.BudgetOut) -> tuple[s.CapacityOut, Pool, lis
         ],
         budget=budget,
         workload_fits=fits,
+        engine_starts=verdict.starts,
+        start_error=verdict.error_text,
+        estimated_max_model_len=verdict.estimated_max_model_len,
     )
     return out, pool, notes
 

@@ -14,6 +14,7 @@ from planner.core.recommend_schema import EngineSettings
 
 _SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-/]{0,199}")
 
+
 def model_name(model: str | dict[str, Any]) -> str:
     """The name to launch: the catalog id, else the config's `_name_or_path` when it looks like
     a repo id or path, else a placeholder to replace."""

@@ -130,7 +130,7 @@ def _context(request: s.PlanRequest, max_model_len: int | None) -> int:
 
 
 def _kv_dtype(
-    request: s.PlanRequest, engine: Engine, shape: ModelShape, model_dtype: str
+    request: s.PlanRequest, shape: ModelShape, model_dtype: str
 ) -> tuple[KVDtype, list[Note]]:
     if request.kv_cache_dtype.strip().lower() != "auto":
         return kv_dtype(request.kv_cache_dtype), []
@@ -170,7 +170,7 @@ def resolve(
     notes: list[Note] = list(model.notes)
     tp, pp = request.tensor_parallel_size, request.pipeline_parallel_size
     model_dtype, dtype_notes = engine.model_dtype(shape, request.dtype)
-    kv, more = _kv_dtype(request, engine, shape, model_dtype)
+    kv, more = _kv_dtype(request, shape, model_dtype)
     dtype_notes += more
     engine.validate(shape, tp, pp, kv, model_dtype)
     gpu = resolve_gpu(request, catalog)
@@ -186,6 +186,11 @@ def resolve(
     if kv.note_code:
         notes.append(note(kv.note_code))
 
+    if request.async_scheduling is not None and not engine.takes_async_scheduling:
+        raise FieldError(
+            "async_scheduling",
+            f"{engine.label} has no async_scheduling setting (a vLLM flag); omit the field",
+        )
     block, block_notes = engine.block_size(request.block_size, shape)
     notes.extend(block_notes)
     sched = engine.scheduling(request.max_num_batched_tokens, request.async_scheduling, gpu, pp)

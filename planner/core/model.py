@@ -1,6 +1,6 @@
 """A model's KV-relevant shape, resolved from a Hugging Face `config.json` object.
 
-Rules (engine_rules.md §1.2, §4): explicit `head_dim` wins over `hidden_size // heads`; KV heads
+Rules (docs/engine-rules.md): explicit `head_dim` wins over `hidden_size // heads`; KV heads
 fall back to query heads; MLA (DeepSeek) caches one latent of `kv_lora_rank + qk_rope_head_dim`
 per layer-token with no ×2; per-layer windows come from `layer_types`, else Gemma-2/gpt-oss
 alternation, else `sliding_window_pattern`, else the model-level `sliding_window` on every layer

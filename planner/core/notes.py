@@ -54,6 +54,10 @@ TEMPLATES: dict[str, str] = {
         "DeepSeek MLA caches the latent (kv_lora_rank + qk_rope_head_dim). transformers 4.x "
         "decompressed MLA (≈71× larger for DeepSeek-V3)."
     ),
+    "engine.refuses_to_start": "{engine} would not start with these settings: {error}",
+    "engine.no_kv_memory": (
+        "{engine} would not start: no memory is left for the KV cache with these settings."
+    ),
     # -- model and dtype ---------------------------------------------------------------------
     "model.parameters_estimated": (
         "Parameter count estimated from the config: {parameters:,} (every expert counted for "

@@ -7,11 +7,15 @@ ranks exceed the logical total. MLA latents are replicated on every rank.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from planner.core.engines.base import Engine, ExtraLayers
 from planner.core.model import ModelShape
-from planner.core.specs import LayerSpec, Stack
+from planner.core.specs import LayerSpec, Stack, stack_of
+
+if TYPE_CHECKING:  # the engines build pools from Stages
+    from planner.core.engines.base import Engine, ExtraLayers
 
 
 def pipeline_stage_layers(
@@ -90,3 +94,43 @@ def stage_layer_specs(
         tuple(per_rank[shape.layers[i]] for i in indices)
         for indices in pipeline_stage_layers(shape.num_hidden_layers, pp, engine.pp_extra_layers)
     ]
+
+
+class Stages:
+    """Each pipeline stage's layers as one of its TP ranks stores them: as (spec, count) stacks
+    (what most engines size) and, computed only when asked, in layer order (vLLM groups layers
+    by index across the whole model, so it needs the order when there are several stages)."""
+
+    __slots__ = ("_ordered", "_source", "stacks")
+
+    def __init__(
+        self,
+        stacks: tuple[Stack, ...],
+        ordered: list[tuple[LayerSpec, ...]] | None = None,
+        source: tuple[ModelShape, Engine, int, int] | None = None,
+    ) -> None:
+        self.stacks = stacks
+        self._ordered = ordered
+        self._source = source
+
+    @classmethod
+    def of(cls, shape: ModelShape, engine: Engine, tp: int, pp: int) -> Stages:
+        if pp == 1:
+            per_rank = tuple((engine.rank_spec(g.spec, tp), g.layers) for g in shape.groups)
+            return cls((per_rank,), None, (shape, engine, tp, pp))
+        ordered = stage_layer_specs(shape, engine, tp, pp)
+        return cls(tuple(stack_of(st) for st in ordered), ordered)
+
+    @classmethod
+    def from_ordered(cls, ordered: Sequence[Sequence[LayerSpec]]) -> Stages:
+        layers = [tuple(st) for st in ordered]
+        return cls(tuple(stack_of(st) for st in layers), layers)
+
+    def ordered(self) -> list[tuple[LayerSpec, ...]]:
+        if self._ordered is None:
+            assert self._source is not None
+            self._ordered = stage_layer_specs(*self._source)
+        return self._ordered
+
+    def __len__(self) -> int:
+        return len(self.stacks)

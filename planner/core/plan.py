@@ -41,11 +41,11 @@ def plan_inputs(inp: Inputs) -> s.Plan:
     layouts = rank_layouts(inp.shape, inp.engine, inp.tp, inp.pp)
     rows, totals, per_rank, more = workload(inp, layouts)
     notes.extend(more)
-    budget, more = kv_budget(inp)
+    budget, terms, more = kv_budget(inp)
     notes.extend(more)
     cap = pool = None
     if budget is not None:
-        cap, pool, more = capacity(inp, budget)
+        cap, pool, more = capacity(inp, budget, terms)
         notes.extend(more)
     bounds, more = decode_bounds(inp, layouts, cap, pool)
     notes.extend(more)

@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
-from planner.core.engines import serving_engines
+from planner.core.engines import DEFAULT_ENGINE, serving_engines
 from planner.core.schema import (
     MAX_BYTES,
     MAX_CONFIG_KEYS,
@@ -51,7 +51,7 @@ class RecommendRequest(_Strict):
         "bandwidth_bytes_per_s}."
     )
     gpu_count: Annotated[int, Field(ge=1, le=MAX_PARALLEL, strict=True)] = 1
-    engine: ServeEngine = "vllm"
+    engine: ServeEngine = DEFAULT_ENGINE
     context_mix: Annotated[list[LengthShare], Field(min_length=1, max_length=MAX_MIX_CLASSES)] | (
         None
     ) = Field(default=None, description="e.g. 70% 2k / 20% 8k / 10% 32k; shares sum to 1.")

@@ -17,7 +17,7 @@ from typing import Any
 
 from planner.core.engines import Engine
 from planner.core.errors import PlanError
-from planner.core.logparse import Fact, ParsedLog, half_unit, to_float
+from planner.core.logs import Fact, ParsedLog, half_unit, to_float
 from planner.core.model import ModelShape
 from planner.core.reconcile_schema import Check, Reserves, SettingUsed, Status
 from planner.core.specs import FullAttentionSpec, LayerSpec, MLASpec, Stack, stack_of

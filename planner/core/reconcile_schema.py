@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from planner.core.engines import log_engines
-from planner.core.logparse import MAX_LOG_BYTES
+from planner.core.logs import MAX_LOG_BYTES
 from planner.core.schema import MAX_BYTES, MAX_CONFIG_KEYS, MAX_PARALLEL, MAX_TOKENS
 
 

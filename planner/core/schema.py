@@ -1,4 +1,4 @@
-"""The contract: `PlanRequest` in, `Plan` out (DESIGN.md, `/api/v1/plan`).
+"""The contract: `PlanRequest` in, `Plan` out (`POST /api/v1/plan`).
 
 Strict on the way in: unknown fields rejected, no bool→int or str→number coercion, finite floats,
 every integer and list bounded so no input can overflow or exhaust memory. Field names are the
@@ -142,6 +142,17 @@ class PlanRequest(_Strict):
         description="Non-KV memory per GPU besides weights (activation peak, NCCL/cuBLAS, CUDA "
         "graphs). Default: the engine's documented estimate; take it from the engine log.",
     )
+    activation_peak_bytes: Bytes | None = Field(
+        default=None,
+        description="Override the engine's activation peak (vLLM's profile run) per GPU.",
+    )
+    non_torch_bytes: Bytes | None = Field(
+        default=None,
+        description="Override non-torch memory per GPU (CUDA context, cuBLAS, NCCL buffers).",
+    )
+    cuda_graph_bytes: Bytes | None = Field(
+        default=None, description="Override the CUDA-graph memory per GPU (vLLM's estimate)."
+    )
     bandwidth_bytes_per_s: Annotated[float, Field(gt=0, le=MAX_BANDWIDTH_BYTES_PER_S)] | None = (
         Field(
             default=None,
@@ -270,6 +281,15 @@ class KVGroupOut(_Out):
     blocks_per_request: int
 
 
+class BudgetTermOut(_Out):
+    """One line of the memory split, with where its bytes come from."""
+
+    name: str
+    bytes: int
+    derivation: str
+    source: str  # model | input | override | engine_rule | not_applicable
+
+
 class BudgetOut(_Out):
     source: Literal["explicit", "gpu"]
     gpu: str | None
@@ -279,6 +299,15 @@ class BudgetOut(_Out):
     reserve_bytes: int | None
     kv_budget_bytes: int
     derivation: str
+    activation_peak_bytes: int | None = None
+    non_torch_bytes: int | None = None
+    cuda_graph_bytes: int | None = None
+    cuda_graph_subtracted: bool | None = None
+    requested_bytes: int | None = None
+    # The engine's own figure, which can be negative ("Available KV cache memory: -2.14 GiB");
+    # kv_budget_bytes is that figure floored at 0.
+    engine_available_bytes: int | None = None
+    terms: list[BudgetTermOut] = []
 
 
 class CapacityOut(_Out):
@@ -298,6 +327,9 @@ class CapacityOut(_Out):
     kv_groups: list[KVGroupOut]
     budget: BudgetOut
     workload_fits: bool | None
+    engine_starts: bool | None = None
+    start_error: str | None = None
+    estimated_max_model_len: int | None = None
 
 
 class CalibratedOut(_Out):

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from planner.core.budget.sglang import (
+from planner.core.engines.sglang.budget import (
     sglang_auto_mem_fraction_static,
     sglang_budget,
     sglang_start_check,
 )
-from planner.core.budget.trtllm import trtllm_budget
+from planner.core.engines.trtllm.budget import trtllm_budget
 from planner.core.errors import FieldError
 from planner.core.units import GiB, MiB
 

@@ -1,6 +1,6 @@
 """vLLM's KV budget and start verdict against real start-up logs (tests/fixtures/budget_logs.jsonl).
 
-Split, fixed before any constant in planner/core/budget/vllm.py was fitted: records are numbered
+Split, fixed before any constant in planner/core/engines/vllm/ was fitted: records are numbered
 in file order; EVEN positions are the training half (the fitted constants may use them), ODD
 positions are held out and only checked. Records that cannot be predicted say why in EXCLUDED.
 
@@ -21,17 +21,16 @@ from typing import Any
 import pytest
 
 from planner.core.budget.facts import ModelFacts, weights_bytes_per_rank_estimate
-from planner.core.budget.vllm import (
+from planner.core.engines.vllm.budget import vllm_budget
+from planner.core.engines.vllm.rules import parse_vllm_version, vllm_max_len_scope
+from planner.core.engines.vllm.start import (
     max_len_text,
     no_memory_text,
-    parse_vllm_version,
-    vllm_budget,
     vllm_check_memory_bytes,
     vllm_estimate_max_model_len,
-    vllm_max_len_scope,
-    vllm_mxfp4_weights_bytes_per_rank,
     vllm_start_check,
 )
+from planner.core.engines.vllm.terms import vllm_mxfp4_weights_bytes_per_rank
 from planner.core.errors import FieldError
 from planner.core.units import GiB
 

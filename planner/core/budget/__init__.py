@@ -1,7 +1,8 @@
 """What an engine leaves for the KV cache on a GPU, term by term, and whether it will start.
 
-Pure: plain parameters in, frozen dataclasses out. `vllm` follows vLLM's worker memory profiling
-per release (0.9–0.33); `sglang` and `trtllm` follow their own budget bases.
+Pure: plain parameters in, frozen dataclasses out. The shapes shared by every engine live here;
+each engine's own rules live with it (`engines/vllm/budget.py`, `engines/vllm/start.py`,
+`engines/sglang/budget.py`, `engines/trtllm/budget.py`).
 """
 
 from planner.core.budget.facts import ModelFacts

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from planner.core.errors import FieldError
+
+if TYPE_CHECKING:
+    from planner.core.inputs import Inputs
 
 _DTYPE_BYTES = {
     "float32": 4,
@@ -122,3 +126,27 @@ def weights_bytes_per_rank_estimate(
     embed = min(facts.embedding_parameters(), num_parameters)
     total = embed * facts.dtype_bytes + (num_parameters - embed) * linear_bytes_per_parameter
     return -(-int(total) // (tensor_parallel_size * pipeline_parallel_size))
+
+
+def model_facts(inp: Inputs) -> ModelFacts:
+    """The shape facts of a resolved plan: from its config.json where known, else its shape."""
+    dtype_bytes = 4 if inp.model_dtype == "fp32" else 2
+    config = inp.model.config
+    if config is not None:
+        try:
+            return ModelFacts.from_hf_config(config, dtype_bytes=dtype_bytes)
+        except FieldError:
+            pass
+    shape = inp.shape
+    return ModelFacts(
+        hidden_size=shape.hidden_size or shape.num_attention_heads * shape.head_dim,
+        intermediate_size=shape.intermediate_size or 0,
+        vocab_size=shape.vocab_size or 0,
+        num_hidden_layers=shape.num_hidden_layers,
+        num_attention_heads=shape.num_attention_heads,
+        num_key_value_heads=shape.num_key_value_heads,
+        head_dim=shape.head_dim,
+        dtype_bytes=dtype_bytes,
+        num_experts=shape.num_experts or 0,
+        expert_intermediate_size=shape.expert_intermediate_size or 0,
+    )

@@ -8,20 +8,26 @@ asks an engine for its name to decide what to do.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
+from planner.core.budget.terms import BudgetTerms, StartVerdict, Term, TermSource
 from planner.core.capacity import Pool
 from planner.core.engines.versions import Releases, Version, version_text
 from planner.core.errors import FieldError
 from planner.core.hardware import Gpu
 from planner.core.model import ModelShape
 from planner.core.notes import Note, note
+from planner.core.parallel import Stages
 from planner.core.specs import LayerSpec, WindowPolicy, cdiv
-from planner.core.units import GiB, KVDtype
+from planner.core.units import GiB, KVDtype, fmt_gib
 
-if TYPE_CHECKING:  # the recommend schema imports the registry
+if TYPE_CHECKING:  # these import the registry, or the log parser reads it
+    from planner.core.inputs import Inputs
+    from planner.core.logs.lines import Rule
     from planner.core.recommend_schema import EngineSettings
 
 MemoryBase = Literal["total", "free_before_load", "free_after_load", "none"]
@@ -67,6 +73,7 @@ class Engine:
     serves: ClassVar[bool] = True  # has a server launch command (recommend)
     reads_logs: ClassVar[bool] = True  # its start-up logs can be reconciled
     takes_max_attention_window: ClassVar[bool] = False
+    takes_async_scheduling: ClassVar[bool] = False
     serves_fp32: ClassVar[bool] = False  # whether fp32 checkpoints run in fp32
     kv_cache_dtypes: ClassVar[tuple[str, ...]] = (
         "auto", "fp16", "bf16", "fp8", "fp8_e4m3", "fp8_e5m2",
@@ -186,12 +193,73 @@ class Engine:
     def reports_max_num_batched_tokens(self) -> bool:
         return False
 
+    # -- the memory budget -------------------------------------------------------------------
+    def derive_budget(self, inp: Inputs, weights_per_rank: int) -> BudgetTerms:
+        """The KV budget per GPU the engine computes from the GPU (engines without a modelled
+        start-up profile: the fraction of memory less weights and a flat reserve)."""
+        assert inp.gpu is not None
+        req = inp.request
+        util = req.gpu_memory_utilization or self.default_memory_utilization()
+        reserve = req.reserve_bytes if req.reserve_bytes is not None else self.default_reserve_bytes
+        mem = inp.gpu.memory_bytes
+        label = self.memory_fraction_flag.lstrip("-").replace("-", "_")
+        if self.memory_base == "free_after_load":
+            budget = math.floor((mem - weights_per_rank - reserve) * util)
+            requested = mem
+            how = (
+                f"({fmt_gib(mem)} − weights {fmt_gib(weights_per_rank)} − reserve "
+                f"{fmt_gib(reserve)}) × {label} {util:g}"
+            )
+        else:
+            requested = math.ceil(mem * util)
+            budget = requested - weights_per_rank - reserve
+            how = (
+                f"{fmt_gib(mem)} × {label} {util:g} − weights {fmt_gib(weights_per_rank)} − "
+                f"reserve {fmt_gib(reserve)}"
+            )
+        source: TermSource = "override" if req.reserve_bytes is not None else "engine_rule"
+        none = Term(0, "not modelled for this engine (inside the reserve)", "not_applicable")
+        return BudgetTerms(
+            engine=self.name,
+            engine_version=self.version_text,
+            rule="fraction − weights − reserve",
+            total_memory_bytes=mem,
+            memory_fraction=util,
+            requested_bytes=requested,
+            weights_bytes_per_rank=Term(weights_per_rank, "weights per rank", "input"),
+            activation_peak_bytes=none,
+            non_torch_bytes=none,
+            cuda_graph_bytes=none,
+            cuda_graph_subtracted=False,
+            reserve_bytes=Term(reserve, f"reserve {fmt_gib(reserve)}", source),
+            kv_budget_bytes=budget,
+            derivation=f"{how} = {fmt_gib(max(0, budget))} per GPU",
+        )
+
+    def start_check(
+        self, inp: Inputs, kv_budget_bytes: int, terms: BudgetTerms | None, pool: Pool
+    ) -> StartVerdict:
+        """Whether the engine's own start-up checks pass (by default: some KV memory left)."""
+        if kv_budget_bytes > 0 and pool.max_requests(1) > 0:
+            return StartVerdict(True, "starts", None)
+        return StartVerdict(False, "no_kv_memory", None)
+
     # -- its logs ----------------------------------------------------------------------------
     log_block_keys: ClassVar[tuple[str, ...]] = ("block_size",)  # argument-dump names
     fraction_setting: ClassVar[str] = "gpu_memory_utilization"  # reconcile settings field
     log_fraction_keys: ClassVar[tuple[str, ...]] = ("gpu_memory_utilization",)
     fraction_default_known: ClassVar[bool] = True  # False: the engine picks it at start-up
     log_generations: ClassVar[bool] = False  # logs come from engine generations (vLLM v0/v1)
+    # The lines it prints, as parse rules (tried in registry order; the first match wins), words
+    # that name it in lines no rule knows, and the lower-case markers of its version line.
+    log_rules: ClassVar[tuple[Rule, ...]] = ()
+    log_hints: ClassVar[tuple[str, ...]] = ()
+    log_version_markers: ClassVar[tuple[str, ...]] = ()
+    log_example: ClassVar[str] = ""  # its typical KV-cache line(s), quoted, for error messages
+
+    def generation_from_log(self, kinds: AbstractSet[str]) -> str | None:
+        """The engine generation ("v0", "v1") whose lines the log holds, where it has several."""
+        return None
 
     def version_from_log(self, facts: Sequence[Any]) -> tuple[str, str] | None:
         """(release, how it was inferred) from a log's own lines, where they tell."""
@@ -216,7 +284,7 @@ class Engine:
     # -- the pool ----------------------------------------------------------------------------
     def build_pool(
         self,
-        stages: Sequence[tuple[LayerSpec, ...]],
+        stages: Stages,
         dtype: KVDtype,
         block_size: int,
         policy: WindowPolicy,

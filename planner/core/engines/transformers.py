@@ -13,7 +13,8 @@ from planner.core.engines.versions import Releases
 from planner.core.errors import FieldError
 from planner.core.model import ModelShape
 from planner.core.notes import Note, note
-from planner.core.specs import LayerSpec, WindowPolicy, cdiv, request_kv_bytes, stack_of
+from planner.core.parallel import Stages
+from planner.core.specs import WindowPolicy, cdiv, request_kv_bytes
 from planner.core.units import KVDtype
 
 
@@ -90,7 +91,7 @@ class Transformers(Engine):
 
     def build_pool(
         self,
-        stages: Sequence[tuple[LayerSpec, ...]],
+        stages: Stages,
         dtype: KVDtype,
         block_size: int,
         policy: WindowPolicy,
@@ -99,8 +100,7 @@ class Transformers(Engine):
         ctx: int,
     ) -> Pool:
         pools = []
-        for st in stages:
-            stack = stack_of(list(st))
+        for stack in stages.stacks:
             per_token = sum(n * s.bytes_per_token(dtype) for s, n in stack)
             slots = budget_bytes // per_token if per_token else 0
             pools.append(

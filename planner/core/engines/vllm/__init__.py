@@ -7,21 +7,40 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from planner.core.budget.facts import model_facts
+from planner.core.budget.terms import BudgetTerms, StartVerdict
 from planner.core.capacity import Pool
 from planner.core.engines.base import Engine, Scheduling
 from planner.core.engines.versions import Releases, since
-from planner.core.engines.vllm.groups import VllmPool, vllm_groups, vllm_pipeline_pool
+from planner.core.engines.vllm.budget import vllm_budget
+from planner.core.engines.vllm.groups import (
+    VllmPool,
+    one_request_bytes,
+    vllm_groups,
+    vllm_pipeline_pool,
+)
+from planner.core.engines.vllm.logs import (
+    LOG_EXAMPLE,
+    LOG_HINTS,
+    LOG_RULES,
+    LOG_VERSION_MARKERS,
+)
+from planner.core.engines.vllm.rules import vllm_max_len_scope
+from planner.core.engines.vllm.start import vllm_estimate_max_model_len, vllm_start_check
 from planner.core.errors import FieldError
 from planner.core.hardware import Gpu
 from planner.core.model import ModelShape
 from planner.core.notes import Note, note
-from planner.core.specs import ChunkedLocalSpec, LayerSpec, WindowPolicy
+from planner.core.parallel import Stages
+from planner.core.specs import ChunkedLocalSpec, WindowPolicy
 from planner.core.units import GiB, KVDtype
 
-if TYPE_CHECKING:  # the recommend schema imports the registry
+if TYPE_CHECKING:  # these import the registry
+    from planner.core.inputs import Inputs
     from planner.core.recommend_schema import EngineSettings
 
 # -- when each rule started to hold (first release; read in each release's wheel) ---------
@@ -61,6 +80,11 @@ LOG_FINGERPRINTS = {
 }  # fmt: skip
 
 SEPARATE_LINES_ASSUMED = "0.19"
+# Fact kinds (engines/vllm/logs.py) only the V1 engine prints, and those of the older v0 engine.
+_V1_KINDS = frozenset({"available_kv", "kv_tokens", "v1_error", "padding", "v1_profile"})
+_V0_KINDS = frozenset(
+    {"v0_profile", "v0_breakdown", "v0_instance_memory", "v0_error", "num_blocks"}
+)
 _SOURCE_LINE = re.compile(r"gpu_worker\.py:(\d{1,5})")
 
 RELEASES = Releases(first=(0, 9, 0), last=(0, 33, 0), default=(0, 33, 0))
@@ -93,6 +117,7 @@ class Vllm(Engine):
     memory_base = "total"
     memory_fraction_flag: ClassVar[str] = "--gpu-memory-utilization"
     running_cap_flag: ClassVar[str] = "--max-num-seqs"
+    takes_async_scheduling: ClassVar[bool] = True
     kv_cache_dtypes: ClassVar[tuple[str, ...]] = (
         "auto", "fp32", "fp16", "bf16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc",
         "int8_per_token_head", "fp8_per_token_head",
@@ -264,8 +289,68 @@ class Vllm(Engine):
     def reports_max_num_batched_tokens(self) -> bool:
         return True
 
+    # -- the memory budget -------------------------------------------------------------------
+    def derive_budget(self, inp: Inputs, weights_per_rank: int) -> BudgetTerms:
+        assert inp.gpu is not None
+        req = inp.request
+        return vllm_budget(
+            engine_version=self.version_text,
+            total_memory_bytes=inp.gpu.memory_bytes,
+            weights_bytes_per_rank=weights_per_rank,
+            model=model_facts(inp),
+            max_num_seqs=req.max_num_seqs or self.default_max_num_seqs(inp.gpu, 0, 0) or 256,
+            max_num_batched_tokens=inp.sched.max_num_batched_tokens,
+            gpu_memory_utilization=req.gpu_memory_utilization,
+            tensor_parallel_size=inp.tp,
+            pipeline_parallel_size=inp.pp,
+            enforce_eager=bool(req.enforce_eager),
+            activation_peak_bytes=req.activation_peak_bytes,
+            non_torch_bytes=req.non_torch_bytes,
+            cuda_graph_bytes=req.cuda_graph_bytes,
+            reserve_bytes=req.reserve_bytes,
+        )
+
+    def start_check(
+        self, inp: Inputs, kv_budget_bytes: int, terms: BudgetTerms | None, pool: Pool
+    ) -> StartVerdict:
+        """vLLM's own checks: memory for the cache blocks, then one request of max_model_len
+        (counted over the layers the release counts: each worker's, or the whole model's in
+        0.14–0.16), with the null block held back from 0.29."""
+        assert isinstance(pool, VllmPool)
+        version = self.version_text
+        if vllm_max_len_scope(version) == "whole_model" and inp.pp > 1:
+            stack = Stages.of(inp.shape, self, inp.tp, 1).stacks[0]
+        else:
+            stack = pool.stack
+
+        def need(length: int) -> int:
+            return one_request_bytes(
+                stack, inp.kv_dtype, inp.block_size, pool.policy, length,
+                pool.in_flight_tokens, self.group_ratio,
+            )  # fmt: skip
+
+        max_len = inp.context_tokens
+        return vllm_start_check(
+            engine_version=version,
+            kv_budget_bytes=terms.kv_budget_bytes if terms is not None else kv_budget_bytes,
+            bytes_needed_for_one_max_len_request=need(max_len),
+            max_model_len=max_len,
+            estimate_max_model_len=lambda check: vllm_estimate_max_model_len(check, max_len, need),
+            pool_bytes_per_block=pool.block_bytes,
+        )
+
     # -- its logs ----------------------------------------------------------------------------
     log_generations: ClassVar[bool] = True
+    log_rules = LOG_RULES
+    log_hints = LOG_HINTS
+    log_version_markers = LOG_VERSION_MARKERS
+    log_example = LOG_EXAMPLE
+
+    def generation_from_log(self, kinds: AbstractSet[str]) -> str | None:
+        """v1 when any v1-only line is there, else v0 when a v0 line is, else v1."""
+        if kinds & _V1_KINDS:
+            return "v1"
+        return "v0" if kinds & _V0_KINDS else "v1"
 
     def version_from_log(self, facts: Sequence[Any]) -> tuple[str, str] | None:
         for f in facts:
@@ -280,7 +365,7 @@ class Vllm(Engine):
         return None
 
     def reconcile_log(self, ctx: Any) -> str:
-        from planner.core.reconcile_vllm import reconcile_vllm
+        from planner.core.engines.vllm.reconcile import reconcile_vllm
 
         return reconcile_vllm(ctx)
 
@@ -308,7 +393,7 @@ class Vllm(Engine):
     # -- the pool ----------------------------------------------------------------------------
     def build_pool(
         self,
-        stages: Sequence[tuple[LayerSpec, ...]],
+        stages: Stages,
         dtype: KVDtype,
         block_size: int,
         policy: WindowPolicy,
@@ -317,7 +402,7 @@ class Vllm(Engine):
         ctx: int,
     ) -> Pool:
         return vllm_pipeline_pool(
-            stages,
+            stages.stacks[0] if len(stages) == 1 else stages.ordered(),
             dtype,
             block_size,
             policy,

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import lru_cache
+from typing import cast
 
 from planner.core.capacity import KVGroup, Pool
 from planner.core.errors import FieldError
@@ -22,6 +24,7 @@ class VllmPool(Pool):
     """vLLM's block pool: one block id costs a page in every layer of the largest group."""
 
     in_flight_tokens: int = 0
+    block_bytes: int = 0  # what one block id costs on this worker (page × group size)
     # "GPU KV cache size: N tokens": int(max_concurrency × max_model_len) in newer releases
     # (kv_cache_utils.get_kv_cache_capacity), num_blocks // groups × block_size before.
     tokens_from_concurrency: bool = True
@@ -63,6 +66,7 @@ def group_key(spec: LayerSpec, policy: WindowPolicy) -> LayerSpec:
     return spec.as_full() if policy == "full_length" else spec
 
 
+@lru_cache(maxsize=2048)
 def vllm_groups(
     stack: Stack,
     dtype: KVDtype,
@@ -129,7 +133,7 @@ def group_members(
 
 
 def vllm_pipeline_pool(
-    stages: Sequence[Sequence[LayerSpec]],
+    stages: Stack | Sequence[Sequence[LayerSpec]],
     dtype: KVDtype,
     block_size: int,
     policy: WindowPolicy,
@@ -143,16 +147,21 @@ def vllm_pipeline_pool(
     """vLLM's pool over pipeline stages: a stage's block id costs page × its largest projected
     group (one group: the sum of its layers' pages), and every stage uses the smallest
     num_blocks. Grouping each stage on its own would pick another group size whenever a stage's
-    sliding:full ratio differs from the model's (Gemma-3 at PP 4)."""
-    if len(stages) == 1:
-        stack = stack_of(list(stages[0]))
+    sliding:full ratio differs from the model's (Gemma-3 at PP 4). One stage may come as its
+    (spec, count) stack."""
+    if _is_stack(stages):
+        stack = cast(Stack, stages)
+        groups, cost = vllm_groups(stack, dtype, block_size, policy, group_ratio)
+        num_blocks = budget_bytes // cost
+    elif len(stages) == 1:
+        stack = stack_of(cast(Sequence[LayerSpec], stages[0]))
         groups, cost = vllm_groups(stack, dtype, block_size, policy, group_ratio)
         num_blocks = budget_bytes // cost
     else:
-        whole = [spec for stage in stages for spec in stage]
-        groups, num_blocks, stack = _project(
-            whole, stages, dtype, block_size, policy, budget_bytes, group_ratio
-        )
+        layered = cast(Sequence[Sequence[LayerSpec]], stages)
+        whole = [spec for stage in layered for spec in stage]
+        groups, cost, stack = _project(whole, layered, dtype, block_size, policy, group_ratio)
+        num_blocks = budget_bytes // cost
     return VllmPool(
         groups=groups,
         num_blocks=num_blocks,
@@ -163,7 +172,29 @@ def vllm_pipeline_pool(
         policy=policy,
         budget_bytes=budget_bytes,
         in_flight_tokens=in_flight_tokens,
+        block_bytes=cost,
         tokens_from_concurrency=tokens_from_concurrency,
+    )
+
+
+def _is_stack(stages: object) -> bool:
+    first = stages[0] if isinstance(stages, tuple | list) and stages else None
+    return isinstance(first, tuple) and len(first) == 2 and isinstance(first[1], int)
+
+
+def one_request_bytes(
+    stack: Stack,
+    dtype: KVDtype,
+    block_size: int,
+    policy: WindowPolicy,
+    ctx: int,
+    in_flight_tokens: int,
+    group_ratio: float = 1.5,
+) -> int:
+    """vLLM's start-up check: Σ layers max_memory_usage_bytes(ctx) (padding layers excluded)."""
+    groups, _ = vllm_groups(stack, dtype, block_size, policy, group_ratio)
+    return sum(
+        g.layers * g.page_bytes(dtype) * g.blocks_needed(ctx, in_flight_tokens) for g in groups
     )
 
 
@@ -173,11 +204,10 @@ def _project(
     dtype: KVDtype,
     block_size: int,
     policy: WindowPolicy,
-    budget_bytes: int,
     ratio: float,
 ) -> tuple[tuple[KVGroup, ...], int, Stack]:
     """The whole model's groups projected on each stage: (groups shown for the worst stage,
-    its num_blocks, its stack)."""
+    what its block id costs, its stack)."""
     groups, _ = vllm_groups(stack_of(whole), dtype, block_size, policy, ratio)
     if len(groups) == 1:
         costs = [
@@ -200,4 +230,4 @@ def _project(
             replace(g, layers=n, padding_layers=size - n)
             for g, n in zip(groups, on_stage[worst], strict=True)
         )
-    return shown, budget_bytes // costs[worst], stack_of(list(stages[worst]))
+    return shown, costs[worst], stack_of(list(stages[worst]))

@@ -10,12 +10,19 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from planner.core.capacity import Pool, full_stack, groups_of
 from planner.core.engines.base import EXTRA_OPTIONS_FILE, Engine, Scheduling, per_stage_min
+from planner.core.engines.trtllm.logs import (
+    LOG_EXAMPLE,
+    LOG_HINTS,
+    LOG_RULES,
+    LOG_VERSION_MARKERS,
+)
 from planner.core.engines.versions import Releases
 from planner.core.errors import FieldError
 from planner.core.hardware import Gpu
 from planner.core.model import ModelShape
 from planner.core.notes import Note, note
-from planner.core.specs import LayerSpec, Stack, WindowPolicy, cdiv, stack_of
+from planner.core.parallel import Stages
+from planner.core.specs import Stack, WindowPolicy, cdiv
 from planner.core.units import KVDtype
 
 if TYPE_CHECKING:  # the recommend schema imports the registry
@@ -80,8 +87,13 @@ class Trtllm(Engine):
         "kv_cache_free_gpu_memory_fraction", "free_gpu_memory_fraction",
     )  # fmt: skip
 
+    log_rules = LOG_RULES
+    log_hints = LOG_HINTS
+    log_version_markers = LOG_VERSION_MARKERS
+    log_example = LOG_EXAMPLE
+
     def reconcile_log(self, ctx: Any) -> str:
-        from planner.core.reconcile_trtllm import reconcile_trtllm
+        from planner.core.engines.trtllm.reconcile import reconcile_trtllm
 
         return reconcile_trtllm(ctx)
 
@@ -157,7 +169,7 @@ class Trtllm(Engine):
 
     def build_pool(
         self,
-        stages: Sequence[tuple[LayerSpec, ...]],
+        stages: Stages,
         dtype: KVDtype,
         block_size: int,
         policy: WindowPolicy,
@@ -166,8 +178,7 @@ class Trtllm(Engine):
         ctx: int,
     ) -> Pool:
         return per_stage_min(
-            [self._stage_pool(stack_of(list(st)), dtype, block_size, policy, budget_bytes)
-             for st in stages],
+            [self._stage_pool(st, dtype, block_size, policy, budget_bytes) for st in stages.stacks],
             ctx,
         )  # fmt: skip
 

@@ -7,16 +7,26 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from planner.core.budget.terms import BudgetTerms, StartVerdict
 from planner.core.capacity import Pool, full_stack, groups_of
 from planner.core.engines.base import Engine, Scheduling, per_stage_min
+from planner.core.engines.sglang.budget import sglang_budget, sglang_start_check
+from planner.core.engines.sglang.logs import (
+    LOG_EXAMPLE,
+    LOG_HINTS,
+    LOG_RULES,
+    LOG_VERSION_MARKERS,
+)
 from planner.core.engines.versions import Releases
 from planner.core.hardware import Gpu
 from planner.core.model import ModelShape
 from planner.core.notes import Note, note
-from planner.core.specs import LayerSpec, WindowPolicy, cdiv, stack_of
+from planner.core.parallel import Stages
+from planner.core.specs import LayerSpec, WindowPolicy, cdiv
 from planner.core.units import KVDtype
 
-if TYPE_CHECKING:  # the recommend schema imports the registry
+if TYPE_CHECKING:  # these import the registry
+    from planner.core.inputs import Inputs
     from planner.core.recommend_schema import EngineSettings
 
 # SGLang applies SWA pools only to these architectures (`is_hybrid_swa_model`).
@@ -93,8 +103,13 @@ class Sglang(Engine):
     log_fraction_keys: ClassVar[tuple[str, ...]] = ("mem_fraction_static",)
     fraction_default_known: ClassVar[bool] = False
 
+    log_rules = LOG_RULES
+    log_hints = LOG_HINTS
+    log_version_markers = LOG_VERSION_MARKERS
+    log_example = LOG_EXAMPLE
+
     def reconcile_log(self, ctx: Any) -> str:
-        from planner.core.reconcile_sglang import reconcile_sglang
+        from planner.core.engines.sglang.reconcile import reconcile_sglang
 
         return reconcile_sglang(ctx)
 
@@ -103,6 +118,28 @@ class Sglang(Engine):
             note("engine.sglang.rules"),
             note("engine.sglang.memory_fraction", default=self.default_memory_utilization()),
         ]
+
+    def derive_budget(self, inp: Inputs, weights_per_rank: int) -> BudgetTerms:
+        """mem_fraction_static of the memory free before load, less the weights
+        (ModelRunner.profile_max_num_token)."""
+        assert inp.gpu is not None
+        req = inp.request
+        return sglang_budget(
+            total_memory_bytes=inp.gpu.memory_bytes,
+            weights_bytes_per_rank=weights_per_rank,
+            mem_fraction_static=req.gpu_memory_utilization or self.default_memory_utilization(),
+            tensor_parallel_size=inp.tp,
+            pipeline_parallel_size=inp.pp,
+            engine_version=self.version_text,
+            reserve_bytes=req.reserve_bytes,
+        )
+
+    def start_check(
+        self, inp: Inputs, kv_budget_bytes: int, terms: BudgetTerms | None, pool: Pool
+    ) -> StartVerdict:
+        if terms is not None:
+            return sglang_start_check(budget=terms)
+        return super().start_check(inp, kv_budget_bytes, terms, pool)
 
     def window_policy(
         self, shape: ModelShape, *, hybrid_manager: bool, explicit_windows: bool
@@ -142,7 +179,7 @@ class Sglang(Engine):
 
     def build_pool(
         self,
-        stages: Sequence[tuple[LayerSpec, ...]],
+        stages: Stages,
         dtype: KVDtype,
         block_size: int,
         policy: WindowPolicy,
@@ -151,8 +188,7 @@ class Sglang(Engine):
         ctx: int,
     ) -> Pool:
         return per_stage_min(
-            [self._stage_pool(stack_of(list(st)), dtype, block_size, policy, budget_bytes)
-             for st in stages],
+            [self._stage_pool(st, dtype, block_size, policy, budget_bytes) for st in stages.stacks],
             ctx,
         )  # fmt: skip
 

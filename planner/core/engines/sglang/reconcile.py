@@ -1,4 +1,4 @@
-"""SGLang: the token pool and its K/V sizes (engine_rules.md §2).
+"""SGLang: the token pool and its K/V sizes (docs/engine-rules.md).
 
 Budget = free memory after weights − free memory before weights × (1 − mem_fraction_static),
 both from the `Load weight begin/end … avail mem=X GB` lines; max_total_num_tokens =
@@ -11,7 +11,8 @@ from __future__ import annotations
 import math
 
 from planner.core.engines.base import Scheduling
-from planner.core.logparse import Fact, half_unit, to_float, to_int
+from planner.core.logs import Fact, half_unit, to_float, to_int
+from planner.core.parallel import Stages
 from planner.core.reconcile_common import (
     Ctx,
     Figure,
@@ -105,7 +106,7 @@ def _tokens_check(ctx: Ctx, f: Fact, budget: tuple[int, int, int, str] | None) -
     def tokens(budget_bytes: int) -> int:
         mnbt = ctx.settings.max_num_batched_tokens
         pool = ctx.engine.build_pool(
-            [tuple(spec for spec, n in whole_stack(ctx) for _ in range(n))],
+            Stages((whole_stack(ctx),)),
             dtype,
             ctx.settings.block,
             ctx.engine.window_policy(shape, hybrid_manager=True, explicit_windows=False),
