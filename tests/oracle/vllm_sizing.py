@@ -16,6 +16,11 @@ What is vLLM's code and what is ours:
   picked from vLLM's SM90 (H100/H200) priority list by each backend's declared support
   (compute capability, kv-cache dtype, model dtype, head size, block size, sinks), because the
   CUDA backends' own `validate_configuration` probes kernels that do not load on CPU.
+  Backends that cannot even be imported here (FlashInfer, FlashInfer-MLA, CUTLASS-MLA) are
+  passed over; on SM90 they come after a backend that is chosen here with the same kernel block
+  sizes for the settings the test generates (FlashInfer: 16/32/64; Triton: multiples of 16), so
+  the sizes do not change. FlashAttention's sink support is probed from its kernel, so gpt-oss
+  lands on Triton here (same block sizes).
 """
 
 from __future__ import annotations
