@@ -44,7 +44,7 @@ types: $(STAMP)
 	$(BIN)/mypy planner
 
 pytest: $(STAMP) $(ORACLE_STAMPS)
-	$(BIN)/python -m pytest
+	KVPLAN_REQUIRE_ORACLE=1 $(BIN)/python -m pytest
 
 test: lint types pytest
 
