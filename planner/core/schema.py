@@ -231,6 +231,7 @@ class ModelOut(_Out):
     weights_bytes: int | None = None
     weights_source: str | None = None
     num_parameters: int | None = None
+    active_parameters: int | None = None
     groups: list[GroupOut]
 
 
