@@ -345,6 +345,14 @@ def _oracle_figures(r: dict[str, Any]) -> dict[str, Any]:
         return out
     if not r["accepted"]:
         return out
+    allocated = r.get("resident_requests_allocated")
+    if allocated is not None and allocated != r["resident_requests"]:
+        # vLLM's KVCacheManager admitted a different number of whole requests than the formula
+        # the harness reports: the harness is wrong, not the planner.
+        pytest.fail(
+            f"oracle self-check: KVCacheManager admitted {allocated} whole requests, "
+            f"(num_blocks - 1) // blocks_per_request = {r['resident_requests']}"
+        )
     out.update(
         kv_heads=r["kv_heads_per_rank"],
         page_bytes=r["page_bytes_per_layer"],

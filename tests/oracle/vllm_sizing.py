@@ -444,6 +444,7 @@ def _one(c: dict[str, Any], root: str) -> dict[str, Any]:
     for g, need in zip(out["groups"], per_group, strict=True):
         g["blocks_per_request"] = need
     bpr = sum(per_group)
+    out["resident_requests_allocated"] = _admitted_whole(cfg, sched, bpr)
     out.update(
         accepted=True,
         num_blocks=sched.num_blocks,
@@ -455,6 +456,39 @@ def _one(c: dict[str, Any], root: str) -> dict[str, Any]:
         concurrency=concurrency,
     )
     return out
+
+
+def _admitted_whole(cfg: Any, sched: Any, blocks_per_request: int) -> int | None:
+    """Self-check of `(num_blocks - 1) // blocks_per_request` with vLLM's own KVCacheManager:
+    admit requests of max_model_len tokens, each allocated whole, until allocate_slots refuses.
+
+    Only for full-attention / MLA groups (a whole-prompt allocation of a sliding-window request
+    takes every block, not the admission cap) and when it is cheap (few requests, short
+    contexts)."""
+    from vllm.sampling_params import SamplingParams
+    from vllm.v1.core.kv_cache_manager import KVCacheManager
+    from vllm.v1.request import Request
+
+    kinds = {_kind_of(g.kv_cache_spec) for g in sched.kv_cache_groups}
+    ctx = cfg.model_config.max_model_len
+    expected = (sched.num_blocks - 1) // blocks_per_request
+    if not kinds <= {"full", "mla"} or expected > 64 or ctx * (expected + 1) > (1 << 22):
+        return None
+    manager = KVCacheManager(
+        kv_cache_config=sched,
+        max_model_len=ctx,
+        scheduler_block_size=cfg.cache_config.block_size,
+        hash_block_size=cfg.cache_config.block_size,
+        max_in_flight_tokens=cfg.max_in_flight_tokens,
+        enable_caching=False,
+    )
+    admitted = 0
+    while admitted <= expected + 1:
+        req = Request(f"r{admitted}", [0] * ctx, SamplingParams(max_tokens=1), None)
+        if manager.allocate_slots(req, ctx, full_sequence_must_fit=True) is None:
+            break
+        admitted += 1
+    return admitted
 
 
 def main() -> int:
