@@ -31,9 +31,9 @@ from planner.core.engines.vllm.logs import (
     V1_KINDS,
     version_from_log,
 )
+from planner.core.engines.vllm.refusals import refuse
 from planner.core.engines.vllm.rules import vllm_max_len_scope
 from planner.core.engines.vllm.start import vllm_estimate_max_model_len, vllm_start_check
-from planner.core.errors import FieldError
 from planner.core.hardware import Gpu
 from planner.core.model import ModelShape
 from planner.core.notes import Note, note
@@ -60,8 +60,6 @@ V2_RUNNER_SINCE = (0, 29)
 TOKENS_FROM_CONCURRENCY_SINCE = (0, 20, 1)
 # gpu_memory_utilization default 0.92 (vllm/config/cache.py, PR #38284); 0.9 before.
 UTIL_092_SINCE = (0, 20)
-# VllmConfig._reject_mismatched_float_kv_cache: a 16-bit float KV cache must match the model.
-REJECT_MISMATCHED_FLOAT_KV_SINCE = (0, 33)
 # EngineArgs.get_batch_defaults: GPUs of 160 GiB or more get max_num_batched_tokens 16384.
 BIG_GPU_16K_SINCE = (0, 28)
 # Hybrid group size (_get_kv_cache_groups_uniform_page_size): the largest bucket when it is
@@ -70,14 +68,6 @@ GROUP_RATIO_125_SINCE = (0, 12)
 GROUP_RATIO_15_SINCE = (0, 18)
 
 RELEASES = Releases(first=(0, 9, 0), last=(0, 33, 0), default=(0, 33, 0))
-
-# Architectures that refuse float16 as the model dtype (vLLM model files' supported dtypes).
-_NO_FLOAT16 = {"gemma2", "gemma3", "gemma3_text", "gpt_oss"}
-# gpt_oss.py divides num_key_value_heads // tp with no max(1, …): more ranks than KV heads
-# gives 0 heads per rank and vLLM fails to start.
-_NO_KV_REPLICATION = {"gpt_oss"}
-# No CUDA MLA backend (FlashMLA, Triton MLA, CUTLASS MLA, FlashInfer-MLA) lists fp8_e5m2.
-_MLA_KV_DTYPES = ("auto", "fp16", "bf16", "fp8", "fp8_e4m3")
 
 
 def _big_gpu(gpu: Gpu | None) -> bool:
@@ -136,43 +126,7 @@ class Vllm(Engine):
         self, shape: ModelShape, tp: int, pp: int, kv_dtype: KVDtype, model_dtype: str
     ) -> None:
         super().validate(shape, tp, pp, kv_dtype, model_dtype)
-        arch = shape.model_type or "this model"
-        if model_dtype == "fp16" and shape.model_type in _NO_FLOAT16:
-            raise FieldError(
-                "dtype",
-                f"vLLM does not run {arch} in float16 (numerical instability); use "
-                "dtype bfloat16 or auto",
-            )
-        if (
-            since(self.version, REJECT_MISMATCHED_FLOAT_KV_SINCE)
-            and kv_dtype.name in ("fp16", "bf16")
-            and kv_dtype.name != model_dtype
-        ):
-            torch_names = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32"}
-            cache, model = torch_names[kv_dtype.name], torch_names.get(model_dtype, model_dtype)
-            allowed = "`auto`" + (f" or `{model}`" if model_dtype in ("fp16", "bf16") else "")
-            raise FieldError(
-                "kv_cache_dtype",
-                f'vLLM {self.version_text}: kv_cache_dtype="{cache}" is incompatible with '
-                f'dtype="{model}". Please set `--kv-cache-dtype` to {allowed}.',
-            )
-        if shape.is_mla and kv_dtype.name not in _MLA_KV_DTYPES:
-            raise FieldError(
-                "kv_cache_dtype",
-                f"no vLLM MLA attention backend on CUDA supports a {kv_dtype.name} KV cache; "
-                f"use one of: {', '.join(_MLA_KV_DTYPES)}",
-            )
-        if (
-            shape.model_type in _NO_KV_REPLICATION
-            and not shape.is_mla
-            and tp > shape.num_key_value_heads
-        ):
-            raise FieldError(
-                "tensor_parallel_size",
-                f"vLLM's {arch} divides num_key_value_heads ({shape.num_key_value_heads}) by "
-                f"tensor_parallel_size ({tp}) without replication, leaving 0 KV heads per rank; "
-                f"use at most {shape.num_key_value_heads}",
-            )
+        refuse(self.version, shape, tp, kv_dtype, model_dtype)
 
     # -- settings ----------------------------------------------------------------------------
     def block_size(self, requested: int | None, shape: ModelShape) -> tuple[int, list[Note]]:
