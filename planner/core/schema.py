@@ -1,4 +1,4 @@
-"""The contract: `PlanRequest` in, `Plan` out (DESIGN.md, `/api/v1/plan`).
+"""The contract: `PlanRequest` in, `Plan` out (`POST /api/v1/plan`).
 
 Strict on the way in: unknown fields rejected, no bool→int or str→number coercion, finite floats,
 every integer and list bounded so no input can overflow or exhaust memory. Field names are the
@@ -89,6 +89,12 @@ class PlanRequest(_Strict):
     )
     enforce_eager: bool | None = Field(
         default=None, description="vLLM --enforce-eager (no CUDA graphs)."
+    )
+    allow_long_max_model_len: bool = Field(
+        default=False,
+        description="Plan a context beyond the model's maximum, as vLLM does with "
+        "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (SGLang: SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1); "
+        "otherwise such a request is refused as the engine refuses it.",
     )
     revision: Annotated[str, Field(min_length=1, max_length=100)] | None = Field(
         default=None, description="Hub revision when model is a Hub id."
@@ -235,6 +241,7 @@ class ModelOut(_Out):
     weights_bytes: int | None = None
     weights_source: str | None = None
     num_parameters: int | None = None
+    active_parameters: int | None = None
     groups: list[GroupOut]
 
 

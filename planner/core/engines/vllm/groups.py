@@ -209,12 +209,15 @@ def _project(
     """The whole model's groups projected on each stage: (groups shown for the worst stage,
     what its block id costs, its stack)."""
     groups, _ = vllm_groups(stack_of(whole), dtype, block_size, policy, ratio)
+    # What a block id costs on each worker; every worker takes the smallest num_blocks, and the
+    # scheduler's groups are worker 0's (generate_scheduler_kv_cache_config), padded to the
+    # longest group there.
     if len(groups) == 1:
         costs = [
             vllm_groups(stack_of(list(st)), dtype, block_size, policy, ratio)[1] for st in stages
         ]
         worst = max(range(len(stages)), key=costs.__getitem__)
-        shown = vllm_groups(stack_of(list(stages[worst])), dtype, block_size, policy, ratio)[0]
+        shown = vllm_groups(stack_of(list(stages[0])), dtype, block_size, policy, ratio)[0]
     else:
         page = max(g.spec.page_bytes(dtype, block_size) for g in groups)
         members = group_members(whole, policy, ratio)
@@ -225,9 +228,9 @@ def _project(
         on_stage = [[sum(1 for i in m if i in span) for m in members] for span in spans]
         costs = [page * max(counts) for counts in on_stage]
         worst = max(range(len(stages)), key=costs.__getitem__)
-        size = max(on_stage[worst])
+        size = max(on_stage[0])
         shown = tuple(
             replace(g, layers=n, padding_layers=size - n)
-            for g, n in zip(groups, on_stage[worst], strict=True)
+            for g, n in zip(groups, on_stage[0], strict=True)
         )
     return shown, costs[worst], stack_of(list(stages[worst]))
