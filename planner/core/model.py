@@ -11,30 +11,30 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Any
 
+from planner.core.config_fields import int_field as _int_field
 from planner.core.errors import ModelConfigError
 from planner.core.model_hybrid import PURE_STATE, hybrid_layers, is_hybrid
+from planner.core.model_layers import (
+    _GEMMA3,
+    LayerKind,
+    _attention_spec,
+    _window_kinds,
+    attention_factory,
+)
 from planner.core.specs import (
-    ChunkedLocalSpec,
-    FullAttentionSpec,
     LayerSpec,
     MLASpec,
-    SlidingWindowSpec,
     Stack,
     cdiv,
     stack_of,
 )
 
-LayerKind = Literal["full", "sliding", "chunked", "mla"]
-
 MAX_LAYERS = 4096
 MAX_HEADS = 65536
 MAX_HEAD_DIM = 65536
 
-# Architectures whose configs imply alternation when `layer_types` is absent.
-_ALTERNATE_2 = {"gemma2", "gpt_oss"}
-_GEMMA3 = {"gemma3", "gemma3_text"}
 # DeepSeek-style MLA (vLLM `is_deepseek_mla`).
 _MLA_TYPES = {"deepseek_v2", "deepseek_v3", "deepseek_v32", "kimi_k2", "deepseek_mtp", "kimi_vl"}
 
@@ -115,19 +115,6 @@ class ModelShape:
         return next((g.spec for g in self.groups if g.spec.grows_with_context), None)
 
 
-def _int_field(cfg: Mapping[str, Any], key: str, *, lo: int = 1, hi: int = 1 << 40) -> int | None:
-    value = cfg.get(key)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ModelConfigError(
-            ("model", key), f"must be an integer, got {type(value).__name__} {value!r}"
-        )
-    if not lo <= value <= hi:
-        raise ModelConfigError(("model", key), f"must be between {lo} and {hi}, got {value}")
-    return int(value)
-
-
 def _required(cfg: Mapping[str, Any], key: str, *, hi: int) -> int:
     value = _int_field(cfg, key, hi=hi)
     if value is None:
@@ -165,81 +152,6 @@ def _dtype(cfg: Mapping[str, Any]) -> tuple[str, bool]:
             f"unknown dtype {raw!r}; expected bfloat16, float16 or float32",
         )
     return name, True
-
-
-def _window_kinds(
-    cfg: Mapping[str, Any], num_layers: int, model_type: str | None
-) -> list[tuple[LayerKind, int | None]]:
-    """Per layer: ('full', None), ('sliding', W) or ('chunked', chunk)."""
-    window = _int_field(cfg, "sliding_window", hi=1 << 30)
-    if cfg.get("use_sliding_window") is False:
-        # Qwen2/2.5 publish a window but disable it (vLLM and HF both ignore it then).
-        window = None
-    chunk = _int_field(cfg, "attention_chunk_size", hi=1 << 30)
-
-    layer_types = cfg.get("layer_types")
-    if layer_types is not None:
-        if not isinstance(layer_types, list) or len(layer_types) != num_layers:
-            raise ModelConfigError(
-                ("model", "layer_types"),
-                f"must be a list of {num_layers} strings (one per layer)",
-            )
-        out: list[tuple[LayerKind, int | None]] = []
-        for i, kind in enumerate(layer_types):
-            if kind in ("full_attention", "attention"):
-                # granite-4.0 (granitemoehybrid) spells full attention "attention".
-                out.append(("full", None))
-            elif kind == "sliding_attention":
-                w = _int_field(cfg, "sliding_window", hi=1 << 30)
-                if w is None:
-                    raise ModelConfigError(
-                        ("model", "sliding_window"),
-                        f"layer_types[{i}] is sliding_attention but no sliding_window is set",
-                    )
-                out.append(("sliding", w))
-            elif kind == "chunked_attention":
-                if chunk is None:
-                    raise ModelConfigError(
-                        ("model", "attention_chunk_size"),
-                        f"layer_types[{i}] is chunked_attention but no attention_chunk_size",
-                    )
-                out.append(("chunked", chunk))
-            else:
-                raise ModelConfigError(
-                    ("model", "layer_types", i),
-                    f"layer type {kind!r} is not supported; kvplan sizes full_attention, "
-                    "sliding_attention and chunked_attention layers",
-                )
-        return out
-
-    if chunk is not None and model_type in ("llama4", "llama4_text"):
-        # Llama-4: RoPE layers use chunked local attention, NoPE layers (every 4th) are global.
-        no_rope = cfg.get("no_rope_layers")
-        if isinstance(no_rope, list) and len(no_rope) == num_layers:
-            return [("chunked", chunk) if flag else ("full", None) for flag in no_rope]
-        interval = _int_field(cfg, "no_rope_layer_interval", hi=num_layers) or 4
-        return [
-            ("full", None) if (i + 1) % interval == 0 else ("chunked", chunk)
-            for i in range(num_layers)
-        ]
-
-    if window is None:
-        return [("full", None)] * num_layers
-
-    if model_type in _ALTERNATE_2:
-        return [("sliding", window) if (i + 1) % 2 else ("full", None) for i in range(num_layers)]
-    pattern = _int_field(cfg, "sliding_window_pattern", hi=num_layers + 1)
-    if pattern is None and model_type in _GEMMA3:
-        pattern = 6
-    if pattern is not None:
-        return [
-            ("sliding", window) if (i + 1) % pattern else ("full", None) for i in range(num_layers)
-        ]
-    if model_type in ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe") and cfg.get("use_sliding_window"):
-        first = _int_field(cfg, "max_window_layers", lo=0, hi=num_layers) or 0
-        return [("sliding", window) if i >= first else ("full", None) for i in range(num_layers)]
-    # Mistral-7B-v0.1, Phi-3-mini: the model-level window applies to every layer.
-    return [("sliding", window)] * num_layers
 
 
 def shape_from_config(
@@ -367,16 +279,6 @@ def shape_from_config(
     )
 
 
-def _attention_spec(
-    kind: LayerKind, kv_heads: int, head_size: int, head_size_v: int, window: int | None
-) -> LayerSpec:
-    if kind == "sliding" and window is not None:
-        return SlidingWindowSpec(kv_heads, head_size, head_size_v, window)
-    if kind == "chunked" and window is not None:
-        return ChunkedLocalSpec(kv_heads, head_size, head_size_v, window)
-    return FullAttentionSpec(kv_heads, head_size, head_size_v)
-
-
 def _quant_method(config: Mapping[str, Any]) -> str | None:
     qc = config.get("quantization_config")
     method = qc.get("quant_method") if isinstance(qc, Mapping) else None
@@ -439,7 +341,3 @@ __all__ = [
     "with_layers",
     "with_windows",
 ]
-
-# Re-exported here (their homes keep this module small); imported last: they import it.
-from planner.core.model_attention import attention_factory  # noqa: E402
-from planner.core.model_params import estimate_parameters  # noqa: E402

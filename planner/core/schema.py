@@ -222,8 +222,7 @@ class GroupOut(_Out):
     kv_heads: int
     head_size_k: int
     head_size_v: int
-    # State layers (kind "mamba"): the mixer (mamba1, mamba2, gdn, kda, short_conv) and the
-    # bytes of one request's state in one layer (whole model, before tensor parallelism).
+    # State layers ("mamba"): mixer, one request's state in one layer (whole model, before TP).
     mixer: str | None = None
     state_bytes_per_request: int | None = None
 

@@ -1,0 +1,24 @@
+"""Reading integer fields of a config.json object, with a refusal naming the field."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from planner.core.errors import ModelConfigError
+
+
+def int_field(cfg: Mapping[str, Any], key: str, *, lo: int = 1, hi: int = 1 << 40) -> int | None:
+    value = cfg.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ModelConfigError(
+            ("model", key), f"must be an integer, got {type(value).__name__} {value!r}"
+        )
+    if not lo <= value <= hi:
+        raise ModelConfigError(("model", key), f"must be between {lo} and {hi}, got {value}")
+    return int(value)
+
+
+__all__ = ["int_field"]
