@@ -46,3 +46,15 @@ def test_page_refuses_unknown_layer_type(client: TestClient) -> None:
     )
     assert r.status_code == 200
     assert "'retention'" in error_text(r.text, "model_config")
+
+
+def test_page_plans_a_hybrid_and_shows_its_state_layers(client: TestClient) -> None:
+    config = {**CONFIG, "layer_types": ["mamba", "attention", "mamba", "mamba"]}
+    r = client.post(
+        "/",
+        data={"model_config": json.dumps(config), "kv_budget_gib": "1", "context_tokens": "4096"},
+    )
+    assert r.status_code == 200
+    # mamba2_state_shape: conv (3, 128 + 2·1·16) and SSM (4, 32, 16), bf16.
+    state = (3 * (128 + 32) + 4 * 32 * 16) * 2
+    assert "mamba (mamba2)" in r.text and f"{state:,} B" in r.text
