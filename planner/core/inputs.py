@@ -238,6 +238,7 @@ def resolve(
             prefix_caching=prefix_on, max_model_len=ctx,
         )  # fmt: skip
         notes.extend(state_notes)
+        prefix_on = engine.state_prefix_caching(prefix_on)
     sched = engine.scheduling(request.max_num_batched_tokens, request.async_scheduling, gpu, pp)
 
     explicit_windows = request.max_attention_window is not None

@@ -226,3 +226,13 @@ def test_plain_configs_take_no_hybrid_path() -> None:
              "num_key_value_heads": 8, "hidden_size": 4096}  # fmt: skip
     shape = shape_from_config(llama)
     assert not shape.has_state and shape.attention_spec is shape.layers[0]
+
+
+def test_vllm_011_switches_prefix_caching_off_for_hybrids() -> None:
+    # 0.11 MambaModelConfig: "Hybrid or mamba-based model detected: disabling prefix caching".
+    kimi = HYBRID["moonshotai/Kimi-Linear-48B-A3B-Instruct"]
+    body = {"requests": [{"context_tokens": 8192, "count": 4, "prefix_tokens": 4096}]}
+    old = _plan(kimi, engine_version="0.11", tensor_parallel_size=2, **body)
+    new = _plan(kimi, engine_version="0.33", tensor_parallel_size=2, **body)
+    assert old.totals.prefix_shared_bytes_saved == 0
+    assert new.totals.prefix_shared_bytes_saved > 0

@@ -175,6 +175,10 @@ class Engine:
             f"layers of {arch} (its own state pool); use engine vllm or transformers",
         )
 
+    def state_prefix_caching(self, requested: bool) -> bool:
+        """Whether prefix caching stays on for a model with state layers."""
+        return requested
+
     # -- per-rank shapes ---------------------------------------------------------------------
     def kv_heads_per_rank(self, kv_heads: int, tp: int) -> int:
         return max(1, kv_heads // tp)  # vLLM / SGLang get_num_kv_heads

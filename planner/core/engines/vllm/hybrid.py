@@ -155,6 +155,10 @@ class VllmStateLayers:
 
     version: Version
 
+    def state_prefix_caching(self, requested: bool) -> bool:
+        # 0.11's MambaModelConfig switches prefix caching off for every hybrid model.
+        return requested and not OLD_RULES[0] <= self.version <= OLD_RULES[1]
+
     def bind_state(
         self,
         shape: ModelShape,
