@@ -32,12 +32,28 @@ from planner.core.engines.vllm.logs import (
     version_from_log,
 )
 from planner.core.engines.vllm.refusals import refuse
+from planner.core.engines.vllm.releases import (
+    ASYNC_DEFAULT_SINCE,
+    ASYNC_WITH_PP_SINCE,
+    BIG_GPU_16K_SINCE,
+    FLASHMLA_BLOCK,
+    GROUP_RATIO_15_SINCE,
+    GROUP_RATIO_125_SINCE,
+    IN_FLIGHT_ADMISSION_SINCE,
+    LOG_AFTER_MIN_SINCE,
+    MLA_BLOCK_HONOURED_SINCE,
+    POOL_NEED_SINCE,
+    TOKENS_FROM_CONCURRENCY_SINCE,
+    UTIL_092_SINCE,
+    V2_RUNNER_SINCE,
+)
 from planner.core.engines.vllm.rules import vllm_max_len_scope
 from planner.core.engines.vllm.start import (
     vllm_check_memory_bytes,
     vllm_estimate_max_model_len,
     vllm_start_check,
 )
+from planner.core.errors import FieldError
 from planner.core.hardware import Gpu
 from planner.core.model import ModelShape
 from planner.core.notes import Note, note
@@ -48,35 +64,6 @@ from planner.core.units import GiB, KVDtype
 if TYPE_CHECKING:  # these import the registry
     from planner.core.inputs import Inputs
     from planner.core.recommend_schema import EngineSettings
-
-# -- when each rule started to hold (first release; read in each release's wheel) ---------
-# Async scheduling on by default for generative models (SchedulerConfig.async_scheduling=None
-# resolved in VllmConfig.__post_init__, PR #27614); 0.14 alone turned it off again under PP.
-ASYNC_DEFAULT_SINCE = (0, 14)
-# Window admission counts every in-flight batch: max_in_flight_tokens = max_concurrent_batches ×
-# max_num_batched_tokens (VllmConfig.max_in_flight_tokens); before, one batch (PR #47728).
-IN_FLIGHT_ADMISSION_SINCE = (0, 26)
-# The V2 model runner is the default for every model; with async scheduling it keeps pp + 1
-# batches in flight (VllmConfig.max_concurrent_batches).
-V2_RUNNER_SINCE = (0, 29)
-# "GPU KV cache size: N tokens" = int(max_concurrency × max_model_len) (get_kv_cache_capacity);
-# before, num_blocks // groups × block_size. A patch release: 0.20.0 still had the old one.
-TOKENS_FROM_CONCURRENCY_SINCE = (0, 20, 1)
-# gpu_memory_utilization default 0.92 (vllm/config/cache.py, PR #38284); 0.9 before.
-UTIL_092_SINCE = (0, 20)
-# MLA on Hopper: an explicit --block-size is honoured (a backend that supports it is chosen)
-# and a 16-bit cache gets FlashAttention-MLA's 16; before, FlashMLA forced blocks of 64.
-MLA_BLOCK_HONOURED_SINCE = (0, 12)
-FLASHMLA_BLOCK = 64
-# The start check and the max-length estimate count what one request takes from the pool
-# (padding included) and hold the null block back (PR #47272).
-POOL_NEED_SINCE = (0, 29)
-# EngineArgs.get_batch_defaults: GPUs of 160 GiB or more get max_num_batched_tokens 16384.
-BIG_GPU_16K_SINCE = (0, 28)
-# Hybrid group size (_get_kv_cache_groups_uniform_page_size): the largest bucket when it is
-# below ratio × the smallest: never up to 0.11, 1.25 in 0.12–0.17, 1.5 from 0.18.
-GROUP_RATIO_125_SINCE = (0, 12)
-GROUP_RATIO_15_SINCE = (0, 18)
 
 RELEASES = Releases(first=(0, 9, 0), last=(0, 33, 0), default=(0, 33, 0))
 
@@ -224,6 +211,13 @@ class Vllm(Engine):
         else:
             on = requested_async
             why = "async_scheduling=true"
+            if on and pp > 1 and not since(self.version, ASYNC_WITH_PP_SINCE):
+                raise FieldError(
+                    "async_scheduling",
+                    f"vLLM {self.version_text}: Async scheduling is not supported with "
+                    "pipeline-parallel-size > 1 (from vLLM 0.15 it is); set "
+                    "async_scheduling=false or pipeline_parallel_size=1",
+                )
         batches = self.concurrent_batches(on, pp)
         in_flight = batches * mnbt if since(self.version, IN_FLIGHT_ADMISSION_SINCE) else mnbt
         return Scheduling(mnbt, on, in_flight, batches, why)
@@ -294,14 +288,18 @@ class Vllm(Engine):
         if since(self.version, POOL_NEED_SINCE):
             return lambda length: pool.block_bytes * pool.blocks_per_request(length)
         if vllm_max_len_scope(self.version_text) == "whole_model" and inp.pp > 1:
-            stack = Stages.of(inp.shape, self, inp.tp, 1).stacks[0]
+            stacks = Stages.of(inp.shape, self, inp.tp, 1).stacks
         else:
-            stack = pool.stack
+            stacks = Stages.of(inp.shape, self, inp.tp, inp.pp).stacks
 
         def need(length: int) -> int:
-            return one_request_bytes(
-                stack, inp.kv_dtype, inp.block_size, pool.policy, length,
-                pool.in_flight_tokens, self.group_ratio,
+            # Every worker checks its own layers; the one needing most fails first.
+            return max(
+                one_request_bytes(
+                    stack, inp.kv_dtype, inp.block_size, pool.policy, length,
+                    pool.in_flight_tokens, self.group_ratio,
+                )
+                for stack in stacks
             )  # fmt: skip
 
         return need
@@ -395,6 +393,7 @@ class Vllm(Engine):
             null_blocks=self.null_blocks,
             tokens_from_concurrency=self.tokens_from_concurrency,
             group_ratio=self.group_ratio,
+            log_first_worker=not since(self.version, LOG_AFTER_MIN_SINCE),
         )
 
 
