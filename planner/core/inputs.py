@@ -228,7 +228,7 @@ def resolve(
         if request.enable_prefix_caching is not None
         else engine.prefix_caching_default
     )
-    block, block_notes = engine.block_size(request.block_size, shape)
+    block, block_notes = engine.block_size(request.block_size, shape, kv)
     notes.extend(block_notes)
     if shape.has_state:
         # State layers are sized by the engine once dtype, TP and cache mode are known; vLLM

@@ -227,10 +227,6 @@ def shape_from_config(
         max_pos = _int_field(cfg, key, hi=1 << 30)
         if max_pos is not None:
             break
-    model_max = _int_field(cfg, "model_max_length", hi=1 << 30)
-    if model_max is not None:
-        # model_max_length overrides, even when larger (vLLM derive_max_model_len_and_key).
-        max_pos = model_max
     if max_pos is None and model_type in _GEMMA3:
         # Gemma3TextConfig's default: published Gemma-3 text_configs omit the key, and both
         # transformers and vLLM then use 131,072.

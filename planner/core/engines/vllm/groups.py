@@ -25,6 +25,9 @@ class VllmPool(Pool):
 
     in_flight_tokens: int = 0
     block_bytes: int = 0  # what one block id costs on this worker (page × group size)
+    # num_blocks of the worker whose log line is read, where it logs before the minimum over
+    # workers is taken (None: the logged figures use num_blocks)
+    logged_blocks: int | None = None
     # "GPU KV cache size: N tokens": int(max_concurrency × max_model_len) in newer releases
     # (kv_cache_utils.get_kv_cache_capacity), num_blocks // groups × block_size before.
     tokens_from_concurrency: bool = True
@@ -39,7 +42,8 @@ class VllmPool(Pool):
         """get_max_concurrency_for_kv_cache_config: all blocks over one request's need (the
         null block is not subtracted)."""
         need = self.blocks_per_request(ctx)
-        return self.num_blocks / need if need else 0.0
+        blocks = self.num_blocks if self.logged_blocks is None else self.logged_blocks
+        return blocks / need if need else 0.0
 
     def reported_concurrency(self, ctx: int) -> float | None:
         return round(self.concurrency(ctx), 2) if self.blocks_per_request(ctx) else None
@@ -47,7 +51,8 @@ class VllmPool(Pool):
     def reported_tokens(self, max_model_len: int) -> int:
         if self.tokens_from_concurrency:
             return int(self.concurrency(max_model_len) * max_model_len)
-        return self.num_blocks // len(self.groups) * min(g.block_size for g in self.groups)
+        blocks = self.num_blocks if self.logged_blocks is None else self.logged_blocks
+        return blocks // len(self.groups) * min(g.block_size for g in self.groups)
 
     def max_tokens(self) -> int:
         return self.usable_blocks // len(self.groups) * min(g.block_size for g in self.groups)
@@ -143,12 +148,14 @@ def vllm_pipeline_pool(
     null_blocks: int = 1,
     tokens_from_concurrency: bool = True,
     group_ratio: float = 1.5,
+    log_first_worker: bool = False,
 ) -> VllmPool:
     """vLLM's pool over pipeline stages: a stage's block id costs page × its largest projected
     group (one group: the sum of its layers' pages), and every stage uses the smallest
     num_blocks. Grouping each stage on its own would pick another group size whenever a stage's
     sliding:full ratio differs from the model's (Gemma-3 at PP 4). One stage may come as its
     (spec, count) stack."""
+    logged: int | None = None
     if _is_stack(stages):
         stack = cast(Stack, stages)
         groups, cost = vllm_groups(stack, dtype, block_size, policy, group_ratio)
@@ -160,8 +167,12 @@ def vllm_pipeline_pool(
     else:
         layered = cast(Sequence[Sequence[LayerSpec]], stages)
         whole = [spec for stage in layered for spec in stage]
-        groups, cost, stack = _project(whole, layered, dtype, block_size, policy, group_ratio)
+        groups, cost, stack, first_cost = _project(
+            whole, layered, dtype, block_size, policy, group_ratio
+        )
         num_blocks = budget_bytes // cost
+        if log_first_worker:
+            logged = budget_bytes // first_cost
     return VllmPool(
         groups=groups,
         num_blocks=num_blocks,
@@ -173,6 +184,7 @@ def vllm_pipeline_pool(
         budget_bytes=budget_bytes,
         in_flight_tokens=in_flight_tokens,
         block_bytes=cost,
+        logged_blocks=logged,
         tokens_from_concurrency=tokens_from_concurrency,
     )
 
@@ -205,9 +217,9 @@ def _project(
     block_size: int,
     policy: WindowPolicy,
     ratio: float,
-) -> tuple[tuple[KVGroup, ...], int, Stack]:
-    """The whole model's groups projected on each stage: (groups shown for the worst stage,
-    what its block id costs, its stack)."""
+) -> tuple[tuple[KVGroup, ...], int, Stack, int]:
+    """The whole model's groups projected on each stage: (the groups worker 0 shows, what a
+    block id costs on the worst stage, that stage's stack, what it costs on worker 0)."""
     groups, _ = vllm_groups(stack_of(whole), dtype, block_size, policy, ratio)
     # What a block id costs on each worker; every worker takes the smallest num_blocks, and the
     # scheduler's groups are worker 0's (generate_scheduler_kv_cache_config), padded to the
@@ -233,4 +245,4 @@ def _project(
             replace(g, layers=n, padding_layers=size - n)
             for g, n in zip(groups, on_stage[0], strict=True)
         )
-    return shown, costs[worst], stack_of(list(stages[worst]))
+    return shown, costs[worst], stack_of(list(stages[worst])), costs[0]
