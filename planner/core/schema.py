@@ -19,6 +19,8 @@ MAX_BYTES = 1 << 50
 MAX_PARALLEL = 1024
 MAX_REQUEST_ENTRIES = 256
 MAX_BANDWIDTH_BYTES_PER_S = 1e15
+# 1 MB/s: below it a decode step overflows a double (5e-324 B/s gave a silent null).
+MIN_BANDWIDTH_BYTES_PER_S = 1e6
 MAX_CONFIG_KEYS = 512
 
 Engine = Literal["vllm", "sglang", "trtllm", "transformers"]
@@ -58,7 +60,9 @@ class GpuSpec(_Strict):
 
     name: Annotated[str, Field(min_length=1, max_length=100)] = "custom"
     memory_bytes: PositiveBytes
-    bandwidth_bytes_per_s: Annotated[float, Field(gt=0, le=MAX_BANDWIDTH_BYTES_PER_S)]
+    bandwidth_bytes_per_s: Annotated[
+        float, Field(ge=MIN_BANDWIDTH_BYTES_PER_S, le=MAX_BANDWIDTH_BYTES_PER_S)
+    ]
     bf16_dense_flops: Annotated[float, Field(gt=0, le=1e18)] | None = None
 
 
@@ -116,7 +120,9 @@ class PlanRequest(_Strict):
         description="Non-KV memory per GPU besides weights (activation peak, NCCL/cuBLAS, CUDA "
         "graphs). Default: the engine's documented estimate; take it from the engine log.",
     )
-    bandwidth_bytes_per_s: Annotated[float, Field(gt=0, le=MAX_BANDWIDTH_BYTES_PER_S)] | None = (
+    bandwidth_bytes_per_s: (
+        Annotated[float, Field(ge=MIN_BANDWIDTH_BYTES_PER_S, le=MAX_BANDWIDTH_BYTES_PER_S)] | None
+    ) = (
         Field(
             default=None,
             description="Memory bandwidth in decimal bytes/s for the decode floor; overrides "

@@ -15,18 +15,21 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-import anyio.to_thread
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
+from planner.api.jobs import CalibrationSnapshot, CarriedPlanError
 from planner.api.plan import calibration_for
+from planner.api.problems import ProblemException
+from planner.api.work import budget_of, run_job
 from planner.catalog import list_gpus, list_models
-from planner.core.errors import FieldProblem, PlanError
+from planner.core.errors import FieldError, FieldProblem, PlanError
 from planner.core.plan import CalibrationLike, plan
 from planner.core.schema import ENGINES, Plan, PlanRequest
 from planner.core.units import DTYPE_NAMES
+from planner.cost import page_cost
 from planner.web import form
 from planner.web.figures import Figure, capacity_figure, decode_figure, memory_figure
 from planner.web.i18n import (
@@ -190,6 +193,35 @@ def compute(request: PlanRequest, calibration: CalibrationLike | None, lang: str
     )
 
 
+async def answer_for(
+    request: Request, question: PlanRequest, calibration: CalibrationLike | None, lang: str
+) -> Answer:
+    """`compute` under the API's admission and work limits (`planner.api.work`): over budget
+    is a form error on the model, heavy work runs in the worker pool under its deadline."""
+    cost = page_cost(question)
+    reason = budget_of(request.app).refusal(cost)
+    if reason is not None:
+        raise FieldError(("model",), reason)
+    portable = CalibrationSnapshot.of(calibration) if calibration is not None else None
+    try:
+        found = await run_job(request, cost, compute_or_error, question, portable, lang)
+    except ProblemException as exc:  # busy or past the deadline: said next to the form
+        raise PlanError(exc.problem.detail) from None
+    if isinstance(found, CarriedPlanError):
+        raise found.rebuild()
+    return found
+
+
+def compute_or_error(
+    question: PlanRequest, calibration: CalibrationLike | None, lang: str
+) -> Answer | CarriedPlanError:
+    """`compute`, for a worker process: a core error comes back as a value, not raised."""
+    try:
+        return compute(question, calibration, lang)
+    except PlanError as exc:
+        return CarriedPlanError.of(exc)
+
+
 def _count(request: Request, outcome: str) -> None:
     metrics = getattr(request.app.state, "metrics", None)
     if metrics is not None:
@@ -203,7 +235,7 @@ async def render(request: Request, values: Mapping[str, str], lang: str) -> HTML
     if state.request is not None:
         try:
             calibration = await calibration_for(state.request, request)
-            answer = await anyio.to_thread.run_sync(compute, state.request, calibration, lang)
+            answer = await answer_for(request, state.request, calibration, lang)
         except PlanError as error:
             for problem in error.problems or [FieldProblem((), error.detail)]:
                 name = form.form_field(problem.loc, has_config=state.has_config)
