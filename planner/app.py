@@ -157,7 +157,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     # add_middleware wraps: the last added is the outermost.
     app.add_middleware(BodyLimitMiddleware, max_body_bytes=settings.max_body_bytes)
-    app.add_middleware(TimeoutMiddleware, timeout_seconds=settings.request_timeout_seconds)
+    app.add_middleware(
+        TimeoutMiddleware,
+        timeout_seconds=settings.request_timeout_seconds,
+        body_timeout_seconds=settings.body_timeout_seconds,
+    )
     app.add_middleware(InFlightLimitMiddleware, max_in_flight=settings.max_concurrent_requests)
     app.add_middleware(SecurityHeadersMiddleware)
     app.add_middleware(ObserveMiddleware, metrics=metrics, templates=templates)
@@ -181,6 +185,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 def create_app_from_env() -> FastAPI:
     """uvicorn factory (`--factory planner.app:create_app_from_env`); starts the worker pool
     with the server rather than on the first heavy request."""
-    app = create_app(load_settings())
+    settings = load_settings()
+    from planner import server
+
+    server.configure(
+        max_header_bytes=settings.max_header_bytes,
+        header_timeout_seconds=settings.header_timeout_seconds,
+        max_connections=settings.effective_max_connections(),
+    )
+    app = create_app(settings)
     app.state.prestart_workers = True
     return app

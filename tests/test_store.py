@@ -69,7 +69,7 @@ def test_open_store_picks_the_backend(backend: Backend, store: Any) -> None:
 
 
 def test_schema_version(store: Any) -> None:
-    assert store.schema_version() == SCHEMA_VERSION == 1
+    assert store.schema_version() == SCHEMA_VERSION == 2  # calibrations, idempotency keys
 
 
 def test_same_tables_and_columns_in_both_backends(backend: Backend, store: Any) -> None:
@@ -91,7 +91,7 @@ def test_same_tables_and_columns_in_both_backends(backend: Backend, store: Any) 
                 "WHERE table_schema = current_schema()"
             )
         }
-    assert tables == {"schema_version", "calibrations"}
+    assert tables == {"schema_version", "calibrations", "idempotency_keys"}
     assert columns == [
         "seq",
         "id",
@@ -148,7 +148,7 @@ def test_restart_keeps_records(backend: Backend) -> None:
     again = backend.open()
     assert again.get(stored.id) == stored
     assert again.schema_version() == SCHEMA_VERSION  # migrations ran once
-    assert backend.sql("SELECT COUNT(*) FROM schema_version") == [(1,)]
+    assert backend.sql("SELECT COUNT(*) FROM schema_version") == [(SCHEMA_VERSION,)]
 
 
 def test_two_stores_on_one_database_see_each_other(backend: Backend) -> None:

@@ -43,6 +43,10 @@ class BodyTooLarge(Exception):
     """The request body crossed the limit while streaming in."""
 
 
+class BodyTimeout(Exception):
+    """The request body did not arrive within KVPLAN_BODY_TIMEOUT_SECONDS."""
+
+
 def too_large_response(limit_bytes: int) -> Response:
     return problem_response(
         make_problem(
@@ -137,10 +141,17 @@ class InFlightLimitMiddleware:
         self.max_in_flight = max_in_flight
         self.in_flight = 0  # one event loop per process: no lock needed
 
+    @property
+    def saturated(self) -> bool:
+        return self.in_flight >= self.max_in_flight
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope.get("path") in UNGUARDED_PATHS:
             await self.app(scope, receive, send)
             return
+        app = scope.get("app")
+        if app is not None and getattr(app.state, "in_flight_guard", None) is not self:
+            app.state.in_flight_guard = self  # read by /readyz
         if self.in_flight >= self.max_in_flight:
             busy = _busy_response(
                 f"this server is answering {self.max_in_flight} requests already; retry in 1 s "
@@ -166,9 +177,14 @@ class TimeoutMiddleware:
     A response already started cannot be replaced: the connection is then closed.
     """
 
-    def __init__(self, app: ASGIApp, *, timeout_seconds: float) -> None:
+    def __init__(
+        self, app: ASGIApp, *, timeout_seconds: float, body_timeout_seconds: float | None = None
+    ) -> None:
         self.app = app
         self.timeout_seconds = timeout_seconds
+        # The body has its own, shorter clock: a client trickling a body must not hold an
+        # in-flight slot for the whole request timeout.
+        self.body_timeout_seconds = min(body_timeout_seconds or timeout_seconds, timeout_seconds)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
@@ -181,12 +197,21 @@ class TimeoutMiddleware:
             return
         body_done = False
         waiting_for_body = False
+        body_late = False
         started = False
+        body_deadline = anyio.current_time() + self.body_timeout_seconds
 
         async def tracking_receive() -> Message:
-            nonlocal body_done, waiting_for_body
+            nonlocal body_done, waiting_for_body, body_late
             waiting_for_body = not body_done
-            message = await receive()  # a timeout cancels here with the flag still set
+            if waiting_for_body:
+                with anyio.move_on_after(body_deadline - anyio.current_time()) as late:
+                    message = await receive()
+                if late.cancelled_caught:
+                    body_late = True
+                    raise BodyTimeout
+            else:
+                message = await receive()  # a timeout cancels here with the flag still set
             waiting_for_body = False
             if message["type"] != "http.request" or not message.get("more_body", False):
                 body_done = True
@@ -199,11 +224,17 @@ class TimeoutMiddleware:
             await send(message)
 
         with anyio.move_on_after(self.timeout_seconds) as deadline:
-            await self.app(scope, tracking_receive, tracking_send)
-        if not deadline.cancelled_caught or started:
+            try:
+                await self.app(scope, tracking_receive, tracking_send)
+            except BodyTimeout:
+                if started:
+                    raise
+        if not (deadline.cancelled_caught or body_late) or started:
             return
         limit = f"{self.timeout_seconds:g} s (KVPLAN_REQUEST_TIMEOUT_SECONDS)"
-        if waiting_for_body:  # cancelled while the client was still sending
+        if body_late:
+            limit = f"{self.body_timeout_seconds:g} s (KVPLAN_BODY_TIMEOUT_SECONDS)"
+        if waiting_for_body or body_late:  # cancelled while the client was still sending
             response = problem_response(
                 make_problem(
                     408,

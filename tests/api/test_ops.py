@@ -28,7 +28,8 @@ def test_healthz(client: TestClient) -> None:
 def test_readyz_ready_after_startup(client: TestClient) -> None:
     response = client.get("/readyz")
     assert response.status_code == 200
-    assert response.json() == {"status": "ready", "checks": {"catalog": "ok", "store": "ok"}}
+    checks = {"catalog": "ok", "store": "ok", "capacity": "ok"}
+    assert response.json() == {"status": "ready", "checks": checks}
 
 
 def test_readyz_503_when_store_fails(client: TestClient, app: FastAPI) -> None:

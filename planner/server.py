@@ -1,0 +1,231 @@
+"""Connection-level limits for `kvplan serve`: uvicorn's httptools protocol with bounds.
+
+uvicorn bounds neither the request head nor the time to send it (its h11 protocol has
+`h11_max_incomplete_event_size`, but h11 is pure Python and several times slower). This
+subclass of uvicorn's own `HttpToolsProtocol` (passed as `http=`) adds, per connection:
+
+- head size: bytes received before the headers complete are counted before they reach the
+  parser; past KVPLAN_MAX_HEADER_BYTES the connection gets 431 (414 when the URL alone is over)
+  and is closed, so a 128 MiB header costs one read, not seconds of parsing;
+- head time: the request line and headers must arrive within KVPLAN_HEADER_TIMEOUT_SECONDS of
+  the connection opening (or of the previous response), else 408 and close (slowloris);
+- connections: past KVPLAN_MAX_CONNECTIONS (kept below the fd limit) a new connection is closed
+  at once; between 7/8 of it and the cap only `/healthz`, `/readyz` and `/metrics` are served,
+  so probes still reach a saturated server while it says 503 to everything else;
+- uvicorn's own 400 for malformed HTTP is problem+json like every other error.
+
+Idle keep-alive connections are closed by uvicorn's `timeout_keep_alive` (KVPLAN_KEEP_ALIVE_SECONDS).
+The body's own time limit is in the app (`planner.api.limits`, 408).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+PROBE_PATHS = frozenset({b"/healthz", b"/readyz", b"/metrics"})
+
+
+class ServerLimits:
+    """The limits every connection of this process applies, and what readiness reads."""
+
+    def __init__(
+        self,
+        *,
+        max_header_bytes: int = 64 << 10,
+        header_timeout_seconds: float = 10.0,
+        max_connections: int = 2048,
+    ) -> None:
+        self.max_header_bytes = max_header_bytes
+        self.header_timeout_seconds = header_timeout_seconds
+        self.max_connections = max_connections
+        self.open_connections = 0
+        self.refused = {"header_too_large": 0, "header_timeout": 0, "connections": 0, "bad": 0}
+
+    @property
+    def soft_limit(self) -> int:
+        return max(1, self.max_connections * 7 // 8)
+
+    @property
+    def saturated(self) -> bool:
+        return self.open_connections >= self.soft_limit
+
+
+LIMITS = ServerLimits()
+
+
+def configure(**kwargs: Any) -> ServerLimits:
+    """Set this process's limits (called by `kvplan serve` before uvicorn starts)."""
+    global LIMITS
+    LIMITS = ServerLimits(**kwargs)
+    return LIMITS
+
+
+def _problem_bytes(status: int, title: str, detail: str, slug: str, loc: str) -> bytes:
+    body = json.dumps(
+        {
+            "type": f"urn:kvplan:problem:{slug}",
+            "title": title,
+            "status": status,
+            "detail": detail,
+            "errors": [{"loc": [loc], "field": loc, "msg": detail}],
+        }
+    ).encode()
+    head = (
+        f"HTTP/1.1 {status} {title}\r\n"
+        "content-type: application/problem+json\r\n"
+        f"content-length: {len(body)}\r\n"
+        "connection: close\r\n\r\n"
+    ).encode("ascii")
+    return head + body
+
+
+class BoundedHttpToolsProtocol(HttpToolsProtocol):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._limits = LIMITS
+        self._head_bytes = 0
+        self._in_head = True
+        self._head_timer: asyncio.TimerHandle | None = None
+        self._counted = False
+
+    # -- connection ------------------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        limits = self._limits
+        if limits.open_connections >= limits.max_connections:
+            limits.refused["connections"] += 1
+            transport.abort()  # no fd is held: the cap is what keeps /healthz reachable
+            return
+        limits.open_connections += 1
+        self._counted = True
+        super().connection_made(transport)
+        self._start_head_timer()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self._counted:
+            return
+        self._counted = False
+        self._limits.open_connections -= 1
+        self._cancel_head_timer()
+        super().connection_lost(exc)
+
+    # -- request head ----------------------------------------------------------------------
+
+    def _start_head_timer(self) -> None:
+        self._cancel_head_timer()
+        self._head_timer = self.loop.call_later(
+            self._limits.header_timeout_seconds, self._head_timed_out
+        )
+
+    def _cancel_head_timer(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+
+    def _refuse(self, status: int, title: str, detail: str, slug: str, loc: str) -> None:
+        self._cancel_head_timer()
+        if not self.transport.is_closing():
+            self.transport.write(_problem_bytes(status, title, detail, slug, loc))
+            self.transport.close()
+
+    def _head_timed_out(self) -> None:
+        self._head_timer = None
+        if self._in_head and (self.cycle is None or self.cycle.response_complete):
+            self._limits.refused["header_timeout"] += 1
+            self._refuse(
+                408,
+                "Request Timeout",
+                "the request line and headers did not arrive within "
+                f"{self._limits.header_timeout_seconds:g} s (KVPLAN_HEADER_TIMEOUT_SECONDS)",
+                "request-timeout",
+                "headers",
+            )
+
+    def data_received(self, data: bytes) -> None:
+        if self._in_head:
+            self._head_bytes += len(data)
+            limit = self._limits.max_header_bytes
+            # A head this large cannot be valid whatever follows it in the same read.
+            if self._head_bytes > limit + 64 * 1024:
+                self._too_large()
+                return
+        super().data_received(data)
+        if self._in_head and self._head_bytes > self._limits.max_header_bytes:
+            self._too_large()
+
+    def _too_large(self) -> None:
+        self._limits.refused["header_too_large"] += 1
+        limit = self._limits.max_header_bytes
+        url_only = self._in_head and len(getattr(self, "url", b"")) > limit
+        if url_only:
+            self._refuse(
+                414,
+                "URI Too Long",
+                f"the URL is over {limit} bytes (KVPLAN_MAX_HEADER_BYTES); send the question "
+                "as a POST body",
+                "uri-too-long",
+                "url",
+            )
+        else:
+            self._refuse(
+                431,
+                "Request Header Fields Too Large",
+                f"the request line and headers are over {limit} bytes "
+                "(KVPLAN_MAX_HEADER_BYTES); send fewer or shorter headers",
+                "headers-too-large",
+                "headers",
+            )
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._in_head = True
+        self._head_bytes = 0
+        if self._head_timer is None:
+            self._start_head_timer()
+
+    def on_headers_complete(self) -> None:
+        self._in_head = False
+        self._cancel_head_timer()
+        head = len(self.url) + sum(len(n) + len(v) + 4 for n, v in self.headers)
+        if head > self._limits.max_header_bytes:
+            self._in_head = True  # report it as the head's problem
+            self._too_large()
+            return
+        limits = self._limits
+        if limits.saturated and self.url.split(b"?", 1)[0] not in PROBE_PATHS:
+            limits.refused["connections"] += 1
+            self._refuse(
+                503,
+                "Service Unavailable",
+                f"this server holds {limits.open_connections} connections, near its limit of "
+                f"{limits.max_connections} (KVPLAN_MAX_CONNECTIONS); retry shortly",
+                "busy",
+                "request",
+            )
+            return
+        super().on_headers_complete()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        # The next request's head has its own time limit (uvicorn's keep-alive timer also runs).
+        self._in_head = True
+        self._head_bytes = 0
+        if not self.transport.is_closing():
+            self._start_head_timer()
+
+    def send_400_response(self, msg: str) -> None:
+        self._limits.refused["bad"] += 1
+        self._refuse(
+            400,
+            "Bad Request",
+            f"malformed HTTP request ({msg.rstrip('.')}); send HTTP/1.1",
+            "malformed-http",
+            "request",
+        )
+
+
+__all__ = ["LIMITS", "PROBE_PATHS", "BoundedHttpToolsProtocol", "ServerLimits", "configure"]
