@@ -119,7 +119,7 @@ async def run_job(
     except (WorkerDied, MemoryError) as exc:
         if metrics is not None:
             metrics.count_refused("worker")
-        logger.warning("worker failed", extra={"error": f"{type(exc).__name__}: {exc}"})
+        logger.warning(f"worker failed: {type(exc).__name__}: {exc}")
         raise _busy(
             "the worker ran out of memory or exited (KVPLAN_WORKER_MEMORY_BYTES); "
             "ask for less work"

@@ -38,6 +38,8 @@ import anyio.to_thread
 
 logger = logging.getLogger("planner.workers")
 
+_START_TIMEOUT_SECONDS = 60.0
+
 T = TypeVar("T")
 
 
@@ -126,12 +128,38 @@ class WorkerPool:
             finally:
                 os.close(to_child_r)
                 os.close(from_child_w)
-            self.stats.started += 1
-            return _Worker(
+            worker = _Worker(
                 process,
                 Connection(to_child_w, readable=False),
                 Connection(from_child_r, writable=False),
             )
+        # Wait (in this thread) for the worker to import and warm up: a job's deadline then
+        # measures the job, not an interpreter start.
+        try:
+            if not worker.recv.poll(_START_TIMEOUT_SECONDS) or worker.recv.recv()[0] != "ready":
+                raise WorkerDied("worker did not start")
+        except (EOFError, OSError) as exc:
+            worker.kill()
+            raise WorkerDied(f"worker did not start: {exc}") from None
+        self.stats.started += 1
+        return worker
+
+    def _replenish(self) -> None:
+        """Start a replacement in the background after a kill, so the next job finds one."""
+
+        def spawn_one() -> None:
+            if self.closed or len(self._idle) + self.running >= self.size:
+                return
+            try:
+                worker = self._spawn()
+            except WorkerDied:
+                return
+            if self.closed:
+                worker.kill()
+            else:
+                self._idle.append(worker)
+
+        threading.Thread(target=spawn_one, name="kvplan-worker-spawn", daemon=True).start()
 
     def start(self) -> None:
         """Start every worker now (blocking: call from a thread or before serving)."""
@@ -162,14 +190,15 @@ class WorkerPool:
         return await anyio.to_thread.run_sync(self._spawn)
 
     def _give_back(self, worker: _Worker, rss_bytes: int) -> None:
-        if self.closed:
+        if self.closed or len(self._idle) >= self.size:
             worker.kill()
         elif rss_bytes > self.max_rss_bytes:
             self.stats.recycled += 1
             logger.info(
                 "worker recycled", extra={"rss_bytes": rss_bytes, "jobs": worker.jobs}
             )
-            worker.kill()  # the next job starts a fresh one
+            worker.kill()
+            self._replenish()
         else:
             self._idle.append(worker)
 
@@ -204,12 +233,16 @@ class WorkerPool:
                     await ready
                 finally:
                     loop.remove_reader(fd)
+                    # uvloop's add_reader makes the fd non-blocking; the read below blocks
+                    # (in a thread) until the whole answer is in.
+                    os.set_blocking(fd, True)
                 # The answer is bounded (KVPLAN_MAX_RESPONSE_BYTES); read it off the loop.
                 status, value, rss = await anyio.to_thread.run_sync(worker.recv.recv)
             except BaseException as exc:
                 if worker is not None:
                     # Cancelled (deadline, client gone) or the pipe broke: stop the work itself.
                     worker.kill()
+                    self._replenish()
                     if isinstance(exc, EOFError | OSError):
                         self.stats.died += 1
                         raise WorkerDied(str(exc) or "worker exited") from None
