@@ -163,7 +163,9 @@ def page_cost(request: PlanRequest) -> Cost:
     """The page's answer: the plan, plus one plan per point of its capacity chart."""
     main = plan_cost(request)
     chart = shape_cost(plan_shape(request), PAGE_EXTRA_PLANS)
-    return Cost(main.work_units + chart.work_units, main.response_bytes + _PAGE_BYTES, 1 + chart.plans)
+    return Cost(
+        main.work_units + chart.work_units, main.response_bytes + _PAGE_BYTES, 1 + chart.plans
+    )
 
 
 def recommend_cost(

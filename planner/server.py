@@ -14,7 +14,8 @@ subclass of uvicorn's own `HttpToolsProtocol` (passed as `http=`) adds, per conn
   so probes still reach a saturated server while it says 503 to everything else;
 - uvicorn's own 400 for malformed HTTP is problem+json like every other error.
 
-Idle keep-alive connections are closed by uvicorn's `timeout_keep_alive` (KVPLAN_KEEP_ALIVE_SECONDS).
+Idle keep-alive connections are closed by uvicorn's `timeout_keep_alive`
+(KVPLAN_KEEP_ALIVE_SECONDS).
 The body's own time limit is in the app (`planner.api.limits`, 408).
 """
 

@@ -94,8 +94,8 @@ class Settings(BaseSettings):
     body_timeout_seconds: Annotated[float, Field(gt=0, le=3600)] = Field(
         default=10.0, description="Time to send the whole body once headers are in; then 408."
     )
-    keep_alive_seconds: Annotated[float, Field(gt=0, le=600)] = Field(
-        default=5.0, description="An idle keep-alive connection is closed after this."
+    keep_alive_seconds: Annotated[int, Field(ge=1, le=600)] = Field(
+        default=5, description="An idle keep-alive connection is closed after this."
     )
     max_connections: Annotated[int, Field(ge=0, le=1_000_000)] = Field(
         default=0,

@@ -97,7 +97,7 @@ def test_head_that_never_ends_is_408(server: LiveServer) -> None:
 def test_body_that_never_ends_is_408(server: LiveServer) -> None:
     head = (
         b"POST /api/v1/plan HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-        b"Content-Length: 100\r\n\r\n{\"model\":"
+        b'Content-Length: 100\r\n\r\n{"model":'
     )
     raw, seconds = exchange(server, head)
     status, problem, _ = problem_of(raw)
@@ -112,7 +112,9 @@ def test_malformed_http_is_400_problem(server: LiveServer) -> None:
 
 
 def test_idle_connections_cannot_lock_out_the_probes(server: LiveServer) -> None:
-    idle = [socket.create_connection(("127.0.0.1", server.port)) for _ in range(3 * MAX_CONNECTIONS)]
+    idle = [
+        socket.create_connection(("127.0.0.1", server.port)) for _ in range(3 * MAX_CONNECTIONS)
+    ]
     try:
         time.sleep(0.3)
         with httpx.Client(timeout=5) as client:
@@ -128,7 +130,9 @@ def test_idle_connections_cannot_lock_out_the_probes(server: LiveServer) -> None
         for conn in idle:
             conn.close()
     time.sleep(0.3)
-    near = [socket.create_connection(("127.0.0.1", server.port)) for _ in range(MAX_CONNECTIONS - 2)]
+    near = [
+        socket.create_connection(("127.0.0.1", server.port)) for _ in range(MAX_CONNECTIONS - 2)
+    ]
     try:
         time.sleep(0.3)
         with httpx.Client(timeout=5) as client:
@@ -160,9 +164,7 @@ def test_healthz_answers_during_the_heaviest_allowed_plan(server: LiveServer) ->
     result: dict[str, Any] = {}
 
     def heavy() -> None:
-        result["response"] = httpx.post(
-            f"{server.url}/api/v1/plan", json=HEAVIEST_PLAN, timeout=60
-        )
+        result["response"] = httpx.post(f"{server.url}/api/v1/plan", json=HEAVIEST_PLAN, timeout=60)
 
     worker = threading.Thread(target=heavy)
     worker.start()
@@ -199,7 +201,9 @@ def _rss_bytes(pid: int) -> int:
 def test_rss_bounded_by_the_largest_sweep_and_many_large_plans(server: LiveServer) -> None:
     pid = server.proc.pid
     # Warm: the worker exists and the catalog is loaded.
-    assert httpx.post(f"{server.url}/api/v1/plan", json=HEAVIEST_PLAN, timeout=60).status_code == 200
+    assert (
+        httpx.post(f"{server.url}/api/v1/plan", json=HEAVIEST_PLAN, timeout=60).status_code == 200
+    )
     before = _rss_bytes(pid)
     # The largest sweep admitted: plans attached, just under KVPLAN_MAX_RESPONSE_BYTES (8 MiB).
     sweep = {
@@ -237,6 +241,8 @@ def test_rss_bounded_by_the_largest_sweep_and_many_large_plans(server: LiveServe
     before = _rss_bytes(pid)
     with httpx.Client(timeout=60) as client:
         for i in range(400):
-            answer = client.post(f"{server.url}/api/v1/plan", json={**base, "context_tokens": 1000 + i})
+            answer = client.post(
+                f"{server.url}/api/v1/plan", json={**base, "context_tokens": 1000 + i}
+            )
             assert answer.status_code == 200
     assert _rss_bytes(pid) - before < 150 << 20

@@ -207,7 +207,11 @@ async def post_calibration(
                 f"Idempotency-Key: {msg}",
                 title="Idempotency key reused",
                 slug="idempotency-key-reused",
-                errors=[ProblemError(loc=["header", "Idempotency-Key"], field="Idempotency-Key", msg=msg)],
+                errors=[
+                    ProblemError(
+                        loc=["header", "Idempotency-Key"], field="Idempotency-Key", msg=msg
+                    )
+                ],
             )
         ) from None
     except StoreError as exc:

@@ -88,6 +88,7 @@ class ObserveMiddleware:
         scope.setdefault("state", {})["request_id"] = request_id
         token = request_id_var.set(request_id)
         status = 500
+        disconnected = False
         started = time.perf_counter()
 
         async def send_with_id(message: Message) -> None:
@@ -107,11 +108,8 @@ class ObserveMiddleware:
             # The client went away mid-request (an aborted upload): nothing to answer, nothing
             # wrong with the server. One INFO line and a counter, not an ERROR traceback.
             status = 499  # nginx's "client closed request", for the log line and metrics only
+            disconnected = True
             self.metrics.count_disconnect()
-            access_log.info(
-                "client disconnected",
-                extra={"method": scope.get("method", ""), "path": scope.get("path", "")},
-            )
         finally:
             seconds = time.perf_counter() - started
             path = scope.get("path", "")
@@ -120,7 +118,7 @@ class ObserveMiddleware:
                 method = scope.get("method", "")
                 self.metrics.observe_request(method, route, status, seconds)
                 access_log.info(
-                    "request",
+                    "client disconnected" if disconnected else "request",
                     extra={
                         "method": method,
                         "route": route,

@@ -15,6 +15,7 @@ from planner import catalog, server
 from planner.api.metrics import CONTENT_TYPE, Metrics
 from planner.api.problems import ProblemException, make_problem, problem_responses
 from planner.api.schemas import Health, ProblemError, Readiness
+from planner.store import StoreError
 
 router = APIRouter(tags=["ops"])
 
@@ -42,6 +43,8 @@ async def _store_check(request: Request) -> str | None:
     try:
         with anyio.fail_after(STORE_PING_TIMEOUT_SECONDS):
             await anyio.to_thread.run_sync(store.ping)
+    except StoreError as exc:  # its message names the store (password-free) and the fix
+        return f"calibration store unusable: {exc}"
     except Exception as exc:
         return f"calibration store unreachable: {type(exc).__name__}"
     return None
@@ -58,9 +61,7 @@ def _capacity_check(request: Request) -> str | None:
         )
     guard = getattr(request.app.state, "in_flight_guard", None)
     if guard is not None and guard.saturated:
-        return (
-            f"{guard.in_flight} requests in flight, the limit (KVPLAN_MAX_CONCURRENT_REQUESTS)"
-        )
+        return f"{guard.in_flight} requests in flight, the limit (KVPLAN_MAX_CONCURRENT_REQUESTS)"
     pool = getattr(request.app.state, "work_pool", None)
     if pool is not None and pool.saturated:
         return "every worker is busy and the queue is full (KVPLAN_WORKERS, KVPLAN_WORK_QUEUE)"

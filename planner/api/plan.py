@@ -60,8 +60,8 @@ async def calibration_for(request: PlanRequest, http_request: Request) -> Calibr
         "asked about (default: the longest in `requests`, else the model's maximum); "
         "`requests` (`context_tokens` × `count` entries) is a workload checked against the "
         "pool in `capacity.workload_fits`.\n\n"
-        "Example: `{\"model\": \"meta-llama/Llama-3.1-8B\", \"context_tokens\": 8192, "
-        "\"kv_budget_bytes\": 51539607552}` answers `capacity.max_requests` 47 (vLLM's log "
+        'Example: `{"model": "meta-llama/Llama-3.1-8B", "context_tokens": 8192, '
+        '"kv_budget_bytes": 51539607552}` answers `capacity.max_requests` 47 (vLLM\'s log '
         "says 48.00x: block 0 is reserved)."
     ),
     response_model=Plan,

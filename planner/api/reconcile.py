@@ -33,9 +33,7 @@ async def post_reconcile(http_request: Request) -> Response:
     request = await read_json_body(http_request, ReconcileRequest)
     # Linear in the log (≤ 2 MiB) plus one plan: never inline, always under the work deadline.
     cost = Cost(work_units=len(request.log), response_bytes=0, plans=1)
-    return answer_response(
-        await run_job(http_request, cost, reconcile_job, request, inline=False)
-    )
+    return answer_response(await run_job(http_request, cost, reconcile_job, request, inline=False))
 
 
 __all__ = ["ReconcileResult", "router"]

@@ -1,6 +1,7 @@
 """Wire models the API adds around the core contract: problems and sweeps.
 
-The problem model is `planner.contract.problems` (re-exported here). Plain Pydantic, no FastAPI, so `planner.client` can import them without the server stack.
+The problem model is `planner.contract.problems` (re-exported here). Plain Pydantic, no
+FastAPI, so `planner.client` can import them without the server stack.
 """
 
 from __future__ import annotations

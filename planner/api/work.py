@@ -27,7 +27,9 @@ logger = logging.getLogger("planner.work")
 
 T = TypeVar("T")
 
-DEFAULT_BUDGET = Budget(max_work_units=2_000_000, max_response_bytes=8 << 20, inline_work_units=2_000)
+DEFAULT_BUDGET = Budget(
+    max_work_units=2_000_000, max_response_bytes=8 << 20, inline_work_units=2_000
+)
 
 
 def budget_of(app: Any) -> Budget:
@@ -121,8 +123,7 @@ async def run_job(
             metrics.count_refused("worker")
         logger.warning(f"worker failed: {type(exc).__name__}: {exc}")
         raise _busy(
-            "the worker ran out of memory or exited (KVPLAN_WORKER_MEMORY_BYTES); "
-            "ask for less work"
+            "the worker ran out of memory or exited (KVPLAN_WORKER_MEMORY_BYTES); ask for less work"
         ) from None
 
 

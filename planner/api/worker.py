@@ -1,6 +1,7 @@
 """A worker process of `planner.api.workers`: `python -m planner.api.worker IN_FD OUT_FD MEM`.
 
-Says `("ready", pid, rss_bytes)` once imported and warm, then reads `(fn, args)` from IN_FD, answers `("ok", result, rss_bytes)` or `("error", exc, rss_bytes)`
+Says `("ready", pid, rss_bytes)` once imported and warm, then reads `(fn, args)` from IN_FD,
+answers `("ok", result, rss_bytes)` or `("error", exc, rss_bytes)`
 on OUT_FD, until it reads None or the pipe closes. MEM > 0 caps the address space (RLIMIT_AS),
 so a job that needs more raises MemoryError here, in this process only.
 """

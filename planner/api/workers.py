@@ -194,9 +194,7 @@ class WorkerPool:
             worker.kill()
         elif rss_bytes > self.max_rss_bytes:
             self.stats.recycled += 1
-            logger.info(
-                "worker recycled", extra={"rss_bytes": rss_bytes, "jobs": worker.jobs}
-            )
+            logger.info("worker recycled", extra={"rss_bytes": rss_bytes, "jobs": worker.jobs})
             worker.kill()
             self._replenish()
         else:
@@ -228,7 +226,12 @@ class WorkerPool:
                 worker.send.send((fn, args))
                 ready = loop.create_future()
                 fd = worker.recv.fileno()
-                loop.add_reader(fd, lambda: ready.done() or ready.set_result(None))
+
+                def wake() -> None:
+                    if not ready.done():
+                        ready.set_result(None)
+
+                loop.add_reader(fd, wake)
                 try:
                     await ready
                 finally:

@@ -182,7 +182,9 @@ def problem_from_plan_error(
         if own and detail.startswith(own):
             detail = field_of([*pre, *exc.problems[0].loc]) + detail[len(own) :]
     if not errors:
-        errors = [ProblemError(loc=pre or ["request"], field=field_of(pre) or "request", msg=detail)]
+        errors = [
+            ProblemError(loc=pre or ["request"], field=field_of(pre) or "request", msg=detail)
+        ]
     return make_problem(status, detail, title=exc.title, slug=exc.type_slug, errors=errors)
 
 

@@ -75,7 +75,9 @@ def malformed(detail: str, msg: str | None = None) -> ProblemException:
         column=int(found.group(2)) if found else None,
     )
     return ProblemException(
-        make_problem(400, detail, title="Malformed JSON body", slug="malformed-json", errors=[error])
+        make_problem(
+            400, detail, title="Malformed JSON body", slug="malformed-json", errors=[error]
+        )
     )
 
 
@@ -108,4 +110,10 @@ def parse_json_body(raw: bytes, model: type[M]) -> M:
         ) from None
 
 
-__all__ = ["is_json_media_type", "malformed", "non_finite_path", "parse_json_body", "parse_json_tree"]
+__all__ = [
+    "is_json_media_type",
+    "malformed",
+    "non_finite_path",
+    "parse_json_body",
+    "parse_json_tree",
+]

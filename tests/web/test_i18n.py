@@ -172,3 +172,16 @@ def test_numbers_are_grouped_and_labelled() -> None:
         # A CPU calibration's 7.51 GB/s (1 GB/s = 10^9 B/s) must not round to "0.01 TB/s".
         assert fmt.tbps(7.51e9) == "7.51 GB/s"
         assert fmt.ms(0.01986) == "19.86 ms"
+
+
+def test_numbers_beyond_fixed_point_print_scientific() -> None:
+    """babel's fixed-point rounding raised decimal.InvalidOperation from 10^28 up (a decode step
+    of 10^30 ms at a tiny bandwidth): such values print as 1.00E30 in every language."""
+    from planner.web.i18n import Numbers
+
+    for lang in ("en", "zh"):
+        fmt = Numbers(lang)
+        assert fmt.dec(1e30) == "1.00E30"
+        assert fmt.ms(1e27) == "1.00E30 ms"
+        assert fmt.dec(float("inf")) == "—"
+    assert Numbers("en").dec(123456.789) == "123,456.79"
