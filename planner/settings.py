@@ -59,7 +59,7 @@ class Settings(BaseSettings):
         description="Estimated work units (≈ µs of CPU) a request may cost; over it, 422.",
     )
     inline_cost: Annotated[int, Field(ge=0, le=10**9)] = Field(
-        default=2_000,
+        default=5_000,
         description="Requests estimated at or below this run on the event loop, not a worker.",
     )
     max_response_bytes: Annotated[int, Field(ge=64 << 10, le=1 << 30)] = Field(
@@ -69,7 +69,7 @@ class Settings(BaseSettings):
         default=2, description="Worker processes for plans, sweeps, recommend, reconcile, page."
     )
     work_queue: Annotated[int, Field(ge=0, le=10_000)] = Field(
-        default=32, description="Jobs that may wait for a free worker; the next gets 503."
+        default=64, description="Jobs that may wait for a free worker; the next gets 503."
     )
     work_deadline_seconds: Annotated[float, Field(gt=0, le=600)] = Field(
         default=10.0, description="A job still running after this is killed; 503."
