@@ -213,6 +213,16 @@ class CarriedPlanError:
         return exc
 
 
+def reconcile_result_job(request: Any) -> Any:
+    """The page's reconciliation: the result itself, or its core error carried back."""
+    from planner.core.reconcile import reconcile
+
+    try:
+        return reconcile(request)
+    except PlanError as exc:
+        return CarriedPlanError.of(exc)
+
+
 def warm_up() -> int:
     """Run once in each new worker: loads the catalog and the planner's caches."""
     from planner import catalog

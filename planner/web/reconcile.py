@@ -13,17 +13,18 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlencode
 
-import anyio.to_thread
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import ValidationError
 
-from planner.api.problems import field_of
+from planner.api.jobs import CarriedPlanError, reconcile_result_job
+from planner.api.problems import ProblemException, field_of
+from planner.api.work import run_job
 from planner.catalog import list_gpus, list_models
 from planner.core.errors import FieldProblem, ModelConfigError, PlanError, UnknownIdError
 from planner.core.logparse import ENGINE_LABELS, MAX_LOG_BYTES
-from planner.core.reconcile import reconcile
 from planner.core.reconcile_schema import ReconcileRequest, ReconcileResult
+from planner.cost import Cost
 from planner.web.form import FieldMessage, Gettext, core_message
 from planner.web.i18n import Numbers, translations
 from planner.web.page import language_of, remember_language, render_page, toggled_language
@@ -214,6 +215,19 @@ def show(value: float | None, unit: str, fmt: Numbers) -> str:
     return fmt.dec(value, 4)
 
 
+async def _reconciled(request: Request, req: ReconcileRequest) -> ReconcileResult:
+    """The reconciliation in the API's worker pool, under its deadline (`planner.api.work`)."""
+    cost = Cost(work_units=len(req.log), response_bytes=0, plans=1)
+    try:
+        found = await run_job(request, cost, reconcile_result_job, req, inline=False)
+    except ProblemException as exc:  # busy or past the deadline: said next to the form
+        raise PlanError(exc.problem.detail) from None
+    if isinstance(found, CarriedPlanError):
+        raise found.rebuild()
+    result: ReconcileResult = found
+    return result
+
+
 async def render(
     request: Request, values: Mapping[str, str], lang: str, *, submitted: bool
 ) -> HTMLResponse:
@@ -224,7 +238,7 @@ async def render(
         req, errors = parse(values, _)
         if req is not None:
             try:
-                result = await anyio.to_thread.run_sync(reconcile, req)
+                result = await _reconciled(request, req)
             except PlanError as error:
                 for problem in error.problems or [FieldProblem((), error.detail)]:
                     errors.setdefault(_form_field(problem.loc), []).append(
