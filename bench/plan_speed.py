@@ -11,8 +11,8 @@ import argparse
 import time
 
 from planner.catalog import list_models
-from planner.core.plan import plan
 from planner.core.schema import PlanRequest
+from planner.service import plan
 
 BASELINE = "meta-llama/Llama-3.1-8B"
 

@@ -9,7 +9,8 @@ request entries, grid points. Nothing here parses a model config beyond counting
 Work units are microseconds of CPU on the reference machine (one core of a 2-core development
 box, Python 3.11). The coefficients come from timing `plan()` over a grid of shapes (layers
 32..4096, stages 1..1024, windows 1..4096, request entries 1..256, vLLM and TensorRT-LLM) and are
-rounded up, so the estimate is an upper bound there: `bench/cost_model.py` re-measures the ratio.
+rounded up, so the estimate is an upper bound of the same order there (`bench/cost_model.py`
+re-measures the ratio per shape).
 Answer bytes are an upper estimate of the JSON `plan()` produces for that shape.
 """
 
@@ -25,12 +26,12 @@ from planner.core.schema import PlanRequest
 _BASE_UNITS = 100.0
 _PER_LAYER = 2.5
 _PER_LAYER_STAGE = 0.06
-_PER_ENTRY_STAGE = 1.5
+_PER_ENTRY_STAGE = 2.5
 _PER_WINDOW_ENTRY = 4.5
 _PER_WINDOW_LAYER = 0.006
-_PER_WINDOW_STAGE = 0.15
+_PER_WINDOW_STAGE = 0.4
 # Bytes of one plan's JSON answer, by term.
-_PLAN_BYTES = 2_600
+_PLAN_BYTES = 5_000
 _BYTES_PER_ENTRY = 120
 _BYTES_PER_LAYER = 8
 _BYTES_PER_WINDOW = 240

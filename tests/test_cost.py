@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from planner.core.plan import plan
 from planner.core.schema import PlanRequest
 from planner.cost import Budget, config_layers, plan_cost, plan_shape, sweep_cost
+from planner.service import plan
 
 BUDGET = Budget(max_work_units=2_000_000, max_response_bytes=8 << 20, inline_work_units=5_000)
 QUESTION_48_GIB = {

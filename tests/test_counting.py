@@ -7,7 +7,7 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner.core.counting import (
+from planner.lab.counting import (
     MulCounter,
     count_table,
     dot,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from planner.core.lab import run_lab, seed_kv_example
 from planner.core.units import GiB, KiB
+from planner.lab.lab import run_lab, seed_kv_example
 
 
 def test_seed_kv_line_numbers() -> None:

@@ -12,7 +12,7 @@ import typer
 from typer.testing import CliRunner
 
 from planner.cli import lab as lab_cli
-from planner.core.lab import Comparison, run_lab
+from planner.lab.lab import Comparison, run_lab
 
 # Seed 000, verbatim.
 SEED_LINES = [

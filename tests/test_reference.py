@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner.core import reference as ref
+from planner.lab import reference as ref
 
 SETTINGS = settings(max_examples=30, deadline=None)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner.core import reference as ref
-from planner.core.ring import check_ring, ring_slots, run_ring
+from planner.lab import reference as ref
+from planner.lab.ring import check_ring, ring_slots, run_ring
 
 
 def test_seed_five_tokens_capacity_four() -> None:

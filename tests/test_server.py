@@ -148,13 +148,13 @@ def test_idle_connections_cannot_lock_out_the_probes(server: LiveServer) -> None
     assert httpx.get(f"{server.url}/readyz").status_code == 200
 
 
-# Estimated just under the default KVPLAN_MAX_REQUEST_COST (about 1.8 M work units): the
-# heaviest single plan the server admits, 4096 layers and windows over 1024 pipeline stages.
+# Estimated just under the default KVPLAN_MAX_REQUEST_COST (about 1.9 M work units): the
+# heaviest single plan the server admits, 4096 layers and windows over 512 pipeline stages.
 HEAVIEST_PLAN = {
     "model": pasted(4096),
     "engine": "trtllm",
     "kv_budget_bytes": 1 << 40,
-    "pipeline_parallel_size": 1024,
+    "pipeline_parallel_size": 512,
     "max_attention_window": list(range(1, 4097)),
     "requests": [{"context_tokens": 100_000 + i} for i in range(40)],
 }

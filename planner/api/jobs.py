@@ -14,8 +14,9 @@ from typing import Any
 from planner.api.schemas import SweepPoint, SweepRequest, SweepResponse
 from planner.contract.problems import Problem, make_problem, problem_from_plan_error
 from planner.core.errors import PlanError
-from planner.core.plan import CalibrationLike, plan
+from planner.core.inputs import CalibrationLike
 from planner.core.schema import Plan, PlanRequest
+from planner.service import plan
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,7 +152,7 @@ def sweep_job(
 
 
 def recommend_job(request: Any) -> Answer:
-    from planner.core.recommend import recommend
+    from planner.service import recommend
 
     try:
         return Answer(200, recommend(request).model_dump_json().encode())
@@ -160,7 +161,7 @@ def recommend_job(request: Any) -> Answer:
 
 
 def reconcile_job(request: Any) -> Answer:
-    from planner.core.reconcile import reconcile
+    from planner.service import reconcile
 
     try:
         return Answer(200, reconcile(request).model_dump_json().encode())
@@ -215,7 +216,7 @@ class CarriedPlanError:
 
 def reconcile_result_job(request: Any) -> Any:
     """The page's reconciliation: the result itself, or its core error carried back."""
-    from planner.core.reconcile import reconcile
+    from planner.service import reconcile
 
     try:
         return reconcile(request)

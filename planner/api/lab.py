@@ -1,6 +1,6 @@
 """`/lab` endpoints (mounted under /api/v1): the mask grid, ring slots and the count table.
 
-Thin shells over `planner.core.reference`, `.ring` and `.counting`. Inputs are bounded so every
+Thin shells over `planner.lab.reference`, `.ring` and `.counting`. Inputs are bounded so every
 request is a few milliseconds of NumPy or pure Python; out-of-range values are 422s from FastAPI's
 validation, which the app maps to problem+json.
 """
@@ -13,9 +13,9 @@ from fastapi import APIRouter, Query
 from pydantic import BaseModel, ConfigDict, Field
 
 from planner.api.problems import problem_responses
-from planner.core.counting import closed_form_cached, closed_form_no_cache, count_table
-from planner.core.reference import causal_mask, mask_rows
-from planner.core.ring import ring_slots
+from planner.lab.counting import closed_form_cached, closed_form_no_cache, count_table
+from planner.lab.reference import causal_mask, mask_rows
+from planner.lab.ring import ring_slots
 
 MAX_MASK_TOKENS = 64
 MAX_RING_TOKENS = 256

@@ -20,7 +20,7 @@ from planner.api.plan_cache import DEFAULT_MAX_BYTES, PlanCache
 from planner.api.problems import ProblemException, problem_responses
 from planner.api.work import admit, answer_response, run_job
 from planner.core.errors import UnknownIdError
-from planner.core.plan import CalibrationLike
+from planner.core.inputs import CalibrationLike
 from planner.core.schema import Plan, PlanRequest
 from planner.cost import plan_cost
 

@@ -16,8 +16,8 @@ import typer
 
 from planner.cli.output import fail
 from planner.core.errors import FieldError
-from planner.core.lab import DEFAULT_CHUNKS, LabReport, run_lab
 from planner.core.units import fmt_bytes, fmt_gib
+from planner.lab.lab import DEFAULT_CHUNKS, LabReport, run_lab
 
 MAX_CHUNK_TOKENS = 64
 MAX_CHUNKS = 16

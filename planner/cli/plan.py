@@ -24,9 +24,10 @@ from planner.cli.output import (
     read_source_bytes,
 )
 from planner.core.errors import FieldError, FieldProblem, PlanError
-from planner.core.plan import CalibrationLike, plan
+from planner.core.inputs import CalibrationLike
 from planner.core.schema import Plan, PlanRequest
 from planner.core.units import GiB, fmt_gib, fmt_tbps, parse_bytes, parse_rate
+from planner.service import plan
 
 _LIST = TypeAdapter(list[PlanRequest])
 _TOKENS = re.compile(r"\s{0,4}([0-9]{1,9})\s{0,4}([kKmM]?)\s{0,4}")

@@ -15,8 +15,8 @@ from pydantic import ValidationError
 
 from planner.cli.output import emit_problem, fail, read_json_source
 from planner.core.errors import FieldError, PlanError
-from planner.core.recommend import recommend
 from planner.core.recommend_schema import MAX_MIX_CLASSES, Recommendation, RecommendRequest
+from planner.service import recommend
 
 _ITEM = re.compile(
     r"\s{0,4}([0-9]{1,3}(?:\.[0-9]{1,6})?)(%?)\s{0,4}[:@]\s{0,4}([0-9]{1,9})([kKmM]?)\s{0,4}"

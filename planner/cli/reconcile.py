@@ -15,9 +15,9 @@ from pydantic import ValidationError
 
 from planner.cli.output import emit_problem, fail, read_json_source
 from planner.core.errors import FieldError, PlanError
-from planner.core.logparse import MAX_LOG_BYTES
-from planner.core.reconcile import reconcile
+from planner.core.logs import MAX_LOG_BYTES
 from planner.core.reconcile_schema import ReconcileRequest, ReconcileResult
+from planner.service import reconcile
 
 _MARK = {"equal": "=", "consistent": "≈", "different": "≠", "not_recomputable": "?"}
 

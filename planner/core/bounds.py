@@ -8,7 +8,20 @@ what compressing KV buys: only the attention share shrinks.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from planner.core import schema as s
+from planner.core.capacity import Pool
+from planner.core.fit import build_pool
+from planner.core.inputs import Inputs
+from planner.core.notes import Note, note
+from planner.core.parallel import RankLayout
+from planner.core.sizing import stage_kv_bytes
+from planner.core.units import fmt_tbps
 
 
 def read_seconds(n_bytes: int, bandwidth_bytes_per_s: float) -> float:
@@ -78,3 +91,186 @@ class StepFloor:
     def attention_share(self) -> float:
         total = self.step_seconds
         return self.kv_read_seconds / total if total > 0 else 0.0
+
+
+# ---------------------------------------------------------------------------------------------
+# The bounds step of plan(): decode floor, calibrated estimate, intensity, prefill, what-if.
+
+
+def _same_device(measured: str, *names: str | None) -> bool:
+    """Whether a calibration's device and the plan's GPU share a model token (H100, MI300X…)."""
+
+    def tokens(text: str) -> set[str]:
+        return set(re.findall(r"[a-z]+\d+[a-z]*", text.lower()))
+
+    wanted = set().union(*(tokens(n) for n in names if n))
+    return bool(tokens(measured) & wanted)
+
+
+def _iso(value: Any) -> str:
+    """RFC 3339 as the API prints it (UTC as `Z`)."""
+    if isinstance(value, datetime):
+        return value.isoformat().replace("+00:00", "Z")
+    return str(value)
+
+
+def decode_bounds(
+    inp: Inputs,
+    layouts: list[RankLayout],
+    capacity: s.CapacityOut | None,
+    pool: Pool | None,
+) -> tuple[s.BoundsOut | None, list[Note]]:
+    request, gpu, calibration, shape = inp.request, inp.gpu, inp.calibration, inp.shape
+    dtype, policy, ctx = inp.kv_dtype, inp.policy, inp.context_tokens
+    if request.bandwidth_bytes_per_s is not None:
+        bw, source = request.bandwidth_bytes_per_s, "request"
+    elif gpu is not None:
+        bw, source = gpu.bandwidth_bytes_per_s, "gpu"
+    elif calibration is not None:
+        bw, source = calibration.copy_bandwidth_bytes_per_s, "calibration"
+    else:
+        return None, []
+    notes: list[Note] = []
+    bandwidth_source = source  # where the floor's bandwidth comes from
+    if calibration is not None:
+        source = "calibration"  # the bounds carry a calibrated estimate
+        if gpu is not None and not _same_device(calibration.device_name, gpu.name, gpu.id):
+            notes.append(
+                note(
+                    "bounds.calibration_other_device",
+                    measured_on=calibration.device_name,
+                    gpu=gpu.name,
+                )
+            )
+
+    # Batch: the given workload, else as many requests of ctx as run at once, else one.
+    if inp.workload_given:
+        batch, batch_shared = list(inp.mixes), list(inp.shared_prefix_tokens)
+    else:
+        n = capacity.max_running_requests if capacity and capacity.max_running_requests else 1
+        batch, batch_shared = [s.RequestMix(context_tokens=ctx, count=n)], [0]
+    n_batch = sum(m.count for m in batch)
+    weights = inp.weights_bytes or 0
+    tp, pp = inp.tp, inp.pp
+    weights_stage = weights / (tp * pp)
+
+    def kv_read_bytes(mix: Sequence[s.RequestMix], sh: Sequence[int]) -> int:
+        """One decode step reads every stage's KV of every request once."""
+        return sum(stage_kv_bytes(lay, dtype, mix, policy, sh) for lay in layouts)
+
+    # Every layer of every stage with its bytes per token, for the sweep's many lengths.
+    weighted = [(x, n * x.bytes_per_token(dtype)) for lay in layouts for x, n in lay.stack]
+
+    def kv_at(length: int, count: int) -> int:
+        return count * sum(w * x.tokens_kept(length, policy) for x, w in weighted)
+
+    def floor_for(kv: int) -> StepFloor:
+        return StepFloor(read_seconds(kv, bw), read_seconds(round(weights_stage * pp), bw))
+
+    batch_kv = kv_read_bytes(batch, batch_shared)
+    floor = floor_for(batch_kv)
+    if pp > 1:
+        notes.append(note("bounds.pipeline_sum"))
+    if inp.weights_bytes is None:
+        notes.append(note("bounds.weights_unknown"))
+
+    main = shape.layers[0]
+    b_head = main.per_rank(1).bytes_per_token(dtype)  # one token of one KV head
+    intensity = decode_attention_intensity(
+        query_heads_per_kv_head=shape.query_group_size,
+        head_size_k=main.head_size,
+        head_size_v=main.head_size_v,
+        bytes_per_token_head=b_head,
+        mla=shape.is_mla,
+    )
+    mha = 2.0 / dtype.bytes_per_element
+
+    pf_flops = pf_seconds = None
+    if inp.model.num_parameters:
+        pf_flops = prefill_flops(
+            num_parameters=inp.model.num_parameters,
+            prompt_tokens=ctx,
+            layers=shape.num_hidden_layers,
+            query_heads=shape.num_attention_heads,
+            head_dim=shape.head_dim,
+        )
+        if gpu is not None and gpu.bf16_dense_flops:
+            pf_seconds = pf_flops / (gpu.bf16_dense_flops * tp)
+
+    calibrated = None
+    if calibration is not None:
+        calls = sum(lay.layers for lay in layouts)
+        est = (
+            calls * calibration.fixed_overhead_seconds
+            + batch_kv / calibration.decode_bandwidth_bytes_per_s
+            + weights_stage * pp / calibration.copy_bandwidth_bytes_per_s
+        )
+        calibrated = s.CalibratedOut(
+            calibration_id=str(calibration.id),
+            device_name=calibration.device_name,
+            measured_at=_iso(calibration.measured_at),
+            decode_bandwidth_bytes_per_s=calibration.decode_bandwidth_bytes_per_s,
+            fixed_overhead_seconds=calibration.fixed_overhead_seconds,
+            attention_calls=calls,
+            decode_step_seconds=est,
+            decode_tokens_per_s=n_batch / est if est > 0 else 0.0,
+        )
+        notes.append(
+            note(
+                "bounds.calibrated",
+                device=calibration.device_name,
+                measured_at=calibrated.measured_at,
+                calls=calls,
+                decode_tbps=fmt_tbps(calibration.decode_bandwidth_bytes_per_s),
+                floor_tbps=fmt_tbps(bw),
+            )
+        )
+
+    sweep: list[s.SweepPointOut] = []
+    top = max(ctx, inp.max_model_len or ctx, 1024)
+    length = 1024
+    while length <= min(top, 1 << 20) and len(sweep) < 12:
+        pt = floor_for(kv_at(length, n_batch))
+        sweep.append(
+            s.SweepPointOut(
+                context_tokens=length,
+                kv_read_seconds=pt.kv_read_seconds,
+                weights_read_seconds=pt.weights_read_seconds,
+                attention_share=pt.attention_share,
+            )
+        )
+        length *= 2
+
+    ratio = request.kv_compression_ratio or 0.5
+    share = floor.attention_share
+    what_if_max = None
+    if pool is not None and capacity is not None:
+        scaled = build_pool(inp, int(capacity.kv_budget_bytes / ratio))
+        what_if_max = scaled.max_requests(ctx)
+    what_if = s.WhatIfOut(
+        kv_compression_ratio=ratio,
+        attention_share=share,
+        decode_step_seconds=floor.weights_read_seconds + floor.kv_read_seconds * ratio,
+        speedup=amdahl_speedup(share, ratio),
+        max_requests=what_if_max,
+    )
+    step = floor.step_seconds
+    out = s.BoundsOut(
+        bandwidth_bytes_per_s=bw,
+        source=source,
+        bandwidth_source=bandwidth_source,
+        batch_requests=n_batch,
+        kv_read_seconds=floor.kv_read_seconds,
+        weights_read_seconds=floor.weights_read_seconds,
+        decode_step_seconds=step,
+        decode_tokens_per_s=n_batch / step if step > 0 else 0.0,
+        arithmetic_intensity_flops_per_byte=intensity,
+        arithmetic_intensity_mha_flops_per_byte=mha,
+        attention_share=share,
+        prefill_flops=pf_flops,
+        prefill_compute_seconds=pf_seconds,
+        calibrated=calibrated,
+        context_sweep=sweep,
+        what_if=what_if,
+    )
+    return out, notes

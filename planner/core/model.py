@@ -1,6 +1,6 @@
 """A model's KV-relevant shape, resolved from a Hugging Face `config.json` object.
 
-Rules (engine_rules.md §1.2, §4): explicit `head_dim` wins over `hidden_size // heads`; KV heads
+Rules (docs/engine-rules.md): explicit `head_dim` wins over `hidden_size // heads`; KV heads
 fall back to query heads; MLA (DeepSeek) caches one latent of `kv_lora_rank + qk_rope_head_dim`
 per layer-token with no ×2; per-layer windows come from `layer_types`, else Gemma-2/gpt-oss
 alternation, else `sliding_window_pattern`, else the model-level `sliding_window` on every layer
@@ -14,6 +14,16 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from planner.core.errors import ModelConfigError
+from planner.core.specs import (
+    ChunkedLocalSpec,
+    FullAttentionSpec,
+    LayerSpec,
+    MLASpec,
+    SlidingWindowSpec,
+    Stack,
+    cdiv,
+    stack_of,
+)
 
 LayerKind = Literal["full", "sliding", "chunked", "mla"]
 
@@ -34,34 +44,6 @@ _DTYPE_NAMES = {
     "float32": "fp32",
     "float": "fp32",
 }
-
-
-@dataclass(frozen=True, slots=True)
-class LayerSpec:
-    """One decoder layer's cache: kind, window, KV heads and K/V widths (whole model, no TP)."""
-
-    kind: LayerKind
-    kv_heads: int
-    head_size_k: int
-    head_size_v: int
-    window_tokens: int | None = None  # sliding window W, or chunk size for chunked layers
-
-    @property
-    def elements_per_token(self) -> int:
-        """Cached elements per token in this layer (K and V, all KV heads)."""
-        return self.kv_heads * (self.head_size_k + self.head_size_v)
-
-
-# Layers as (spec, how many) pairs in first-appearance order: formulas sum over distinct specs
-# instead of walking every layer (an 80-layer model has one or two specs).
-Stack = tuple[tuple[LayerSpec, int], ...]
-
-
-def stack_of(specs: Iterable[LayerSpec]) -> Stack:
-    counts: dict[LayerSpec, int] = {}
-    for spec in specs:
-        counts[spec] = counts.get(spec, 0) + 1
-    return tuple(counts.items())
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +97,7 @@ class ModelShape:
 
     @property
     def has_window(self) -> bool:
-        return any(s.kind in ("sliding", "chunked") for s in self.layers)
+        return any(s.is_window for s in self.layers)
 
 
 def _int_field(cfg: Mapping[str, Any], key: str, *, lo: int = 1, hi: int = 1 << 40) -> int | None:
@@ -286,10 +268,8 @@ def shape_from_config(
 
     if is_mla:
         assert kv_lora_rank is not None  # for the type checker: is_mla implies it
-        rope = rope_dim or 0
-        # One latent per layer-token: K and V share it (no ×2, no head factor). Stored as
-        # head_size_k = kv_lora_rank, head_size_v = rope so elements = kv_lora_rank + rope.
-        layers = tuple(LayerSpec("mla", 1, kv_lora_rank, rope) for _ in range(num_layers))
+        # One latent per layer-token: K and V share it (no ×2, no head factor).
+        layers: tuple[LayerSpec, ...] = (MLASpec.of(kv_lora_rank, rope_dim or 0),) * num_layers
     else:
         if num_heads % kv_heads:
             raise ModelConfigError(
@@ -299,13 +279,17 @@ def shape_from_config(
             )
         v_dim = _int_field(cfg, "v_head_dim", hi=MAX_HEAD_DIM) or head_dim
         kinds = _window_kinds(cfg, num_layers, model_type)
-        layers = tuple(LayerSpec(kind, kv_heads, head_dim, v_dim, w) for kind, w in kinds)
+        layers = tuple(_attention_spec(kind, kv_heads, head_dim, v_dim, w) for kind, w in kinds)
 
     max_pos: int | None = None
     for key in ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length"):
         max_pos = _int_field(cfg, key, hi=1 << 30)
         if max_pos is not None:
             break
+    if max_pos is None and model_type in _GEMMA3:
+        # Gemma3TextConfig's default: published Gemma-3 text_configs omit the key, and both
+        # transformers and vLLM then use 131,072.
+        max_pos = 131072
     dtype, from_config = _dtype(cfg)
     experts = None
     for key in ("num_local_experts", "num_experts", "n_routed_experts"):
@@ -347,6 +331,16 @@ def shape_from_config(
     )
 
 
+def _attention_spec(
+    kind: LayerKind, kv_heads: int, head_size: int, head_size_v: int, window: int | None
+) -> LayerSpec:
+    if kind == "sliding" and window is not None:
+        return SlidingWindowSpec(kv_heads, head_size, head_size_v, window)
+    if kind == "chunked" and window is not None:
+        return ChunkedLocalSpec(kv_heads, head_size, head_size_v, window)
+    return FullAttentionSpec(kv_heads, head_size, head_size_v)
+
+
 def group_layers(layers: Iterable[LayerSpec]) -> tuple[LayerGroup, ...]:
     """Layers bucketed by spec, in first-appearance order."""
     buckets: dict[LayerSpec, list[int]] = {}
@@ -362,15 +356,17 @@ def with_windows(shape: ModelShape, windows: Sequence[int], max_seq_tokens: int)
     full attention. MLA layers are left alone."""
     if shape.is_mla:
         return shape
-    layers = []
+    layers: list[LayerSpec] = []
     for i, spec in enumerate(shape.layers):
         w = windows[i % len(windows)]
-        if w < max_seq_tokens:
-            layers.append(replace(spec, kind="sliding", window_tokens=w))
-        else:
-            layers.append(replace(spec, kind="full", window_tokens=None))
-    out = tuple(layers)
-    return replace(shape, layers=out, groups=group_layers(out))
+        kind: LayerKind = "sliding" if w < max_seq_tokens else "full"
+        layers.append(_attention_spec(kind, spec.kv_heads, spec.head_size, spec.head_size_v, w))
+    return with_layers(shape, tuple(layers))
+
+
+def with_layers(shape: ModelShape, layers: tuple[LayerSpec, ...]) -> ModelShape:
+    """The shape with other layer specs; its groups derived again (never left stale)."""
+    return replace(shape, layers=layers, groups=group_layers(layers))
 
 
 def estimate_parameters(shape: ModelShape) -> int | None:
@@ -404,10 +400,6 @@ def estimate_parameters(shape: ModelShape) -> int | None:
     return emb + shape.num_hidden_layers * (attn + mlp)
 
 
-def cdiv(a: int, b: int) -> int:
-    return -(-a // b)
-
-
 __all__ = [
     "LayerGroup",
     "LayerKind",
@@ -420,5 +412,6 @@ __all__ = [
     "shape_from_config",
     "stack_of",
     "text_config",
+    "with_layers",
     "with_windows",
 ]

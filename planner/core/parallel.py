@@ -7,18 +7,15 @@ ranks exceed the logical total. MLA latents are replicated on every rank.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import Literal
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from planner.core.engines import EngineRules
-from planner.core.model import LayerSpec, ModelShape, Stack
+from planner.core.model import ModelShape
+from planner.core.specs import LayerSpec, Stack, stack_of
 
-ExtraLayers = Literal["before_last", "last", "first"]
-
-# Where each engine puts the L % pp layers left over: vLLM one each to the stages just before
-# the last (get_pp_indices; the last stage also holds the LM head), SGLang to the last ones (its
-# own get_pp_indices), TensorRT-LLM to the first ones (Mapping.pp_layers, torch.tensor_split).
-_EXTRA_LAYERS: dict[str, ExtraLayers] = {"sglang": "last", "trtllm": "first"}
+if TYPE_CHECKING:  # the engines build pools from Stages
+    from planner.core.engines.base import Engine, ExtraLayers
 
 
 def pipeline_stage_layers(
@@ -58,29 +55,23 @@ class RankLayout:
         return self.stack[0][0]
 
 
-def rank_layouts(shape: ModelShape, rules: EngineRules, tp: int, pp: int) -> list[RankLayout]:
+def rank_layouts(shape: ModelShape, engine: Engine, tp: int, pp: int) -> list[RankLayout]:
     """One layout per pipeline stage (all TP ranks of a stage store the same amount)."""
-    kv_heads_rank = rules.kv_heads_per_rank(shape.num_key_value_heads, tp, mla=shape.is_mla)
+    kv_heads_rank = engine.kv_heads_per_rank(shape.num_key_value_heads, tp)
     if shape.is_mla:
-        replication = tp
+        kv_heads_rank, replication = 1, tp
     else:
         # Total head slots across ranks over distinct heads, e.g. TP16 over 8 heads -> 2.
         replication = max(1, (kv_heads_rank * tp) // shape.num_key_value_heads)
     # Divide heads once per distinct spec, not once per layer.
-    per_rank = {
-        g.spec: replace(
-            g.spec, kv_heads=rules.kv_heads_per_rank(g.spec.kv_heads, tp, mla=shape.is_mla)
-        )
-        for g in shape.groups
-    }
+    per_rank = {g.spec: engine.rank_spec(g.spec, tp) for g in shape.groups}
     if pp == 1:
         stack = tuple((per_rank[g.spec], g.layers) for g in shape.groups)
         return [RankLayout(0, shape.num_hidden_layers, stack, kv_heads_rank, replication)]
     out: list[RankLayout] = []
-    split = pipeline_stage_layers(
-        shape.num_hidden_layers, pp, _EXTRA_LAYERS.get(rules.name, "before_last")
-    )
-    for stage, indices in enumerate(split):
+    for stage, indices in enumerate(
+        pipeline_stage_layers(shape.num_hidden_layers, pp, engine.pp_extra_layers)
+    ):
         members = set(indices)
         stage_stack = tuple(
             (per_rank[g.spec], n)
@@ -92,21 +83,54 @@ def rank_layouts(shape: ModelShape, rules: EngineRules, tp: int, pp: int) -> lis
 
 
 def stage_layer_specs(
-    shape: ModelShape, rules: EngineRules, tp: int, pp: int
+    shape: ModelShape, engine: Engine, tp: int, pp: int
 ) -> list[tuple[LayerSpec, ...]]:
     """Each pipeline stage's layers in layer order, as one of its TP ranks stores them.
 
     vLLM groups layers by index across the whole model (strided splits), so capacity needs the
     order, not just the (spec, count) stack."""
-    per_rank = {
-        g.spec: replace(
-            g.spec, kv_heads=rules.kv_heads_per_rank(g.spec.kv_heads, tp, mla=shape.is_mla)
-        )
-        for g in shape.groups
-    }
+    per_rank = {g.spec: engine.rank_spec(g.spec, tp) for g in shape.groups}
     return [
         tuple(per_rank[shape.layers[i]] for i in indices)
-        for indices in pipeline_stage_layers(
-            shape.num_hidden_layers, pp, _EXTRA_LAYERS.get(rules.name, "before_last")
-        )
+        for indices in pipeline_stage_layers(shape.num_hidden_layers, pp, engine.pp_extra_layers)
     ]
+
+
+class Stages:
+    """Each pipeline stage's layers as one of its TP ranks stores them: as (spec, count) stacks
+    (what most engines size) and, computed only when asked, in layer order (vLLM groups layers
+    by index across the whole model, so it needs the order when there are several stages)."""
+
+    __slots__ = ("_ordered", "_source", "stacks")
+
+    def __init__(
+        self,
+        stacks: tuple[Stack, ...],
+        ordered: list[tuple[LayerSpec, ...]] | None = None,
+        source: tuple[ModelShape, Engine, int, int] | None = None,
+    ) -> None:
+        self.stacks = stacks
+        self._ordered = ordered
+        self._source = source
+
+    @classmethod
+    def of(cls, shape: ModelShape, engine: Engine, tp: int, pp: int) -> Stages:
+        if pp == 1:
+            per_rank = tuple((engine.rank_spec(g.spec, tp), g.layers) for g in shape.groups)
+            return cls((per_rank,), None, (shape, engine, tp, pp))
+        ordered = stage_layer_specs(shape, engine, tp, pp)
+        return cls(tuple(stack_of(st) for st in ordered), ordered)
+
+    @classmethod
+    def from_ordered(cls, ordered: Sequence[Sequence[LayerSpec]]) -> Stages:
+        layers = [tuple(st) for st in ordered]
+        return cls(tuple(stack_of(st) for st in layers), layers)
+
+    def ordered(self) -> list[tuple[LayerSpec, ...]]:
+        if self._ordered is None:
+            assert self._source is not None
+            self._ordered = stage_layer_specs(*self._source)
+        return self._ordered
+
+    def __len__(self) -> int:
+        return len(self.stacks)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
+from planner.core.engines import DEFAULT_ENGINE, serving_engines
 from planner.core.schema import (
     MAX_BYTES,
     MAX_CONFIG_KEYS,
@@ -15,7 +16,18 @@ from planner.core.schema import (
     GpuSpec,
 )
 
-ServeEngine = Literal["vllm", "sglang", "trtllm"]
+
+def _serving(name: str) -> str:
+    if name not in serving_engines():
+        raise ValueError(f"use one of: {', '.join(serving_engines())}")
+    return name
+
+
+ServeEngine = Annotated[
+    str,
+    Field(min_length=1, max_length=40, json_schema_extra={"enum": list(serving_engines())}),
+    AfterValidator(_serving),
+]
 MAX_MIX_CLASSES = 32
 
 _Tokens = Annotated[int, Field(ge=1, le=MAX_TOKENS, strict=True)]
@@ -39,7 +51,7 @@ class RecommendRequest(_Strict):
         "bandwidth_bytes_per_s}."
     )
     gpu_count: Annotated[int, Field(ge=1, le=MAX_PARALLEL, strict=True)] = 1
-    engine: ServeEngine = "vllm"
+    engine: ServeEngine = DEFAULT_ENGINE
     context_mix: Annotated[list[LengthShare], Field(min_length=1, max_length=MAX_MIX_CLASSES)] | (
         None
     ) = Field(default=None, description="e.g. 70% 2k / 20% 8k / 10% 32k; shares sum to 1.")

@@ -1,6 +1,6 @@
 """`reconcile()`: an engine's start-up log beside kvplan's recomputation of every figure in it.
 
-The log is parsed (`logparse`), its engine detected (and checked against the one claimed), the
+The log is parsed (`logs`), its engine detected (and checked against the one claimed), the
 model resolved (request, else the catalog entry the log names), settings resolved (request >
 log > engine default, each with its source), then the engine's reconciler recomputes each
 logged figure from the logged memory with kvplan's rules. Figures learned from the log (weights,
@@ -12,30 +12,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from planner.core.engines import engine_rules
+from planner.core.engines import Engine, engine_class, engine_labels, log_engines
+from planner.core.engines.versions import parse_version, version_text
 from planner.core.errors import FieldError, PlanError
-from planner.core.logparse import (
-    ENGINE_LABELS,
-    Fact,
-    ParsedLog,
-    engine_hint,
-    parse_log,
-    to_float,
-    to_int,
-)
+from planner.core.inputs import Catalog
+from planner.core.logs import Fact, ParsedLog, engine_hint, parse_log
 from planner.core.model import ModelShape, shape_from_config
-from planner.core.reconcile_common import Ctx, Resolved
-from planner.core.reconcile_schema import (
-    LoggedLine,
-    ReconcileRequest,
-    ReconcileResult,
-    ReconcileSettings,
-    Summary,
-)
-from planner.core.reconcile_sglang import reconcile_sglang
-from planner.core.reconcile_trtllm import reconcile_trtllm
-from planner.core.reconcile_vllm import reconcile_vllm
-from planner.core.units import GiB, KVDtype, kv_dtype
+from planner.core.reconcile_common import Ctx
+from planner.core.reconcile_schema import LoggedLine, ReconcileRequest, ReconcileResult, Summary
+from planner.core.reconcile_settings import resolve_settings, settings_dtype
 
 # Lines of one kind checked (a log of many restarts repeats them; work and output stay bounded).
 MAX_FACTS_PER_KIND = 32
@@ -64,11 +49,14 @@ _STATE_TYPES = {
     "minimax",
 }
 
-_EXAMPLES = (
-    "vLLM 'Available KV cache memory: 6.51 GiB' / 'GPU KV cache size: 42,656 tokens', SGLang "
-    "'KV Cache is allocated. #tokens: …', TensorRT-LLM '[MemUsageChange] Allocated … for max "
-    "tokens in paged KV cache (N)'"
-)
+
+def _examples() -> str:
+    """Each log-reading engine's typical KV-cache line, for the no-line-recognised error."""
+    classes = [engine_class(name) for name in log_engines()]
+    return ", ".join(f"{cls.label} {cls.log_example}" for cls in classes if cls.log_example)
+
+
+ENGINE_LABELS = engine_labels()
 
 
 def _engine(claimed: str | None, log: ParsedLog, text: str) -> str:
@@ -80,7 +68,7 @@ def _engine(claimed: str | None, log: ParsedLog, text: str) -> str:
         raise FieldError(
             "log",
             f"no KV-cache start-up line was recognised in {log.lines_read:,} lines{seen}; paste "
-            f"the engine's start-up output, e.g. {_EXAMPLES}",
+            f"the engine's start-up output, e.g. {_examples()}",
         )
     if claimed is not None and counts.get(claimed, 0) == 0:
         raise FieldError(
@@ -106,11 +94,9 @@ def _unsupported(cfg: Mapping[str, Any]) -> str | None:
 
 
 def _model(
-    req: ReconcileRequest, log: ParsedLog
+    req: ReconcileRequest, log: ParsedLog, catalog: Catalog
 ) -> tuple[ModelShape | None, str | dict[str, Any] | None, str | None, str, list[str]]:
     """(shape, reference for a plan, label, why there is no model, notes)."""
-    from planner.catalog import get_model
-
     notes: list[str] = []
     model = req.model
     if isinstance(model, dict):
@@ -125,23 +111,26 @@ def _model(
             return None, None, label, why, notes
         return shape_from_config(model), model, label, "", notes
     if isinstance(model, str):
-        entry = get_model(model)
-        why = _unsupported(entry.config)
+        entry = catalog.model(model, None)
+        why = _unsupported(entry.config or {})
         if why:
-            return None, None, entry.id, why, notes
-        return shape_from_config(entry.config, model_id=entry.id), entry.id, entry.id, "", notes
+            return None, None, entry.shape.id, why, notes
+        return entry.shape, entry.shape.id, entry.shape.id, "", notes
     named = next((log.args[k] for k in ("model", "model_path") if k in log.args), None)
     if named:
         try:
-            entry = get_model(named)
+            entry = catalog.model(named, None)
         except PlanError:
             why = (
                 f"the log names model {named!r}, which is not in the catalog: pass its "
                 "config.json as model"
             )
             return None, None, None, why, notes
-        notes.append(f"Model {entry.id} taken from the log's arguments.")
-        return shape_from_config(entry.config, model_id=entry.id), entry.id, entry.id, "", notes
+        why = _unsupported(entry.config or {})
+        if why:
+            return None, None, entry.shape.id, why, notes
+        notes.append(f"Model {entry.shape.id} taken from the log's arguments.")
+        return entry.shape, entry.shape.id, entry.shape.id, "", notes
     return (
         None,
         None,
@@ -154,211 +143,14 @@ def _model(
     )
 
 
-def _arg_int(log: ParsedLog, *keys: str) -> tuple[int, str] | None:
-    for k in keys:
-        value = log.args.get(k)
-        if value is not None and value.isdigit():
-            return int(value), k
-    return None
-
-
-def _arg_float(log: ParsedLog, *keys: str) -> float | None:
-    for k in keys:
-        value = log.args.get(k)
-        if value is None:
-            continue
-        try:
-            x = float(value)
-        except ValueError:
-            continue
-        if 0 < x <= 1:
-            return x
-    return None
-
-
-def _resolve(
-    engine: str, st: ReconcileSettings, log: ParsedLog, shape: ModelShape | None
-) -> Resolved:
-    rules = engine_rules(engine)
-    r = Resolved()
-
-    def pick_int(name: str, given: int | None, keys: tuple[str, ...], default: int) -> int:
-        if given is not None:
-            r.note(name, given, "request")
-            return given
-        found = _arg_int(log, *keys)
-        if found is not None:
-            r.note(name, found[0], "log")
-            return found[0]
-        r.note(name, default, "default")
-        return default
-
-    r.tp = pick_int(
-        "tensor_parallel_size", st.tensor_parallel_size, ("tensor_parallel_size", "tp_size"), 1
-    )
-    r.pp = pick_int(
-        "pipeline_parallel_size",
-        st.pipeline_parallel_size,
-        ("pipeline_parallel_size", "pp_size"),
-        1,
-    )
-    if st.pipeline_layer_partition is not None:
-        r.partition = list(st.pipeline_layer_partition)
-        r.note("pipeline_layer_partition", ",".join(map(str, r.partition)), "request")
-    block_keys = {
-        "vllm": ("block_size",),
-        "sglang": ("page_size",),
-        "trtllm": ("tokens_per_block",),
-    }
-    tpb = next((f for f in log.facts if f.kind == "tokens_per_block"), None)
-    if st.block_size is None and tpb is not None:
-        r.block = to_int(tpb.values["tokens"])
-        r.note("block_size", r.block, "log")
-    else:
-        r.block = pick_int(
-            "block_size", st.block_size, block_keys[engine], rules.default_block_size
-        )
-
-    # KV dtype: request > log args > SGLang's allocation line > auto.
-    alloc = next((f for f in log.facts if f.kind == "kv_allocated" and "dtype" in f.values), None)
-    if st.kv_cache_dtype is not None:
-        r.dtype_name, src = st.kv_cache_dtype, "request"
-    elif "kv_cache_dtype" in log.args:
-        r.dtype_name, src = log.args["kv_cache_dtype"], "log"
-    elif alloc is not None:
-        r.dtype_name, src = alloc.values["dtype"].removeprefix("torch."), "log"
-    else:
-        r.dtype_name, src = "auto", "default"
-    r.note("kv_cache_dtype", r.dtype_name, src)
-
-    length = None
-    if st.max_model_len is not None:
-        length, src = st.max_model_len, "request"
-    elif found := _arg_int(log, "max_model_len", "max_seq_len", "context_length", "context_len"):
-        length, src = found[0], "log"
-    else:
-        for f in log.facts:
-            if f.kind in ("max_concurrency", "v1_error", "v0_error", "max_total_tokens"):
-                key = (
-                    "context_tokens"
-                    if f.kind == "max_concurrency"
-                    else ("context_len" if f.kind == "max_total_tokens" else "max_model_len")
-                )
-                if key in f.values:
-                    length, src = to_int(f.values[key]), "log"
-                    break
-        if length is None and shape is not None and shape.max_position_embeddings:
-            length, src = shape.max_position_embeddings, "model"
-    if length is not None:
-        r.max_model_len = length
-        r.note("max_model_len", length, src)
-
-    r.mnbt = pick_int(
-        "max_num_batched_tokens", st.max_num_batched_tokens, ("max_num_batched_tokens",), 8192
-    )
-
-    given = {
-        "vllm": st.gpu_memory_utilization,
-        "sglang": st.mem_fraction_static,
-        "trtllm": st.free_gpu_memory_fraction,
-    }[engine]
-    name = {
-        "vllm": "gpu_memory_utilization",
-        "sglang": "mem_fraction_static",
-        "trtllm": "free_gpu_memory_fraction",
-    }[engine]
-    keys = {
-        "vllm": ("gpu_memory_utilization",),
-        "sglang": ("mem_fraction_static",),
-        "trtllm": ("kv_cache_free_gpu_memory_fraction", "free_gpu_memory_fraction"),
-    }[engine]
-    logged_fraction = _arg_float(log, *keys)
-    for f in log.facts:
-        if logged_fraction is None and f.kind in ("v0_profile", "v0_instance_memory", "profile"):
-            raw = (
-                f.values.get("gpu_memory_utilization")
-                or f.values.get("utilization")
-                or (f.values.get("fraction"))
-            )
-            if raw:
-                logged_fraction = to_float(raw)
-    if given is not None:
-        r.memory_fraction = given
-        r.note(name, given, "request")
-    elif logged_fraction is not None:
-        r.memory_fraction = logged_fraction
-        r.note(name, logged_fraction, "log")
-    elif engine != "sglang":
-        r.memory_fraction = rules.default_memory_utilization
-        r.note(name, r.memory_fraction, "default")
-
-    if st.hybrid_kv_cache_manager is not None:
-        r.hybrid = st.hybrid_kv_cache_manager
-        r.note("hybrid_kv_cache_manager", r.hybrid, "request")
-    elif log.args.get("disable_hybrid_kv_cache_manager") == "True":
-        r.hybrid = False
-        r.note("hybrid_kv_cache_manager", False, "log")
-    if st.draft_layers is not None:
-        r.draft = st.draft_layers
-        r.note("draft_layers", r.draft, "request")
-    if st.swap_space_bytes is not None:
-        r.swap_bytes = st.swap_space_bytes
-    elif (found := _arg_int(log, "swap_space")) is not None:
-        r.swap_bytes = found[0] * GiB
-
-    if st.gpu is not None:
-        from planner.catalog import get_gpu
-
-        entry = get_gpu(st.gpu, field="settings.gpu")
-        r.gpu_id, r.gpu_memory_bytes = entry.id, entry.usable_memory_bytes
-        r.note("gpu", entry.id, "request")
-    if st.gpu_memory_bytes is not None:
-        r.gpu_memory_bytes = st.gpu_memory_bytes
-        r.note("gpu_memory_bytes", st.gpu_memory_bytes, "request")
-    elif r.gpu_memory_bytes is None:
-        for f in log.facts:
-            raw = f.values.get("total_gpu_memory") or f.values.get("total_gib")
-            if raw and f.kind in ("v0_profile", "v0_instance_memory"):
-                r.gpu_memory_bytes = round(to_float(raw) * GiB)
-                r.note("gpu_memory_bytes", r.gpu_memory_bytes, "log")
-                break
-
-    if st.vllm_engine is not None:
-        r.vllm_gen = st.vllm_engine
-    else:
-        kinds = {f.kind for f in log.facts}
-        v1 = {"available_kv", "kv_tokens", "v1_error", "padding", "v1_profile"}
-        r.vllm_gen = (
-            "v1"
-            if kinds & v1
-            else (
-                "v0"
-                if kinds
-                & {"v0_profile", "v0_breakdown", "v0_instance_memory", "v0_error", "num_blocks"}
-                else "v1"
-            )
-        )
-    if engine == "vllm":
-        r.note("vllm_engine", r.vllm_gen, "request" if st.vllm_engine else "log")
-    return r
-
-
-def _dtype(name: str, shape: ModelShape | None) -> KVDtype | None:
-    if shape is None:
-        return None
-    key = name.strip().lower()
-    if key == "auto":
-        return kv_dtype("bf16" if shape.dtype == "fp32" else shape.dtype)
-    return kv_dtype(key.removeprefix("torch."), field="settings.kv_cache_dtype")
-
-
 def _plan_request(ctx: Ctx) -> dict[str, Any] | None:
     if ctx.model_ref is None:
         return None
     s = ctx.settings
     body: dict[str, Any] = {
         "model": ctx.model_ref,
-        "engine": ctx.engine,
+        "engine": ctx.engine.name,
+        "engine_version": ctx.engine.version_text,
         "kv_cache_dtype": s.dtype_name
         if s.dtype_name.lower() != "auto" or ctx.dtype is None
         else "auto",
@@ -368,8 +160,8 @@ def _plan_request(ctx: Ctx) -> dict[str, Any] | None:
     }
     if s.max_model_len is not None:
         body["context_tokens"] = s.max_model_len
-    if ctx.engine == "vllm":
-        body["max_num_batched_tokens"] = s.mnbt
+    if ctx.engine.reports_max_num_batched_tokens():
+        body["max_num_batched_tokens"] = s.max_num_batched_tokens
         if not s.hybrid:
             body["hybrid_kv_cache_manager"] = False
     res = ctx.reserves
@@ -408,23 +200,55 @@ def _cap(facts: list[Fact]) -> tuple[list[Fact], int]:
     return kept, len(facts) - len(kept)
 
 
-def reconcile(req: ReconcileRequest) -> ReconcileResult:
+def _engine_at_version(name: str, log: ParsedLog, notes: list[str]) -> Engine:
+    """The engine at the release the log names (its version line, else its line-number
+    fingerprint); otherwise the newest verified release, said in a note."""
+    cls = engine_class(name)
+    newest = cls(cls.releases.default)
+    named, how = log.version, "its version line"
+    if named is None:
+        inferred = newest.version_from_log([f for f in log.facts if f.engine == name])
+        if inferred is not None:
+            named, how = inferred
+    if named is None:
+        notes.append(
+            f"The log names no {cls.label} version; {cls.label} {newest.version_text} rules "
+            "assumed."
+        )
+        return newest
+    parsed = parse_version(named)
+    if parsed is None:
+        notes.append(f"Unreadable version {named!r}; {cls.label} {newest.version_text} assumed.")
+        return newest
+    first, last = cls.releases.first, cls.releases.last
+    clamped = min(max(parsed, first), last)
+    if clamped != parsed:
+        notes.append(
+            f"The log is from {cls.label} {named}; kvplan's rules cover "
+            f"{cls.releases.describe()}, so {version_text(clamped)} rules were used."
+        )
+    elif not log.version:
+        notes.append(f"{cls.label} {version_text(clamped)} rules, inferred from {how}.")
+    return cls(clamped)
+
+
+def reconcile(req: ReconcileRequest, *, catalog: Catalog) -> ReconcileResult:
     """Reconcile one log. Raises `PlanError` subclasses naming the offending field."""
     log = parse_log(req.log)
-    engine = _engine(req.engine, log, req.log)
-    rules = engine_rules(engine)
-    shape, ref, label, why, notes = _model(req, log)
+    name = _engine(req.engine, log, req.log)
+    shape, ref, label, why, notes = _model(req, log, catalog)
+    engine = _engine_at_version(name, log, notes)
     try:
-        settings = _resolve(engine, req.settings, log, shape)
-        dtype = _dtype(settings.dtype_name, shape)
+        settings = resolve_settings(engine, req.settings, log, shape, catalog)
+        dtype = settings_dtype(settings.dtype_name, shape)
         if shape is not None:
-            rules.validate_parallel(shape, settings.tp, settings.pp)
+            engine.validate_parallel(shape, settings.tp, settings.pp)
     except FieldError as exc:
         loc = exc.problems[0].loc if exc.problems else ("settings",)
         if loc and loc[0] not in ("settings", "model"):
             raise FieldError(("settings", *loc), exc.problems[0].msg) from None
         raise
-    facts = [f for f in log.facts if f.engine == engine]
+    facts = [f for f in log.facts if f.engine == engine.name]
     others = len(log.facts) - len(facts)
     if others:
         notes.append(f"{others} recognised line(s) of another engine were left out.")
@@ -436,7 +260,6 @@ def reconcile(req: ReconcileRequest) -> ReconcileResult:
         )
     ctx = Ctx(
         engine=engine,
-        rules=rules,
         log=log,
         facts=facts,
         shape=shape,
@@ -447,12 +270,7 @@ def reconcile(req: ReconcileRequest) -> ReconcileResult:
         settings=settings,
         notes=notes,
     )
-    if engine == "vllm":
-        fmt = reconcile_vllm(ctx)
-    elif engine == "sglang":
-        fmt = reconcile_sglang(ctx)
-    else:
-        fmt = reconcile_trtllm(ctx)
+    fmt = engine.reconcile_log(ctx)
     if log.lines_truncated:
         ctx.notes.append(f"{log.lines_truncated} over-long line(s) were cut before matching.")
     statuses = [c.status for c in ctx.checks]
@@ -464,10 +282,10 @@ def reconcile(req: ReconcileRequest) -> ReconcileResult:
         not_recomputable=statuses.count("not_recomputable"),
     )
     return ReconcileResult(
-        engine=engine,
-        engine_label=ENGINE_LABELS[engine],
+        engine=engine.name,
+        engine_label=engine.label,
         log_format=fmt,
-        engine_version=log.version,
+        engine_version=engine.version_text,
         lines_read=log.lines_read,
         lines_recognised=len(facts),
         model=label,

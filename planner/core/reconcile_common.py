@@ -15,11 +15,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from planner.core.engines import EngineRules
+from planner.core.engines import Engine
 from planner.core.errors import PlanError
-from planner.core.logparse import Fact, ParsedLog, half_unit, to_float
-from planner.core.model import LayerSpec, ModelShape, Stack, stack_of
+from planner.core.logs import Fact, ParsedLog, half_unit, to_float
+from planner.core.model import ModelShape
 from planner.core.reconcile_schema import Check, Reserves, SettingUsed, Status
+from planner.core.specs import FullAttentionSpec, LayerSpec, MLASpec, Stack, stack_of
 from planner.core.units import GiB, KVDtype
 
 Range = tuple[float, float]
@@ -35,7 +36,8 @@ class Resolved:
     block: int = 16
     dtype_name: str = "auto"
     max_model_len: int | None = None
-    mnbt: int = 8192
+    mnbt: int = 8192  # tokens in flight for window admission (max_num_batched_tokens × batches)
+    max_num_batched_tokens: int = 8192
     memory_fraction: float | None = None
     hybrid: bool = True
     draft: int = 0
@@ -53,8 +55,7 @@ class Resolved:
 
 @dataclass
 class Ctx:
-    engine: str
-    rules: EngineRules
+    engine: Engine
     log: ParsedLog
     facts: list[Fact]
     shape: ModelShape | None
@@ -111,15 +112,13 @@ def display_equal(predicted: float, text: str) -> bool:
 # Stacks per rank and stage
 
 
-def rank_spec(spec: LayerSpec, rules: EngineRules, tp: int, mla: bool) -> LayerSpec:
-    from dataclasses import replace
-
-    return replace(spec, kv_heads=rules.kv_heads_per_rank(spec.kv_heads, tp, mla=mla))
+def rank_spec(spec: LayerSpec, engine: Engine, tp: int) -> LayerSpec:
+    return engine.rank_spec(spec, tp)
 
 
 def stage_layers(
     shape: ModelShape,
-    rules: EngineRules,
+    engine: Engine,
     tp: int,
     stage_sizes: Sequence[int],
     draft: int,
@@ -130,37 +129,36 @@ def stage_layers(
     out: list[tuple[LayerSpec, ...]] = []
     start = 0
     for i, size in enumerate(stage_sizes):
-        specs = [rank_spec(s, rules, tp, shape.is_mla) for s in shape.layers[start : start + size]]
+        specs = [engine.rank_spec(s, tp) for s in shape.layers[start : start + size]]
         start += size
         if i == len(stage_sizes) - 1 and draft:
-            main = next((s for s in shape.layers if s.kind in ("full", "mla")), shape.layers[0])
-            full = LayerSpec(
-                "mla" if main.kind == "mla" else "full",
-                main.kv_heads,
-                main.head_size_k,
-                main.head_size_v,
+            main = next((s for s in shape.layers if not s.is_window), shape.layers[0])
+            full: LayerSpec = (
+                main
+                if isinstance(main, MLASpec)
+                else FullAttentionSpec(main.kv_heads, main.head_size, main.head_size_v)
             )
-            specs.extend([rank_spec(full, rules, tp, shape.is_mla)] * draft)
+            specs.extend([engine.rank_spec(full, tp)] * draft)
         out.append(tuple(specs))
     return out
 
 
 def stage_stacks(
     shape: ModelShape,
-    rules: EngineRules,
+    engine: Engine,
     tp: int,
     stage_sizes: Sequence[int],
     draft: int,
 ) -> list[Stack]:
     """Per pipeline stage: the per-rank layer stack, (spec, count) pairs."""
-    return [stack_of(st) for st in stage_layers(shape, rules, tp, stage_sizes, draft)]
+    return [stack_of(st) for st in stage_layers(shape, engine, tp, stage_sizes, draft)]
 
 
 def whole_stack(ctx: Ctx, tp: int | None = None) -> Stack:
     """The per-rank stack of all layers (one stage), draft layers included."""
     assert ctx.shape is not None
     sizes = [ctx.shape.num_hidden_layers]
-    return stage_stacks(ctx.shape, ctx.rules, tp or ctx.settings.tp, sizes, ctx.settings.draft)[0]
+    return stage_stacks(ctx.shape, ctx.engine, tp or ctx.settings.tp, sizes, ctx.settings.draft)[0]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -6,12 +6,24 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
-from planner.core.logparse import MAX_LOG_BYTES
+from planner.core.engines import log_engines
+from planner.core.logs import MAX_LOG_BYTES
 from planner.core.schema import MAX_BYTES, MAX_CONFIG_KEYS, MAX_PARALLEL, MAX_TOKENS
 
-LogEngine = Literal["vllm", "sglang", "trtllm"]
+
+def _log_engine(name: str) -> str:
+    if name not in log_engines():
+        raise ValueError(f"use one of: {', '.join(log_engines())}")
+    return name
+
+
+LogEngine = Annotated[
+    str,
+    Field(min_length=1, max_length=40, json_schema_extra={"enum": list(log_engines())}),
+    AfterValidator(_log_engine),
+]
 Status = Literal["equal", "consistent", "different", "not_recomputable"]
 
 _Parallel = Annotated[int, Field(ge=1, le=MAX_PARALLEL, strict=True)]

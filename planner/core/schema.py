@@ -1,4 +1,4 @@
-"""The contract: `PlanRequest` in, `Plan` out (DESIGN.md, `/api/v1/plan`).
+"""The contract: `PlanRequest` in, `Plan` out (`POST /api/v1/plan`).
 
 Strict on the way in: unknown fields rejected, no bool→int or str→number coercion, finite floats,
 every integer and list bounded so no input can overflow or exhaust memory. Field names are the
@@ -10,6 +10,8 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from planner.core.engines import DEFAULT_ENGINE, engine_names
 
 # Bounds chosen so nothing a client sends can overflow an int64 product or allocate much:
 # 2**24 tokens (16M) of context, 2**20 requests, 2**50 bytes (1 PiB) of memory.
@@ -23,8 +25,9 @@ MAX_BANDWIDTH_BYTES_PER_S = 1e15
 MIN_BANDWIDTH_BYTES_PER_S = 1e6
 MAX_CONFIG_KEYS = 512
 
-Engine = Literal["vllm", "sglang", "trtllm", "transformers"]
-ENGINES: tuple[str, ...] = ("vllm", "sglang", "trtllm", "transformers")
+# The registry is the one list of engine names; the schema only advertises it.
+ENGINES: tuple[str, ...] = engine_names()
+ModelDtype = Literal["auto", "bfloat16", "float16", "float32", "half"]
 
 Tokens = Annotated[int, Field(ge=1, le=MAX_TOKENS, strict=True)]
 Count = Annotated[int, Field(ge=1, le=MAX_COUNT, strict=True)]
@@ -70,7 +73,30 @@ class PlanRequest(_Strict):
     model: str | dict[str, Any] = Field(
         description="Catalog id (GET /api/v1/models) or a Hugging Face config.json object."
     )
-    engine: Engine = Field(default="vllm", description="Whose sizing rules to follow.")
+    engine: Annotated[str, Field(min_length=1, max_length=40)] = Field(
+        default=DEFAULT_ENGINE,
+        description="Whose sizing rules to follow: " + ", ".join(ENGINES) + ".",
+        json_schema_extra={"enum": list(ENGINES)},
+    )
+    engine_version: Annotated[str, Field(min_length=1, max_length=40)] | None = Field(
+        default=None,
+        description="The engine release whose rules apply, e.g. '0.33' or '0.19.0' (vLLM 0.9 "
+        "to 0.33). Default: the newest release the rules were verified against.",
+    )
+    async_scheduling: bool | None = Field(
+        default=None,
+        description="vLLM --async-scheduling. Default: the release's default (on from 0.14).",
+    )
+    dtype: ModelDtype | None = Field(
+        default=None,
+        description="The model dtype, vLLM's --dtype (auto = the config's torch_dtype).",
+    )
+    enforce_eager: bool | None = Field(
+        default=None, description="vLLM --enforce-eager (no CUDA graphs)."
+    )
+    revision: Annotated[str, Field(min_length=1, max_length=100)] | None = Field(
+        default=None, description="Hub revision when model is a Hub id."
+    )
     kv_cache_dtype: Annotated[str, Field(min_length=1, max_length=40)] = Field(
         default="auto",
         description="auto (the model's dtype), fp32, fp16, bf16, fp8, fp8_e4m3, fp8_e5m2, "
@@ -119,6 +145,17 @@ class PlanRequest(_Strict):
         default=None,
         description="Non-KV memory per GPU besides weights (activation peak, NCCL/cuBLAS, CUDA "
         "graphs). Default: the engine's documented estimate; take it from the engine log.",
+    )
+    activation_peak_bytes: Bytes | None = Field(
+        default=None,
+        description="Override the engine's activation peak (vLLM's profile run) per GPU.",
+    )
+    non_torch_bytes: Bytes | None = Field(
+        default=None,
+        description="Override non-torch memory per GPU (CUDA context, cuBLAS, NCCL buffers).",
+    )
+    cuda_graph_bytes: Bytes | None = Field(
+        default=None, description="Override the CUDA-graph memory per GPU (vLLM's estimate)."
     )
     bandwidth_bytes_per_s: (
         Annotated[float, Field(ge=MIN_BANDWIDTH_BYTES_PER_S, le=MAX_BANDWIDTH_BYTES_PER_S)] | None
@@ -195,8 +232,20 @@ class ModelOut(_Out):
     num_key_value_heads: int
     head_dim: int
     max_position_embeddings: int | None
+    max_model_len: int | None = None
     dtype: str
+    weights_bytes: int | None = None
+    weights_source: str | None = None
+    num_parameters: int | None = None
     groups: list[GroupOut]
+
+
+class NoteOut(_Out):
+    """One note: a stable `code`, its `params`, and the English `text` they make."""
+
+    code: str
+    params: dict[str, str | int | float | bool]
+    text: str
 
 
 class PerRankOut(_Out):
@@ -238,6 +287,15 @@ class KVGroupOut(_Out):
     blocks_per_request: int
 
 
+class BudgetTermOut(_Out):
+    """One line of the memory split, with where its bytes come from."""
+
+    name: str
+    bytes: int
+    derivation: str
+    source: str  # model | input | override | engine_rule | not_applicable
+
+
 class BudgetOut(_Out):
     source: Literal["explicit", "gpu"]
     gpu: str | None
@@ -247,6 +305,15 @@ class BudgetOut(_Out):
     reserve_bytes: int | None
     kv_budget_bytes: int
     derivation: str
+    activation_peak_bytes: int | None = None
+    non_torch_bytes: int | None = None
+    cuda_graph_bytes: int | None = None
+    cuda_graph_subtracted: bool | None = None
+    requested_bytes: int | None = None
+    # The engine's own figure, which can be negative ("Available KV cache memory: -2.14 GiB");
+    # kv_budget_bytes is that figure floored at 0.
+    engine_available_bytes: int | None = None
+    terms: list[BudgetTermOut] = []
 
 
 class CapacityOut(_Out):
@@ -266,6 +333,9 @@ class CapacityOut(_Out):
     kv_groups: list[KVGroupOut]
     budget: BudgetOut
     workload_fits: bool | None
+    engine_starts: bool | None = None
+    start_error: str | None = None
+    estimated_max_model_len: int | None = None
 
 
 class CalibratedOut(_Out):
@@ -323,6 +393,9 @@ class GenerationOut(_Out):
 
 class Plan(_Out):
     engine: str
+    engine_version: str
+    async_scheduling: bool | None = None
+    dtype: str
     kv_cache_dtype: str
     bytes_per_element: float
     bits_per_element: int
@@ -340,3 +413,4 @@ class Plan(_Out):
     bounds: BoundsOut | None
     generation: GenerationOut | None
     notes: list[str]
+    notes_detail: list[NoteOut]

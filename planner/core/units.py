@@ -30,7 +30,7 @@ class KVDtype:
     bits: int
     # fp32 scale bytes per (token, kv head) for K and V together; 0 for per-tensor scales.
     scale_bytes_per_token_head: int = 0
-    note: str = ""
+    note_code: str = ""  # a planner.core.notes code explaining this dtype, if any
 
     @property
     def bytes_per_element(self) -> float:
@@ -49,20 +49,15 @@ _DTYPES: dict[str, KVDtype] = {
         KVDtype("fp32", 32),
         KVDtype("fp16", 16),
         KVDtype("bf16", 16),
-        KVDtype("fp8", 8, note="fp8 = fp8_e4m3 on CUDA; per-tensor scale, no page overhead"),
+        KVDtype("fp8", 8, note_code="kv_dtype.fp8"),
         KVDtype("fp8_e4m3", 8),
         KVDtype("fp8_e5m2", 8),
         KVDtype("fp8_inc", 8),
-        KVDtype("int8", 8, note="int8 with a per-tensor scale"),
+        KVDtype("int8", 8, note_code="kv_dtype.int8"),
         KVDtype("int8_per_token_head", 8, scale_bytes_per_token_head=8),
         KVDtype("fp8_per_token_head", 8, scale_bytes_per_token_head=8),
-        KVDtype(
-            "int4",
-            4,
-            scale_bytes_per_token_head=8,
-            note="int4 modelled with a fp32 scale per token and KV head for K and for V "
-            "(not a vLLM CacheDType; TensorRT-LLM/LMDeploy-style quantized cache)",
-        ),
+        # int4: a fp32 scale per token and KV head for K and for V (TensorRT-LLM/LMDeploy-style).
+        KVDtype("int4", 4, scale_bytes_per_token_head=8, note_code="kv_dtype.int4"),
     )
 }
 

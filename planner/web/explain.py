@@ -1,5 +1,5 @@
 """The explain page: `GET /explain` walks through why the KV cache is exact and what it saves,
-with every number computed by the lab core (`planner.core.reference`, `.ring`, `.counting`);
+with every number computed by the lab core (`planner.lab.reference`, `.ring`, `.counting`);
 `POST /explain/lang` switches the language and keeps the chosen values.
 
 The user picks P and T for the mask grid and the token count and capacity of the ring buffer
@@ -21,16 +21,16 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from markupsafe import Markup
 
-from planner.core.counting import (
+from planner.lab.counting import (
     CountRow,
     closed_form_cached,
     closed_form_no_cache,
     count_table,
     positions_processed,
 )
-from planner.core.lab import COUNT_DIM, COUNT_LENGTHS
-from planner.core.reference import causal_mask, mask_rows, softmax_example
-from planner.core.ring import RingStep, ring_slots
+from planner.lab.lab import COUNT_DIM, COUNT_LENGTHS
+from planner.lab.reference import causal_mask, mask_rows, softmax_example
+from planner.lab.ring import RingStep, ring_slots
 from planner.web.form import FieldMessage, Gettext
 from planner.web.i18n import Numbers, translations
 from planner.web.page import language_of, remember_language, render_page, toggled_language
@@ -143,7 +143,7 @@ def softmax_view() -> SoftmaxView:
         rows.append(SoftmaxRow(j, label, logit, int(e), w, wf, v, w * v))
     output = sum((r.product for r in rows), Fraction(0))
     if output != ex.output_exact:
-        raise ValueError("values disagree with planner.core.reference.softmax_example")
+        raise ValueError("values disagree with planner.lab.reference.softmax_example")
     return SoftmaxView(tuple(rows), int(total), output, ex.output_float)
 
 

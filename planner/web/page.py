@@ -26,10 +26,11 @@ from planner.api.problems import ProblemException
 from planner.api.work import budget_of, run_job
 from planner.catalog import list_gpus, list_models
 from planner.core.errors import FieldError, FieldProblem, PlanError
-from planner.core.plan import CalibrationLike, plan
+from planner.core.inputs import CalibrationLike
 from planner.core.schema import ENGINES, Plan, PlanRequest
 from planner.core.units import DTYPE_NAMES
 from planner.cost import page_cost
+from planner.service import plan
 from planner.web import form
 from planner.web.figures import Figure, capacity_figure, decode_figure, memory_figure
 from planner.web.i18n import (

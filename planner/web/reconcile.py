@@ -22,7 +22,8 @@ from planner.api.problems import ProblemException, field_of
 from planner.api.work import run_job
 from planner.catalog import list_gpus, list_models
 from planner.core.errors import FieldProblem, ModelConfigError, PlanError, UnknownIdError
-from planner.core.logparse import ENGINE_LABELS, MAX_LOG_BYTES
+from planner.core.logs import MAX_LOG_BYTES
+from planner.core.reconcile import ENGINE_LABELS
 from planner.core.reconcile_schema import ReconcileRequest, ReconcileResult
 from planner.cost import Cost
 from planner.web.form import FieldMessage, Gettext, core_message

@@ -10,8 +10,8 @@ import math
 from dataclasses import dataclass
 
 from planner.core.errors import PlanError
-from planner.core.plan import plan as make_plan
 from planner.core.schema import Plan, PlanRequest
+from planner.service import plan as make_plan
 
 MAX_SWEEP_POINTS = 12
 FIRST_SWEEP_TOKENS = 1024

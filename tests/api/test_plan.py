@@ -6,8 +6,8 @@ from starlette.testclient import TestClient
 from typer.testing import CliRunner
 
 from planner.cli import app as cli_app
-from planner.core.plan import plan
 from planner.core.schema import PlanRequest
+from planner.service import plan
 from tests.api.conftest import QUESTION_48_GIB
 
 

@@ -4,8 +4,8 @@ from typing import Any
 
 import pytest
 
-from planner.core.plan import plan
 from planner.core.schema import Plan, PlanRequest
+from planner.service import plan
 
 GiB = 1 << 30
 MiB = 1 << 20

@@ -1,5 +1,7 @@
-"""engine_rules.md §6.2 worked arithmetic (vLLM rules, B = 40 GiB per rank), plus the other
-engines' rules from §2-§4."""
+"""Worked vLLM arithmetic (B = 40 GiB per rank) under vLLM 0.19's rules (one batch of
+max_num_batched_tokens in flight for window admission; "GPU KV cache size" = num_blocks //
+groups × block_size), the 0.33 defaults measured with vLLM 0.33's own sizing code, plus the
+other engines' rules."""
 
 from __future__ import annotations
 
@@ -39,13 +41,52 @@ def test_vllm_worked_examples(
     logged: float,
     resident: int,
 ) -> None:
-    p = run(model=model, context_tokens=ctx, kv_budget_bytes=B40, **extra)
+    p = run(engine_version="0.19", model=model, context_tokens=ctx, kv_budget_bytes=B40, **extra)
     c = p.capacity
     assert c is not None
     assert c.num_blocks == blocks
     assert c.blocks_per_request == need
     assert c.engine_reported_concurrency == logged
     assert c.max_requests == resident
+
+
+@pytest.mark.parametrize(
+    ("async_scheduling", "need", "logged", "resident"),
+    [(None, 1281, 15.99, 15), (True, 1281, 15.99, 15), (False, 769, 26.63, 26)],
+)
+def test_vllm_033_async_admission_mistral(
+    async_scheduling: bool | None, need: int, logged: float, resident: int
+) -> None:
+    # vLLM 0.33.0's own sizing code (EngineArgs → get_kv_cache_configs → get_kv_cache_capacity)
+    # on Mistral-7B, bf16, 40 GiB, 32k: async scheduling (the default) keeps 2 × 8192 tokens in
+    # flight, so a sliding group needs cdiv(min(4095 + 16384, 32768), 16) + 1 = 1281 blocks.
+    body: dict[str, object] = {"model": "mistralai/Mistral-7B-v0.1", "context_tokens": 32768}
+    if async_scheduling is not None:
+        body["async_scheduling"] = async_scheduling
+    p = run(kv_budget_bytes=B40, **body)
+    c = p.capacity
+    assert c is not None and p.engine_version == "0.33"
+    assert (c.num_blocks, c.blocks_per_request) == (20480, need)
+    assert (c.engine_reported_concurrency, c.max_requests) == (logged, resident)
+
+
+def test_vllm_033_logged_tokens_are_concurrency_times_max_model_len() -> None:
+    # vLLM 0.33.0's get_kv_cache_capacity: int(max_concurrency × max_model_len).
+    gemma = run(
+        model="google/gemma-3-27b-it", context_tokens=32768, kv_budget_bytes=B40,
+        async_scheduling=False,
+    )  # fmt: skip
+    assert gemma.capacity is not None and gemma.capacity.engine_reported_tokens == 194871
+    llama = run(
+        model="meta-llama/Llama-3.1-8B", context_tokens=12345, kv_budget_bytes=80 * GiB,
+        block_size=64,
+    )  # fmt: skip
+    assert llama.capacity is not None and llama.capacity.engine_reported_tokens == 654988
+    old = run(
+        model="meta-llama/Llama-3.1-8B", context_tokens=12345, kv_budget_bytes=80 * GiB,
+        block_size=64, engine_version="0.20.0",
+    )  # fmt: skip
+    assert old.capacity is not None and old.capacity.engine_reported_tokens == 655360
 
 
 def test_llama70b_tp8_and_tp16_per_rank_bytes() -> None:
@@ -65,7 +106,12 @@ def test_llama70b_tp8_and_tp16_per_rank_bytes() -> None:
 def test_gemma3_groups_and_padding() -> None:
     # §6.2: 52 sliding + 10 full → group_size 10; 6 sliding groups of 9,9,9,9,8,8 (8 padding
     # layers) + 1 full group; "GPU KV cache size" = 32,768 // 7 · 16 = 74,896 tokens.
-    p = run(model="google/gemma-3-27b-it", context_tokens=8192, kv_budget_bytes=B40)
+    p = run(
+        engine_version="0.19",
+        model="google/gemma-3-27b-it",
+        context_tokens=8192,
+        kv_budget_bytes=B40,
+    )
     c = p.capacity
     assert c is not None
     sliding = [g for g in c.kv_groups if g.kind == "sliding"]
@@ -170,12 +216,18 @@ def test_trtllm_windows_are_full_length_unless_max_attention_window_is_set() -> 
     # TensorRT-LLM PyTorch backend: with KvCacheConfig.max_attention_window unset, every layer
     # is sized for max_seq_len (resource_manager.py; engine_rules.md §3 caveat); set, the list
     # repeats over the layers and windows shorter than max_seq_len are cyclic.
-    full = run(model="openai/gpt-oss-120b", engine="trtllm", context_tokens=32768,
-               kv_budget_bytes=B40)
+    full = run(
+        model="openai/gpt-oss-120b", engine="trtllm", context_tokens=32768, kv_budget_bytes=B40
+    )
     assert full.requests[0].kv_bytes == 32768 * 73728
     assert any("max_attention_window" in n for n in full.notes)
-    windowed = run(model="openai/gpt-oss-120b", engine="trtllm", context_tokens=32768,
-                   kv_budget_bytes=B40, max_attention_window=[128, 32768])
+    windowed = run(
+        model="openai/gpt-oss-120b",
+        engine="trtllm",
+        context_tokens=32768,
+        kv_budget_bytes=B40,
+        max_attention_window=[128, 32768],
+    )
     per_layer_token = 2 * 8 * 64 * 2
     assert windowed.requests[0].kv_bytes == 18 * per_layer_token * (128 + 32768)
     assert full.capacity is not None and windowed.capacity is not None
@@ -203,10 +255,12 @@ def test_default_max_num_seqs_caps_running_requests() -> None:
         assert c.max_num_seqs == cap and c.max_running_requests == cap
         assert c.limited_by == "max_num_seqs"
         assert any("--max-num-seqs" in n for n in p.notes)
-    mine = run(model="meta-llama/Llama-3.1-8B", gpu="H100-SXM-80GB", context_tokens=128,
-               max_num_seqs=4096)
+    mine = run(
+        model="meta-llama/Llama-3.1-8B", gpu="H100-SXM-80GB", context_tokens=128, max_num_seqs=4096
+    )
     assert mine.capacity is not None and mine.capacity.max_running_requests == min(
-        4096, mine.capacity.max_requests)
+        4096, mine.capacity.max_requests
+    )
     # A long context is limited by memory, not by the cap.
     long = run(model="meta-llama/Llama-3.1-8B", gpu="H100-SXM-80GB", context_tokens=32768)
     assert long.capacity is not None and long.capacity.limited_by == "kv_blocks"

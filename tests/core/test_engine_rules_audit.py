@@ -34,6 +34,7 @@ B40 = 40 * GiB
 # "GPU KV cache size" 109,226 // 7 × 16 = 249,648 tokens.
 def test_vllm_pp_projects_whole_model_groups_gemma3_pp4() -> None:
     p = run(
+        engine_version="0.19",
         model="google/gemma-3-27b-it",
         context_tokens=8192,
         kv_budget_bytes=B40,
@@ -56,6 +57,7 @@ def test_vllm_pp_projects_whole_model_groups_gemma3_pp4() -> None:
 # = 5,510 -> 81,920 / 5,510 = 14.87x; (81,920 − 1) // 5,510 = 14.
 def test_vllm_pp_min_over_stages_gemma3_pp3() -> None:
     p = run(
+        engine_version="0.19",
         model="google/gemma-3-27b-it",
         context_tokens=32768,
         kv_budget_bytes=B40,
@@ -77,6 +79,7 @@ def test_vllm_pp_min_over_stages_gemma3_pp3() -> None:
 # 20,480 blocks, cdiv(min(4095 + 8192, 32768), 16) + 1 = 769 per request, 26.63x, 26 resident.
 def test_vllm_disable_hybrid_keeps_window_when_all_layers_slide() -> None:
     p = run(
+        engine_version="0.19",
         model="mistralai/Mistral-7B-v0.1",
         context_tokens=32768,
         kv_budget_bytes=B40,
@@ -98,9 +101,7 @@ def test_vllm_disable_hybrid_keeps_window_when_all_layers_slide() -> None:
 )
 def test_vllm_default_mnbt_reads_the_gpu_name(name: str, expected: int) -> None:
     gpu = {"name": name, "memory_bytes": 80 * GiB, "bandwidth_bytes_per_s": 2.0e12}
-    p = run(
-        model="meta-llama/Llama-3.1-8B", context_tokens=8192, kv_budget_bytes=B40, gpu=gpu
-    )
+    p = run(model="meta-llama/Llama-3.1-8B", context_tokens=8192, kv_budget_bytes=B40, gpu=gpu)
     assert p.max_num_batched_tokens == expected
 
 

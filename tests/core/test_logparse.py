@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from planner.core.errors import FieldError
-from planner.core.logparse import (
+from planner.core.logs import (
     MAX_LOG_BYTES,
     MAX_LOG_LINES,
     half_unit,

@@ -28,7 +28,7 @@ def test_mqa_and_gqa() -> None:
 
 def test_k_and_v_head_sizes_that_differ() -> None:
     s = shape_from_config({**BASE, "head_dim": 192, "v_head_dim": 128, "num_key_value_heads": 2})
-    assert (s.layers[0].head_size_k, s.layers[0].head_size_v) == (192, 128)
+    assert (s.layers[0].head_size, s.layers[0].head_size_v) == (192, 128)
     assert s.layers[0].elements_per_token == 2 * (192 + 128)
 
 

@@ -8,10 +8,9 @@ from typing import Any
 
 import pytest
 
-from planner.core.plan import plan
-from planner.core.recommend import recommend
 from planner.core.recommend_schema import Recommendation, RecommendRequest
 from planner.core.schema import Plan, PlanRequest
+from planner.service import plan, recommend
 
 MIX = [
     {"context_tokens": 2048, "share": 0.7},
@@ -198,10 +197,12 @@ def test_context_binds() -> None:
 
 
 def test_concurrency_binds() -> None:
+    # 4 GPUs: on 2 × H100 vLLM's own budget (weights 65.7 GiB per rank, activation, NCCL and
+    # CUDA graphs) leaves under 2 GiB, so max_model_len would bind before concurrency.
     r = rec(
         model="meta-llama/Llama-3.1-70B",
         gpu="H100-SXM-80GB",
-        gpu_count=2,
+        gpu_count=4,
         context_mix=MIX,
         concurrency=2000,
     )
@@ -212,7 +213,7 @@ def test_concurrency_binds() -> None:
     assert rec(
         model="meta-llama/Llama-3.1-70B",
         gpu="H100-SXM-80GB",
-        gpu_count=2,
+        gpu_count=4,
         context_mix=MIX,
         concurrency=reach,
     ).feasible

@@ -13,10 +13,9 @@ from typing import Any
 import pytest
 
 from planner.core.errors import FieldError
-from planner.core.plan import plan
-from planner.core.reconcile import reconcile
 from planner.core.reconcile_schema import Check, ReconcileRequest, ReconcileResult
 from planner.core.schema import PlanRequest
+from planner.service import plan, reconcile
 from tests.core.test_logparse import ENGINE, load_fixtures
 
 FIXTURES = {f["id"]: f for f in load_fixtures()}
@@ -502,6 +501,7 @@ def test_vllm_pipeline_stages_project_whole_model_groups() -> None:
             context_tokens=8192,
             kv_budget_bytes=40 * (1 << 30),
             pipeline_parallel_size=4,
+            engine_version=r.engine_version,
         )
     )
     assert planned.capacity is not None
@@ -553,6 +553,7 @@ def test_vllm_disable_hybrid_keeps_window_when_all_layers_slide(how: str) -> Non
             context_tokens=8192,
             kv_budget_bytes=40 * (1 << 30),
             hybrid_kv_cache_manager=False,
+            engine_version=r.engine_version,
         )
     )
     assert planned.capacity is not None

@@ -124,7 +124,7 @@ def test_config_dtype_sets_cache_dtype() -> None:
 
 
 def _predict(config: dict[str, Any], n: int, kv_cache_dtype: str = "fp32") -> int:
-    plan_mod = pytest.importorskip("planner.core.plan")
+    plan_mod = pytest.importorskip("planner.service")
     schema = pytest.importorskip("planner.core.schema")
     request = schema.PlanRequest.model_validate(
         {

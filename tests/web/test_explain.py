@@ -18,7 +18,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from planner.api.security import CONTENT_SECURITY_POLICY
-from planner.core.reference import softmax_example
+from planner.lab.reference import softmax_example
 from planner.web.i18n import COOKIE_NAME
 from tests.web.conftest import PHONE, browser_session, parse
 from tests.web.test_page import error_text

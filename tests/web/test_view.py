@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from planner.core.plan import plan
 from planner.core.schema import PlanRequest
+from planner.service import plan
 from planner.web.charts import WIDTH, Column, Part, columns, stacked_bar, tokens_tick
 from planner.web.view import (
     block_math,

@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from planner.core import reference as ref
-from planner.core.counting import CountRow, count_table
-from planner.core.kv import dense_kv_bytes
-from planner.core.ring import RingCheck, check_ring
+from planner.core.specs import dense_kv_bytes
+from planner.lab import reference as ref
+from planner.lab.counting import CountRow, count_table
+from planner.lab.ring import RingCheck, check_ring
 
 DEFAULT_CHUNKS: tuple[int, ...] = (1, 3, 2, 5)
 DEFAULT_SHAPE = ref.Shape(layers=2, q_heads=4, kv_heads=2, head_dim=8, model_dim=32)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.core.reference import (
+from planner.lab.reference import (
     Array,
     Model,
     Options,
@@ -21,7 +21,7 @@ from planner.core.reference import (
     project,
     run_full,
 )
-from planner.core.reference import first_mismatch as _first_mismatch
+from planner.lab.reference import first_mismatch as _first_mismatch
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,4 @@
-"""TensorRT-LLM: blocks of the paged KV cache from free memory (engine_rules.md §3).
+"""TensorRT-LLM: blocks of the paged KV cache from free memory (docs/engine-rules.md).
 
 C++ runtime: `Memory usage when calculating max tokens in paged kv cache: total: T GiB,
 available: A GiB` → max_tokens = floor(A × free_gpu_memory_fraction / bytes per token), blocks =
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 
-from planner.core.logparse import Fact, to_float, to_int
+from planner.core.logs import Fact, to_float, to_int
 from planner.core.model import cdiv
 from planner.core.reconcile_common import (
     Ctx,

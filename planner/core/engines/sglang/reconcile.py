@@ -1,4 +1,4 @@
-"""SGLang: the token pool and its K/V sizes (engine_rules.md §2).
+"""SGLang: the token pool and its K/V sizes (docs/engine-rules.md).
 
 Budget = free memory after weights − free memory before weights × (1 − mem_fraction_static),
 both from the `Load weight begin/end … avail mem=X GB` lines; max_total_num_tokens =
@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import math
 
-from planner.core.capacity import build_pool
-from planner.core.logparse import Fact, half_unit, to_float, to_int
+from planner.core.engines.base import Scheduling
+from planner.core.logs import Fact, half_unit, to_float, to_int
+from planner.core.parallel import Stages
 from planner.core.reconcile_common import (
     Ctx,
     Figure,
@@ -32,7 +33,7 @@ def _size_checks(ctx: Ctx, f: Fact) -> None:
     tokens = to_int(f.values["tokens"])
     stack = whole_stack(ctx)
     b = ctx.dtype.bytes_per_element
-    k_elems = sum(c * s.kv_heads * s.head_size_k for s, c in stack)
+    k_elems = sum(c * s.kv_heads * s.head_size for s, c in stack)
     v_elems = sum(c * s.kv_heads * s.head_size_v for s, c in stack)
     mla = ctx.shape is not None and ctx.shape.is_mla
     parts = (
@@ -103,14 +104,15 @@ def _tokens_check(ctx: Ctx, f: Fact, budget: tuple[int, int, int, str] | None) -
     assert shape is not None
 
     def tokens(budget_bytes: int) -> int:
-        pool = build_pool(
-            ctx.rules,
-            whole_stack(ctx),
+        mnbt = ctx.settings.max_num_batched_tokens
+        pool = ctx.engine.build_pool(
+            Stages((whole_stack(ctx),)),
             dtype,
             ctx.settings.block,
-            ctx.rules.sliding_policy(shape, True),
+            ctx.engine.window_policy(shape, hybrid_manager=True, explicit_windows=False),
             budget_bytes,
-            ctx.settings.mnbt,
+            Scheduling(mnbt, None, mnbt, 1),
+            ctx.settings.max_model_len or 1,
         )
         return pool.num_blocks * pool.unit_tokens
 

@@ -1,0 +1,315 @@
+"""What an engine is to the planner: one object per engine and version, owning its rules.
+
+An engine knows its defaults for a version and GPU, KV heads per rank, what it refuses (with its
+own reason), how it treats window layers, how it builds its pool from the layers of each
+pipeline stage, the figures its log prints, and its flag names. Nothing outside this package
+asks an engine for its name to decide what to do.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+from planner.core.budget.terms import BudgetTerms, StartVerdict, Term, TermSource
+from planner.core.capacity import Pool
+from planner.core.engines.versions import Releases, Version, version_text
+from planner.core.errors import FieldError
+from planner.core.hardware import Gpu
+from planner.core.model import ModelShape
+from planner.core.notes import Note, note
+from planner.core.parallel import Stages
+from planner.core.specs import LayerSpec, WindowPolicy, cdiv
+from planner.core.units import GiB, KVDtype, fmt_gib
+
+if TYPE_CHECKING:  # these import the registry, or the log parser reads it
+    from planner.core.inputs import Inputs
+    from planner.core.logs.lines import Rule
+    from planner.core.recommend_schema import EngineSettings
+
+MemoryBase = Literal["total", "free_before_load", "free_after_load", "none"]
+PrefixGranularity = Literal["block", "token", "none"]
+# Where the L % pp leftover layers go: vLLM one each to the stages just before the last, SGLang
+# to the last ones, TensorRT-LLM to the first ones.
+ExtraLayers = Literal["before_last", "last", "first"]
+TP_SIZES = (1, 2, 4, 8, 16, 32, 64)
+EXTRA_OPTIONS_FILE = "kv_cache_config.yaml"
+
+
+@dataclass(frozen=True, slots=True)
+class Scheduling:
+    """The scheduler settings that shape admission, resolved for one plan."""
+
+    max_num_batched_tokens: int
+    async_scheduling: bool | None  # None: the engine has no such mode
+    in_flight_tokens: int  # tokens scheduled but not yet retired, for window admission
+    concurrent_batches: int
+    why: str = ""  # why async is on (its default, or the request)
+
+
+@dataclass(frozen=True, slots=True)
+class Engine:
+    """One engine at one version. Subclasses set the class attributes and override rules."""
+
+    version: Version
+
+    name: ClassVar[str]
+    label: ClassVar[str]
+    releases: ClassVar[Releases]
+    default_block_size: ClassVar[int]
+    null_blocks: ClassVar[int] = 0
+    memory_base: ClassVar[MemoryBase]
+    memory_fraction_flag: ClassVar[str]
+    running_cap_flag: ClassVar[str]
+    default_reserve_bytes: ClassVar[int] = GiB
+    prefix_caching_default: ClassVar[bool] = True
+    prefix_granularity: ClassVar[PrefixGranularity] = "block"
+    limited_by_memory: ClassVar[str] = "kv_blocks"
+    pp_extra_layers: ClassVar[ExtraLayers] = "before_last"
+    paged: ClassVar[bool] = True
+    serves: ClassVar[bool] = True  # has a server launch command (recommend)
+    reads_logs: ClassVar[bool] = True  # its start-up logs can be reconciled
+    takes_max_attention_window: ClassVar[bool] = False
+    takes_async_scheduling: ClassVar[bool] = False
+    serves_fp32: ClassVar[bool] = False  # whether fp32 checkpoints run in fp32
+    kv_cache_dtypes: ClassVar[tuple[str, ...]] = (
+        "auto", "fp16", "bf16", "fp8", "fp8_e4m3", "fp8_e5m2",
+    )  # fmt: skip
+
+    # -- identity ----------------------------------------------------------------------------
+    @property
+    def version_text(self) -> str:
+        return version_text(self.version)
+
+    def default_memory_utilization(self) -> float:
+        raise NotImplementedError
+
+    def rule_notes(self) -> list[Note]:
+        return []
+
+    # -- validation (what the engine refuses) ------------------------------------------------
+    def validate(
+        self, shape: ModelShape, tp: int, pp: int, kv_dtype: KVDtype, model_dtype: str
+    ) -> None:
+        """Raise FieldError, with the engine's own reason, for a setup it refuses."""
+        if kv_dtype.name not in self.kv_cache_dtypes:
+            raise FieldError(
+                "kv_cache_dtype",
+                f"{self.label} has no {kv_dtype.name!r} KV cache; use one of: "
+                f"{', '.join(self.kv_cache_dtypes)}",
+            )
+        self.validate_parallel(shape, tp, pp)
+
+    def validate_parallel(self, shape: ModelShape, tp: int, pp: int) -> None:
+        """The parallel sizes the engine accepts for this model."""
+        if pp > shape.num_hidden_layers:
+            raise FieldError(
+                "pipeline_parallel_size",
+                f"{pp} stages for {shape.num_hidden_layers} layers; use at most "
+                f"{shape.num_hidden_layers}",
+            )
+        hq = shape.num_attention_heads
+        if hq % tp:
+            ok = [t for t in TP_SIZES if hq % t == 0]
+            raise FieldError(
+                "tensor_parallel_size",
+                f"{self.label} requires num_attention_heads ({hq}) divisible by "
+                f"tensor_parallel_size ({tp}); sizes that work: {ok}",
+            )
+        if not shape.is_mla:
+            self.validate_kv_heads(shape.num_key_value_heads, hq, tp)
+
+    def validate_kv_heads(self, hkv: int, hq: int, tp: int) -> None:
+        """vLLM and SGLang: divisible when heads ≥ ranks, else ranks a multiple of heads."""
+        ok = [t for t in TP_SIZES if hq % t == 0 and (hkv % t == 0 if hkv >= t else t % hkv == 0)]
+        if hkv >= tp and hkv % tp:
+            raise FieldError(
+                "tensor_parallel_size",
+                f"{self.label} needs num_key_value_heads ({hkv}) divisible by "
+                f"tensor_parallel_size ({tp}) when heads >= ranks; sizes that work: {ok}",
+            )
+        if hkv < tp and tp % hkv:
+            raise FieldError(
+                "tensor_parallel_size",
+                f"{self.label} replicates KV heads when tensor_parallel_size ({tp}) > "
+                f"num_key_value_heads ({hkv}); it must then be a multiple of {hkv}; "
+                f"sizes that work: {ok}",
+            )
+
+    # -- per-rank shapes ---------------------------------------------------------------------
+    def kv_heads_per_rank(self, kv_heads: int, tp: int) -> int:
+        return max(1, kv_heads // tp)  # vLLM / SGLang get_num_kv_heads
+
+    def rank_spec(self, spec: LayerSpec, tp: int) -> LayerSpec:
+        return spec.per_rank(self.kv_heads_per_rank(spec.kv_heads, tp))
+
+    def parallel_notes(self, shape: ModelShape, tp: int, dtype: KVDtype) -> list[Note]:
+        """Quirks of this engine's sharding worth telling (none by default)."""
+        return []
+
+    # -- settings ----------------------------------------------------------------------------
+    def block_size(self, requested: int | None, shape: ModelShape) -> tuple[int, list[Note]]:
+        """The block size used, and notes when the engine would force or ignore it."""
+        return requested or self.default_block_size, []
+
+    def window_policy(
+        self, shape: ModelShape, *, hybrid_manager: bool, explicit_windows: bool
+    ) -> WindowPolicy:
+        return "window"
+
+    def window_notes(
+        self, policy: WindowPolicy, sched: Scheduling, shape: ModelShape, hybrid_manager: bool
+    ) -> list[Note]:
+        return []
+
+    def model_dtype(self, shape: ModelShape, requested: str | None) -> tuple[str, list[Note]]:
+        """The dtype the model runs in (vLLM's --dtype; auto = the config's, except that
+        engines without fp32 serving run float32 checkpoints in bf16)."""
+        if requested not in (None, "auto"):
+            names = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "half": "fp16"}
+            return names.get(requested or "", requested or ""), []
+        if shape.dtype == "fp32" and not self.serves_fp32:
+            return "bf16", [note("dtype.fp32_served_16bit", engine=self.label)]
+        return shape.dtype, []
+
+    def scheduling(
+        self, requested_mnbt: int | None, requested_async: bool | None, gpu: Gpu | None, pp: int
+    ) -> Scheduling:
+        mnbt = requested_mnbt or self.default_max_num_batched_tokens(gpu)
+        return Scheduling(mnbt, None, mnbt, 1)
+
+    def default_max_num_batched_tokens(self, gpu: Gpu | None) -> int:
+        return 8192
+
+    def default_max_num_seqs(self, gpu: Gpu | None, pool_tokens: int, ctx: int) -> int | None:
+        return None
+
+    def max_model_len(self, shape: ModelShape) -> int | None:
+        return shape.max_position_embeddings
+
+    def reports_max_num_batched_tokens(self) -> bool:
+        return False
+
+    # -- the memory budget -------------------------------------------------------------------
+    def derive_budget(self, inp: Inputs, weights_per_rank: int) -> BudgetTerms:
+        """The KV budget per GPU the engine computes from the GPU (engines without a modelled
+        start-up profile: the fraction of memory less weights and a flat reserve)."""
+        assert inp.gpu is not None
+        req = inp.request
+        util = req.gpu_memory_utilization or self.default_memory_utilization()
+        reserve = req.reserve_bytes if req.reserve_bytes is not None else self.default_reserve_bytes
+        mem = inp.gpu.memory_bytes
+        label = self.memory_fraction_flag.lstrip("-").replace("-", "_")
+        if self.memory_base == "free_after_load":
+            budget = math.floor((mem - weights_per_rank - reserve) * util)
+            requested = mem
+            how = (
+                f"({fmt_gib(mem)} − weights {fmt_gib(weights_per_rank)} − reserve "
+                f"{fmt_gib(reserve)}) × {label} {util:g}"
+            )
+        else:
+            requested = math.ceil(mem * util)
+            budget = requested - weights_per_rank - reserve
+            how = (
+                f"{fmt_gib(mem)} × {label} {util:g} − weights {fmt_gib(weights_per_rank)} − "
+                f"reserve {fmt_gib(reserve)}"
+            )
+        source: TermSource = "override" if req.reserve_bytes is not None else "engine_rule"
+        none = Term(0, "not modelled for this engine (inside the reserve)", "not_applicable")
+        return BudgetTerms(
+            engine=self.name,
+            engine_version=self.version_text,
+            rule="fraction − weights − reserve",
+            total_memory_bytes=mem,
+            memory_fraction=util,
+            requested_bytes=requested,
+            weights_bytes_per_rank=Term(weights_per_rank, "weights per rank", "input"),
+            activation_peak_bytes=none,
+            non_torch_bytes=none,
+            cuda_graph_bytes=none,
+            cuda_graph_subtracted=False,
+            reserve_bytes=Term(reserve, f"reserve {fmt_gib(reserve)}", source),
+            kv_budget_bytes=budget,
+            derivation=f"{how} = {fmt_gib(max(0, budget))} per GPU",
+        )
+
+    def start_check(
+        self, inp: Inputs, kv_budget_bytes: int, terms: BudgetTerms | None, pool: Pool
+    ) -> StartVerdict:
+        """Whether the engine's own start-up checks pass (by default: some KV memory left)."""
+        if kv_budget_bytes > 0 and pool.max_requests(1) > 0:
+            return StartVerdict(True, "starts", None)
+        return StartVerdict(False, "no_kv_memory", None)
+
+    # -- its logs ----------------------------------------------------------------------------
+    log_block_keys: ClassVar[tuple[str, ...]] = ("block_size",)  # argument-dump names
+    fraction_setting: ClassVar[str] = "gpu_memory_utilization"  # reconcile settings field
+    log_fraction_keys: ClassVar[tuple[str, ...]] = ("gpu_memory_utilization",)
+    fraction_default_known: ClassVar[bool] = True  # False: the engine picks it at start-up
+    log_generations: ClassVar[bool] = False  # logs come from engine generations (vLLM v0/v1)
+    # The lines it prints, as parse rules (tried in registry order; the first match wins), words
+    # that name it in lines no rule knows, and the lower-case markers of its version line.
+    log_rules: ClassVar[tuple[Rule, ...]] = ()
+    log_hints: ClassVar[tuple[str, ...]] = ()
+    log_version_markers: ClassVar[tuple[str, ...]] = ()
+    log_example: ClassVar[str] = ""  # its typical KV-cache line(s), quoted, for error messages
+
+    def generation_from_log(self, kinds: AbstractSet[str]) -> str | None:
+        """The engine generation ("v0", "v1") whose lines the log holds, where it has several."""
+        return None
+
+    def version_from_log(self, facts: Sequence[Any]) -> tuple[str, str] | None:
+        """(release, how it was inferred) from a log's own lines, where they tell."""
+        return None
+
+    def reconcile_log(self, ctx: Any) -> str:
+        """Check every logged figure (planner.core.reconcile_*); returns the log format."""
+        raise FieldError("engine", f"kvplan does not read {self.label} logs")
+
+    # -- launch flags ------------------------------------------------------------------------
+    # kvplan KV dtype name → the engine's flag value, for dtypes other than the model's own.
+    launch_kv_dtypes: ClassVar[dict[str, str]] = {}
+
+    def launch(self, model: str, s: EngineSettings, instances: int) -> tuple[str, dict[str, str]]:
+        """(command line, extra files by name) for `instances` replicas; `model` is quoted."""
+        raise FieldError("engine", f"{self.label} has no launch command to recommend")
+
+    def replicas_note(self, instances: int, tp: int) -> str | None:
+        """How to run several replicas, where the engine has no data-parallel flag."""
+        return None
+
+    # -- the pool ----------------------------------------------------------------------------
+    def build_pool(
+        self,
+        stages: Stages,
+        dtype: KVDtype,
+        block_size: int,
+        policy: WindowPolicy,
+        budget_bytes: int,
+        sched: Scheduling,
+        ctx: int,
+    ) -> Pool:
+        """The pool of the stage that limits capacity (engines take the minimum over workers);
+        `stages` holds each stage's per-rank layer specs in layer order."""
+        raise NotImplementedError
+
+
+def per_stage_min(pools: Sequence[Pool], ctx: int) -> Pool:
+    """The stage pool that admits the fewest requests of `ctx` tokens."""
+    return min(pools, key=lambda p: p.max_requests(ctx))
+
+
+__all__ = [
+    "EXTRA_OPTIONS_FILE",
+    "TP_SIZES",
+    "Engine",
+    "ExtraLayers",
+    "MemoryBase",
+    "PrefixGranularity",
+    "Scheduling",
+    "cdiv",
+    "per_stage_min",
+]

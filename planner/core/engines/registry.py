@@ -1,0 +1,68 @@
+"""The one list of engines: names, labels and versions. Adding an engine is one module plus one
+line here."""
+
+from __future__ import annotations
+
+from planner.core.engines.base import Engine
+from planner.core.engines.sglang import Sglang
+from planner.core.engines.transformers import Transformers
+from planner.core.engines.trtllm import Trtllm
+from planner.core.engines.vllm import Vllm
+from planner.core.errors import FieldError
+
+ENGINES: dict[str, type[Engine]] = {
+    cls.name: cls for cls in (Vllm, Sglang, Trtllm, Transformers)
+}  # fmt: skip
+DEFAULT_ENGINE = "vllm"
+
+
+def engine_class(name: str) -> type[Engine]:
+    try:
+        return ENGINES[name]
+    except KeyError:
+        raise FieldError(
+            "engine", f"unknown engine {name!r}; use one of: {', '.join(ENGINES)}"
+        ) from None
+
+
+def get_engine(name: str, version: str | None = None) -> Engine:
+    """The engine object for `name` at `version` (default: the newest verified release)."""
+    cls = engine_class(name)
+    return cls(cls.releases.resolve(version, label=cls.label))
+
+
+def engine_names() -> tuple[str, ...]:
+    return tuple(ENGINES)
+
+
+def serving_engines() -> tuple[str, ...]:
+    """Engines with a launch command (what recommend can configure)."""
+    return tuple(name for name, cls in ENGINES.items() if cls.serves)
+
+
+def log_engines() -> tuple[str, ...]:
+    """Engines whose start-up logs kvplan reads."""
+    return tuple(name for name, cls in ENGINES.items() if cls.reads_logs)
+
+
+def engine_labels() -> dict[str, str]:
+    return {name: cls.label for name, cls in ENGINES.items()}
+
+
+def register(cls: type[Engine]) -> type[Engine]:
+    """Add an engine (tests add a toy fifth one this way)."""
+    ENGINES[cls.name] = cls
+    return cls
+
+
+__all__ = [
+    "DEFAULT_ENGINE",
+    "ENGINES",
+    "engine_class",
+    "engine_labels",
+    "engine_names",
+    "get_engine",
+    "log_engines",
+    "register",
+    "serving_engines",
+]

@@ -1,0 +1,143 @@
+"""SGLang's KV budget: free memory after load minus (1 − mem_fraction_static) of free before load.
+
+Source: sglang 0.5.23 (PyPI wheel). `mem_cache/kv_cache_configurator.py`
+`_profile_available_bytes`: rest = free_after_load − pre_model_load_free × (1 − mem_fraction_static)
+− multimodal runtime reservation; `rest ≤ 0` raises "Loaded weights leave no GPU memory for the KV
+cache…". Older releases had the same arithmetic in `ModelRunner.profile_max_num_token`.
+Activations and CUDA graphs are not measured: they live in the (1 − mem_fraction_static) slack.
+The automatic mem_fraction_static is `arg_groups/memory_hook.py` `_handle_gpu_memory_settings`:
+reserved MiB = 512 + 1.5 × max(chunked_prefill_size, 2048) + tp·pp/8 × 1024 + 2 × decode
+graph max_bs (+ 8 per prefill graph size), at least 10 GiB on GPUs over 60 GiB, and
+mem_fraction_static = round((gpu MiB − reserved) / gpu MiB, 3).
+"""
+
+from __future__ import annotations
+
+import math
+
+from planner.core.budget.terms import BudgetTerms, StartVerdict, Term
+from planner.core.errors import FieldError
+from planner.core.units import GiB, MiB
+
+# CUDA context (and NCCL communicators at TP/PP ≥ 2) resident before the weights load; the same
+# figures vLLM's 0.19 logs show at its init snapshot on H100 (0.51 / 1.53 GiB).
+_CONTEXT_TP1 = int(0.51 * GiB)
+_CONTEXT_MULTI = int(1.53 * GiB)
+
+
+def sglang_auto_mem_fraction_static(
+    *,
+    gpu_memory_bytes: int,
+    chunked_prefill_size: int,
+    cuda_graph_max_bs: int,
+    tensor_parallel_size: int = 1,
+    pipeline_parallel_size: int = 1,
+    prefill_graph_sizes: int = 0,
+    cuda_graphs: bool = True,
+) -> tuple[float, str]:
+    """SGLang's default when --mem-fraction-static is not given (non-disaggregated, no DP)."""
+    gpu_mib = gpu_memory_bytes / MiB
+    reserved = 512 + max(chunked_prefill_size, 2048) * 1.5
+    reserved += tensor_parallel_size * pipeline_parallel_size / 8 * 1024
+    if cuda_graphs:
+        reserved += cuda_graph_max_bs * 2 + prefill_graph_sizes * 8
+    if gpu_mib > 60 * 1024:
+        reserved = max(reserved, 10 * 1024)
+    frac = round((gpu_mib - reserved) / gpu_mib, 3)
+    return frac, f"auto: round(({gpu_mib:.0f} − {reserved:.0f} MiB reserved) / {gpu_mib:.0f}, 3)"
+
+
+def sglang_budget(
+    *,
+    total_memory_bytes: int,
+    weights_bytes_per_rank: int,
+    mem_fraction_static: float,
+    tensor_parallel_size: int = 1,
+    pipeline_parallel_size: int = 1,
+    free_memory_before_load_bytes: int | None = None,
+    multimodal_reservation_bytes: int = 0,
+    engine_version: str = "0.5.23",
+    reserve_bytes: int | None = None,
+) -> BudgetTerms:
+    """KV bytes one SGLang rank gets. `reserve_bytes` overrides the (1 − fraction) slack."""
+    if not 0 < mem_fraction_static < 1:
+        raise FieldError(
+            "gpu_memory_utilization",
+            f"mem_fraction_static must be in (0, 1) (got {mem_fraction_static:g})",
+        )
+    if total_memory_bytes < 1 or weights_bytes_per_rank < 0:
+        raise FieldError("gpu", "needs a positive GPU memory and weights ≥ 0")
+    multi = tensor_parallel_size > 1 or pipeline_parallel_size > 1
+    if free_memory_before_load_bytes is None:
+        context = _CONTEXT_MULTI if multi else _CONTEXT_TP1
+        pre = total_memory_bytes - context
+        nt = Term(
+            context,
+            f"CUDA context{' + NCCL' if multi else ''} before load: "
+            f"{context / GiB:.2f} GiB (not in free-before-load)",
+            "model",
+        )
+    else:
+        pre = free_memory_before_load_bytes
+        nt = Term(total_memory_bytes - pre, "given: total − free before load", "override")
+    after_load = pre - weights_bytes_per_rank
+    if reserve_bytes is None:
+        slack = math.ceil(pre * (1 - mem_fraction_static))
+        reserve = Term(
+            slack + multimodal_reservation_bytes,
+            f"free before load {pre / GiB:.2f} GiB × (1 − mem_fraction_static "
+            f"{mem_fraction_static:g}) = {slack / GiB:.2f} GiB"
+            + (
+                f" + multimodal {multimodal_reservation_bytes / GiB:.2f} GiB"
+                if multimodal_reservation_bytes
+                else ""
+            ),
+            "engine_rule",
+        )
+    else:
+        reserve = Term(reserve_bytes, f"given: {reserve_bytes / GiB:.2f} GiB", "override")
+    budget = after_load - reserve.bytes
+    inside = "inside the (1 − mem_fraction_static) slack; not measured by SGLang"
+    return BudgetTerms(
+        engine="sglang",
+        engine_version=engine_version,
+        rule="sglang:free_after_load−free_before_load×(1−mem_fraction_static)",
+        total_memory_bytes=total_memory_bytes,
+        memory_fraction=mem_fraction_static,
+        requested_bytes=math.floor(pre * mem_fraction_static),  # static: weights + KV
+        weights_bytes_per_rank=Term(weights_bytes_per_rank, "weights as loaded", "input"),
+        activation_peak_bytes=Term(0, inside, "not_applicable"),
+        non_torch_bytes=nt,
+        cuda_graph_bytes=Term(0, inside, "not_applicable"),
+        cuda_graph_subtracted=False,
+        reserve_bytes=reserve,
+        kv_budget_bytes=budget,
+        derivation=(
+            f"free after load {after_load / GiB:.2f} GiB − {reserve.derivation} = "
+            f"{budget / GiB:.2f} GiB per GPU"
+        ),
+        headroom_bytes=reserve.bytes,
+    )
+
+
+def sglang_start_check(
+    *, budget: BudgetTerms, free_memory_before_load_bytes: int | None = None
+) -> StartVerdict:
+    """SGLang refuses when the loaded weights leave nothing under its static fraction."""
+    if budget.kv_budget_bytes > 0:
+        return StartVerdict(True, "starts", None, budget.kv_budget_bytes)
+    pre = free_memory_before_load_bytes or (
+        budget.total_memory_bytes - budget.non_torch_bytes.bytes
+    )
+    available = pre - budget.weights_bytes_per_rank.bytes
+    minimum = 1 - available / pre
+    suggested = math.ceil(minimum * 1000) / 1000
+    return StartVerdict(
+        False,
+        "no_kv_memory",
+        f"Loaded weights leave no GPU memory for the KV cache under "
+        f"--mem-fraction-static={budget.memory_fraction}. Raise --mem-fraction-static above "
+        f"{suggested:.3f} (minimum viable = 1 - available/pre = {minimum:.4f}). If using "
+        "speculative decoding, draft weights are now counted.",
+        budget.kv_budget_bytes,
+    )

@@ -1,0 +1,112 @@
+"""transformers 5.x: DynamicCache, no paging, no prefix sharing, heads sharded by tp_plan
+(src/transformers/cache_utils.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+from planner.core.capacity import Pool, groups_of
+from planner.core.engines.base import Engine, Scheduling, per_stage_min
+from planner.core.engines.versions import Releases
+from planner.core.errors import FieldError
+from planner.core.model import ModelShape
+from planner.core.notes import Note, note
+from planner.core.parallel import Stages
+from planner.core.specs import WindowPolicy, cdiv, request_kv_bytes
+from planner.core.units import KVDtype
+
+
+@dataclass(frozen=True, slots=True)
+class BytesPool(Pool):
+    """No paging: a request holds exactly its tensors; slots are tokens of the full width."""
+
+    def request_bytes(self, ctx: int) -> int:
+        return request_kv_bytes(self.stack, self.dtype, ctx, self.policy)
+
+    def blocks_per_request(self, ctx: int) -> int:
+        return cdiv(self.request_bytes(ctx), max(1, self.per_token_bytes))
+
+    def max_requests(self, ctx: int) -> int:
+        if self.usable_blocks <= 0:
+            return 0
+        need = self.request_bytes(ctx)
+        return self.budget_bytes // need if need else 0
+
+    def fits(self, workload: Sequence[tuple[int, int]], shared_tokens: Sequence[int] = ()) -> bool:
+        return sum(n * self.request_bytes(c) for c, n in workload) <= self.budget_bytes
+
+
+@dataclass(frozen=True)
+class Transformers(Engine):
+    name: ClassVar[str] = "transformers"
+    label: ClassVar[str] = "transformers"
+    releases: ClassVar[Releases] = Releases(first=(5, 0, 0), last=(5, 99, 0), default=(5, 0, 0))
+    default_block_size: ClassVar[int] = 1
+    memory_base = "none"
+    memory_fraction_flag: ClassVar[str] = "fraction"
+    running_cap_flag: ClassVar[str] = "batch size"
+    prefix_caching_default: ClassVar[bool] = False
+    prefix_granularity = "none"
+    limited_by_memory: ClassVar[str] = "kv_bytes"
+    paged: ClassVar[bool] = False
+    serves: ClassVar[bool] = False
+    reads_logs: ClassVar[bool] = False
+    serves_fp32: ClassVar[bool] = True
+    kv_cache_dtypes: ClassVar[tuple[str, ...]] = (
+        "auto", "fp32", "fp16", "bf16", "fp8", "fp8_e4m3", "fp8_e5m2", "int8", "int4",
+    )  # fmt: skip
+
+    def default_memory_utilization(self) -> float:
+        return 1.0
+
+    def rule_notes(self) -> list[Note]:
+        return [note("engine.transformers.rules")]
+
+    def validate_kv_heads(self, hkv: int, hq: int, tp: int) -> None:
+        if hkv % tp:
+            raise FieldError(
+                "tensor_parallel_size",
+                f"transformers' tp_plan shards KV heads: num_key_value_heads ({hkv}) must be "
+                f"divisible by tensor_parallel_size ({tp})",
+            )
+
+    def kv_heads_per_rank(self, kv_heads: int, tp: int) -> int:
+        return kv_heads // tp  # divisibility checked in validate_kv_heads
+
+    def block_size(self, requested: int | None, shape: ModelShape) -> tuple[int, list[Note]]:
+        notes = [note("block.ignored_no_paging")] if requested not in (None, 1) else []
+        return 1, notes
+
+    def window_policy(
+        self, shape: ModelShape, *, hybrid_manager: bool, explicit_windows: bool
+    ) -> WindowPolicy:
+        return "keep_w_minus_1"
+
+    def window_notes(
+        self, policy: WindowPolicy, sched: Scheduling, shape: ModelShape, hybrid_manager: bool
+    ) -> list[Note]:
+        return [note("window.transformers")]
+
+    def build_pool(
+        self,
+        stages: Stages,
+        dtype: KVDtype,
+        block_size: int,
+        policy: WindowPolicy,
+        budget_bytes: int,
+        sched: Scheduling,
+        ctx: int,
+    ) -> Pool:
+        pools = []
+        for stack in stages.stacks:
+            per_token = sum(n * s.bytes_per_token(dtype) for s, n in stack)
+            slots = budget_bytes // per_token if per_token else 0
+            pools.append(
+                BytesPool(groups_of(stack, 1), slots, 0, 1, stack, dtype, policy, budget_bytes)
+            )
+        return per_stage_min(pools, ctx)
+
+
+__all__ = ["BytesPool", "Transformers"]

@@ -1,0 +1,417 @@
+"""vLLM (V1 engine), releases 0.9 to 0.33: its rules keyed by the releases in which they held.
+
+Sources are vLLM's own files at the tags named; docs/engine-rules.md lists them with links.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from planner.core.budget.facts import model_facts
+from planner.core.budget.terms import BudgetTerms, StartVerdict
+from planner.core.capacity import Pool
+from planner.core.engines.base import Engine, Scheduling
+from planner.core.engines.versions import Releases, since
+from planner.core.engines.vllm.budget import vllm_budget
+from planner.core.engines.vllm.groups import (
+    VllmPool,
+    one_request_bytes,
+    vllm_groups,
+    vllm_pipeline_pool,
+)
+from planner.core.engines.vllm.logs import (
+    LOG_EXAMPLE,
+    LOG_HINTS,
+    LOG_RULES,
+    LOG_VERSION_MARKERS,
+)
+from planner.core.engines.vllm.rules import vllm_max_len_scope
+from planner.core.engines.vllm.start import vllm_estimate_max_model_len, vllm_start_check
+from planner.core.errors import FieldError
+from planner.core.hardware import Gpu
+from planner.core.model import ModelShape
+from planner.core.notes import Note, note
+from planner.core.parallel import Stages
+from planner.core.specs import ChunkedLocalSpec, WindowPolicy
+from planner.core.units import GiB, KVDtype
+
+if TYPE_CHECKING:  # these import the registry
+    from planner.core.inputs import Inputs
+    from planner.core.recommend_schema import EngineSettings
+
+# -- when each rule started to hold (first release; read in each release's wheel) ---------
+# Async scheduling on by default for generative models (SchedulerConfig.async_scheduling=None
+# resolved in VllmConfig.__post_init__, PR #27614); 0.14 alone turned it off again under PP.
+ASYNC_DEFAULT_SINCE = (0, 14)
+# Window admission counts every in-flight batch: max_in_flight_tokens = max_concurrent_batches ×
+# max_num_batched_tokens (VllmConfig.max_in_flight_tokens); before, one batch (PR #47728).
+IN_FLIGHT_ADMISSION_SINCE = (0, 26)
+# The V2 model runner is the default for every model; with async scheduling it keeps pp + 1
+# batches in flight (VllmConfig.max_concurrent_batches).
+V2_RUNNER_SINCE = (0, 29)
+# "GPU KV cache size: N tokens" = int(max_concurrency × max_model_len) (get_kv_cache_capacity);
+# before, num_blocks // groups × block_size. A patch release: 0.20.0 still had the old one.
+TOKENS_FROM_CONCURRENCY_SINCE = (0, 20, 1)
+# gpu_memory_utilization default 0.92 (vllm/config/cache.py, PR #38284); 0.9 before.
+UTIL_092_SINCE = (0, 20)
+# VllmConfig._reject_mismatched_float_kv_cache: a 16-bit float KV cache must match the model.
+REJECT_MISMATCHED_FLOAT_KV_SINCE = (0, 33)
+# EngineArgs.get_batch_defaults: GPUs of 160 GiB or more get max_num_batched_tokens 16384.
+BIG_GPU_16K_SINCE = (0, 28)
+# Hybrid group size (_get_kv_cache_groups_uniform_page_size): the largest bucket when it is
+# below ratio × the smallest: never up to 0.11, 1.25 in 0.12–0.17, 1.5 from 0.18.
+GROUP_RATIO_125_SINCE = (0, 12)
+GROUP_RATIO_15_SINCE = (0, 18)
+
+# The line number of `gpu_worker.py … Available KV cache memory` identifies the release (the
+# line moves between releases); used when a log does not print its version.
+LOG_FINGERPRINTS = {
+    f"gpu_worker.py:{line}": version
+    for line, version in (
+        (227, "0.9.1"), (232, "0.9.2"), (276, "0.10.1"), (298, "0.11.0"), (359, "0.12"),
+        (358, "0.14"), (424, "0.17"), (456, "0.18"), (436, "0.19"), (440, "0.20"),
+        (462, "0.21"), (508, "0.24"), (538, "0.25"), (560, "0.26"), (563, "0.27"),
+        (578, "0.28"), (640, "0.30"), (772, "0.33"),
+    )
+}  # fmt: skip
+
+SEPARATE_LINES_ASSUMED = "0.19"
+# Fact kinds (engines/vllm/logs.py) only the V1 engine prints, and those of the older v0 engine.
+_V1_KINDS = frozenset({"available_kv", "kv_tokens", "v1_error", "padding", "v1_profile"})
+_V0_KINDS = frozenset(
+    {"v0_profile", "v0_breakdown", "v0_instance_memory", "v0_error", "num_blocks"}
+)
+_SOURCE_LINE = re.compile(r"gpu_worker\.py:(\d{1,5})")
+
+RELEASES = Releases(first=(0, 9, 0), last=(0, 33, 0), default=(0, 33, 0))
+
+# Architectures that refuse float16 as the model dtype (vLLM model files' supported dtypes).
+_NO_FLOAT16 = {"gemma2", "gemma3", "gemma3_text", "gpt_oss"}
+# gpt_oss.py divides num_key_value_heads // tp with no max(1, …): more ranks than KV heads
+# gives 0 heads per rank and vLLM fails to start.
+_NO_KV_REPLICATION = {"gpt_oss"}
+# No CUDA MLA backend (FlashMLA, Triton MLA, CUTLASS MLA, FlashInfer-MLA) lists fp8_e5m2.
+_MLA_KV_DTYPES = ("auto", "fp16", "bf16", "fp8", "fp8_e4m3")
+
+
+def _big_gpu(gpu: Gpu | None) -> bool:
+    """vLLM's larger batch defaults apply on >= 70 GiB devices whose name lacks "a100"
+    (EngineArgs.get_batch_defaults); with no GPU given, the worked examples' large defaults."""
+    if gpu is None:
+        return True
+    a100 = any("a100" in n.lower() for n in gpu.names)
+    return gpu.memory_bytes >= 70 * GiB and not a100
+
+
+@dataclass(frozen=True)
+class Vllm(Engine):
+    name: ClassVar[str] = "vllm"
+    label: ClassVar[str] = "vLLM"
+    releases: ClassVar[Releases] = RELEASES
+    default_block_size: ClassVar[int] = 16
+    null_blocks: ClassVar[int] = 1
+    memory_base = "total"
+    memory_fraction_flag: ClassVar[str] = "--gpu-memory-utilization"
+    running_cap_flag: ClassVar[str] = "--max-num-seqs"
+    takes_async_scheduling: ClassVar[bool] = True
+    kv_cache_dtypes: ClassVar[tuple[str, ...]] = (
+        "auto", "fp32", "fp16", "bf16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc",
+        "int8_per_token_head", "fp8_per_token_head",
+    )  # fmt: skip
+
+    def default_memory_utilization(self) -> float:
+        return 0.92 if since(self.version, UTIL_092_SINCE) else 0.9
+
+    @property
+    def group_ratio(self) -> float:
+        """Hybrid grouping: the largest bucket sets the group size when below ratio × smallest."""
+        if since(self.version, GROUP_RATIO_15_SINCE):
+            return 1.5
+        return 1.25 if since(self.version, GROUP_RATIO_125_SINCE) else 1.0
+
+    @property
+    def tokens_from_concurrency(self) -> bool:
+        """Whether "GPU KV cache size" is int(max_concurrency × max_model_len)."""
+        return since(self.version, TOKENS_FROM_CONCURRENCY_SINCE)
+
+    def rule_notes(self) -> list[Note]:
+        return [
+            note("engine.vllm.rules", version=self.version_text),
+            note(
+                "engine.vllm.memory_fraction",
+                default=self.default_memory_utilization(),
+                version=self.version_text,
+            ),
+        ]
+
+    # -- refusals ----------------------------------------------------------------------------
+    def validate(
+        self, shape: ModelShape, tp: int, pp: int, kv_dtype: KVDtype, model_dtype: str
+    ) -> None:
+        super().validate(shape, tp, pp, kv_dtype, model_dtype)
+        arch = shape.model_type or "this model"
+        if model_dtype == "fp16" and shape.model_type in _NO_FLOAT16:
+            raise FieldError(
+                "dtype",
+                f"vLLM does not run {arch} in float16 (numerical instability); use "
+                "dtype bfloat16 or auto",
+            )
+        if (
+            since(self.version, REJECT_MISMATCHED_FLOAT_KV_SINCE)
+            and kv_dtype.name in ("fp16", "bf16")
+            and kv_dtype.name != model_dtype
+        ):
+            torch_names = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32"}
+            cache, model = torch_names[kv_dtype.name], torch_names.get(model_dtype, model_dtype)
+            allowed = "`auto`" + (f" or `{model}`" if model_dtype in ("fp16", "bf16") else "")
+            raise FieldError(
+                "kv_cache_dtype",
+                f'vLLM {self.version_text}: kv_cache_dtype="{cache}" is incompatible with '
+                f'dtype="{model}". Please set `--kv-cache-dtype` to {allowed}.',
+            )
+        if shape.is_mla and kv_dtype.name not in _MLA_KV_DTYPES:
+            raise FieldError(
+                "kv_cache_dtype",
+                f"no vLLM MLA attention backend on CUDA supports a {kv_dtype.name} KV cache; "
+                f"use one of: {', '.join(_MLA_KV_DTYPES)}",
+            )
+        if (
+            shape.model_type in _NO_KV_REPLICATION
+            and not shape.is_mla
+            and tp > shape.num_key_value_heads
+        ):
+            raise FieldError(
+                "tensor_parallel_size",
+                f"vLLM's {arch} divides num_key_value_heads ({shape.num_key_value_heads}) by "
+                f"tensor_parallel_size ({tp}) without replication, leaving 0 KV heads per rank; "
+                f"use at most {shape.num_key_value_heads}",
+            )
+
+    # -- settings ----------------------------------------------------------------------------
+    def block_size(self, requested: int | None, shape: ModelShape) -> tuple[int, list[Note]]:
+        block = requested or self.default_block_size
+        notes = [note("block.vllm_mla_forced", block=block)] if shape.is_mla else []
+        return block, notes
+
+    def window_policy(
+        self, shape: ModelShape, *, hybrid_manager: bool, explicit_windows: bool
+    ) -> WindowPolicy:
+        if hybrid_manager:
+            return "window"
+        # --disable-hybrid-kv-cache-manager rewrites window specs as full-attention ones only
+        # when full layers are present too; a model whose layers all slide (Mistral-7B) is
+        # already uniform and keeps its window (unify_hybrid_kv_cache_specs).
+        windows = any(s.is_window for s in shape.layers)
+        full = any(not s.is_window for s in shape.layers)
+        return "full_length" if windows and full else "window"
+
+    def window_notes(
+        self, policy: WindowPolicy, sched: Scheduling, shape: ModelShape, hybrid_manager: bool
+    ) -> list[Note]:
+        if policy == "full_length":
+            return [note("window.vllm_hybrid_disabled")]
+        out = [
+            note(
+                "window.vllm_admission",
+                in_flight=sched.in_flight_tokens,
+                mnbt=sched.max_num_batched_tokens,
+                batches=sched.in_flight_tokens // max(1, sched.max_num_batched_tokens),
+            )
+        ]
+        if sched.async_scheduling:
+            out.append(
+                note(
+                    "engine.vllm.async_scheduling",
+                    version=self.version_text,
+                    why=sched.why,
+                    in_flight=sched.in_flight_tokens,
+                    batches=sched.concurrent_batches,
+                    mnbt=sched.max_num_batched_tokens,
+                )
+            )
+        if any(isinstance(s, ChunkedLocalSpec) for s in shape.layers):
+            out.append(note("window.vllm_chunked_hybrid"))
+        if not hybrid_manager:
+            out.append(note("window.vllm_disable_hybrid_noop"))
+        return out
+
+    def async_default(self, pp: int) -> bool:
+        if not since(self.version, ASYNC_DEFAULT_SINCE):
+            return False
+        # 0.14 disabled it with pipeline parallelism; from 0.15 PP keeps it (0.31+ only on the
+        # V1 runner, and the V2 runner is the default from 0.29).
+        return not (pp > 1 and self.version[:2] == ASYNC_DEFAULT_SINCE)
+
+    def concurrent_batches(self, async_on: bool, pp: int) -> int:
+        """VllmConfig.max_concurrent_batches."""
+        if async_on:
+            if since(self.version, V2_RUNNER_SINCE):
+                return pp + 1
+            if pp <= 1:
+                return 2
+        return pp
+
+    def scheduling(
+        self, requested_mnbt: int | None, requested_async: bool | None, gpu: Gpu | None, pp: int
+    ) -> Scheduling:
+        mnbt = requested_mnbt or self.default_max_num_batched_tokens(gpu)
+        if requested_async is None:
+            on = self.async_default(pp)
+            why = f"the default of vLLM {self.version_text}"
+        else:
+            on = requested_async
+            why = "async_scheduling=true"
+        batches = self.concurrent_batches(on, pp)
+        in_flight = batches * mnbt if since(self.version, IN_FLIGHT_ADMISSION_SINCE) else mnbt
+        return Scheduling(mnbt, on, in_flight, batches, why)
+
+    def default_max_num_batched_tokens(self, gpu: Gpu | None) -> int:
+        """`vllm serve` defaults: 8192 on >= 70 GiB GPUs other than A100, else 2048 (vLLM tests
+        the device *name* for "a100"); from 0.28, 16384 on GPUs of 160 GiB or more."""
+        if not _big_gpu(gpu):
+            return 2048
+        if (
+            gpu is not None
+            and since(self.version, BIG_GPU_16K_SINCE)
+            and (gpu.memory_bytes >= 160 * GiB)
+        ):
+            return 16384
+        return 8192
+
+    def default_max_num_seqs(self, gpu: Gpu | None, pool_tokens: int, ctx: int) -> int | None:
+        """max_num_seqs 1024 on >= 70 GiB GPUs other than A100, else 256."""
+        return 1024 if _big_gpu(gpu) else 256
+
+    def reports_max_num_batched_tokens(self) -> bool:
+        return True
+
+    # -- the memory budget -------------------------------------------------------------------
+    def derive_budget(self, inp: Inputs, weights_per_rank: int) -> BudgetTerms:
+        assert inp.gpu is not None
+        req = inp.request
+        return vllm_budget(
+            engine_version=self.version_text,
+            total_memory_bytes=inp.gpu.memory_bytes,
+            weights_bytes_per_rank=weights_per_rank,
+            model=model_facts(inp),
+            max_num_seqs=req.max_num_seqs or self.default_max_num_seqs(inp.gpu, 0, 0) or 256,
+            max_num_batched_tokens=inp.sched.max_num_batched_tokens,
+            gpu_memory_utilization=req.gpu_memory_utilization,
+            tensor_parallel_size=inp.tp,
+            pipeline_parallel_size=inp.pp,
+            enforce_eager=bool(req.enforce_eager),
+            activation_peak_bytes=req.activation_peak_bytes,
+            non_torch_bytes=req.non_torch_bytes,
+            cuda_graph_bytes=req.cuda_graph_bytes,
+            reserve_bytes=req.reserve_bytes,
+        )
+
+    def start_check(
+        self, inp: Inputs, kv_budget_bytes: int, terms: BudgetTerms | None, pool: Pool
+    ) -> StartVerdict:
+        """vLLM's own checks: memory for the cache blocks, then one request of max_model_len
+        (counted over the layers the release counts: each worker's, or the whole model's in
+        0.14–0.16), with the null block held back from 0.29."""
+        assert isinstance(pool, VllmPool)
+        version = self.version_text
+        if vllm_max_len_scope(version) == "whole_model" and inp.pp > 1:
+            stack = Stages.of(inp.shape, self, inp.tp, 1).stacks[0]
+        else:
+            stack = pool.stack
+
+        def need(length: int) -> int:
+            return one_request_bytes(
+                stack, inp.kv_dtype, inp.block_size, pool.policy, length,
+                pool.in_flight_tokens, self.group_ratio,
+            )  # fmt: skip
+
+        max_len = inp.context_tokens
+        return vllm_start_check(
+            engine_version=version,
+            kv_budget_bytes=terms.kv_budget_bytes if terms is not None else kv_budget_bytes,
+            bytes_needed_for_one_max_len_request=need(max_len),
+            max_model_len=max_len,
+            estimate_max_model_len=lambda check: vllm_estimate_max_model_len(check, max_len, need),
+            pool_bytes_per_block=pool.block_bytes,
+        )
+
+    # -- its logs ----------------------------------------------------------------------------
+    log_generations: ClassVar[bool] = True
+    log_rules = LOG_RULES
+    log_hints = LOG_HINTS
+    log_version_markers = LOG_VERSION_MARKERS
+    log_example = LOG_EXAMPLE
+
+    def generation_from_log(self, kinds: AbstractSet[str]) -> str | None:
+        """v1 when any v1-only line is there, else v0 when a v0 line is, else v1."""
+        if kinds & _V1_KINDS:
+            return "v1"
+        return "v0" if kinds & _V0_KINDS else "v1"
+
+    def version_from_log(self, facts: Sequence[Any]) -> tuple[str, str] | None:
+        for f in facts:
+            m = _SOURCE_LINE.search(f.text)
+            found = LOG_FINGERPRINTS.get(f"gpu_worker.py:{m.group(1)}") if m else None
+            if found:
+                return found, f"its line numbers (gpu_worker.py:{m.group(1) if m else ''})"
+        # From 0.28 "GPU KV cache size" and "Maximum concurrency" share one log line; a KV-size
+        # line without the concurrency is older, and most such logs come from 0.19.
+        if any(f.kind == "kv_tokens" and "concurrency" not in f.text.lower() for f in facts):
+            return SEPARATE_LINES_ASSUMED, "its KV-size line without the concurrency (before 0.28)"
+        return None
+
+    def reconcile_log(self, ctx: Any) -> str:
+        from planner.core.engines.vllm.reconcile import reconcile_vllm
+
+        return reconcile_vllm(ctx)
+
+    # -- launch flags ------------------------------------------------------------------------
+    launch_kv_dtypes: ClassVar[dict[str, str]] = {
+        "fp8": "fp8", "fp8_e4m3": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2", "bf16": "bfloat16",
+    }  # fmt: skip
+
+    def launch(self, model: str, s: EngineSettings, instances: int) -> tuple[str, dict[str, str]]:
+        parts = [
+            f"vllm serve {model}",
+            f"--tensor-parallel-size {s.tensor_parallel_size}",
+            f"--max-model-len {s.max_model_len}",
+            f"--max-num-seqs {s.max_num_seqs}",
+            f"--gpu-memory-utilization {s.gpu_memory_utilization:g}",
+            f"--kv-cache-dtype {s.kv_cache_dtype}",
+            f"--block-size {s.block_size}",
+        ]
+        if s.max_num_batched_tokens is not None:
+            parts.append(f"--max-num-batched-tokens {s.max_num_batched_tokens}")
+        if instances > 1:
+            parts.append(f"--data-parallel-size {instances}")
+        return " ".join(parts), {}
+
+    # -- the pool ----------------------------------------------------------------------------
+    def build_pool(
+        self,
+        stages: Stages,
+        dtype: KVDtype,
+        block_size: int,
+        policy: WindowPolicy,
+        budget_bytes: int,
+        sched: Scheduling,
+        ctx: int,
+    ) -> Pool:
+        return vllm_pipeline_pool(
+            stages.stacks[0] if len(stages) == 1 else stages.ordered(),
+            dtype,
+            block_size,
+            policy,
+            budget_bytes,
+            sched.in_flight_tokens,
+            null_blocks=self.null_blocks,
+            tokens_from_concurrency=self.tokens_from_concurrency,
+            group_ratio=self.group_ratio,
+        )
+
+
+__all__ = ["RELEASES", "Vllm", "VllmPool", "vllm_groups", "vllm_pipeline_pool"]

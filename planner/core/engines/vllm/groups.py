@@ -1,0 +1,233 @@
+"""vLLM's KV-cache groups and block pool (vllm/v1/core/kv_cache_utils.py).
+
+Uniform spec → one group of all layers. Same type, different sizes → one group whose block
+costs the sum of pages. Hybrid → unify page sizes, bucket by spec, group_size = min bucket (or
+max when max < 1.5·min), strided split with padding layers. Over pipeline stages the groups are
+built once from the whole model and projected onto each stage (`get_kv_cache_configs`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from typing import cast
+
+from planner.core.capacity import KVGroup, Pool
+from planner.core.errors import FieldError
+from planner.core.specs import LayerSpec, Stack, WindowPolicy, cdiv, stack_of
+from planner.core.units import KVDtype
+
+
+@dataclass(frozen=True, slots=True)
+class VllmPool(Pool):
+    """vLLM's block pool: one block id costs a page in every layer of the largest group."""
+
+    in_flight_tokens: int = 0
+    block_bytes: int = 0  # what one block id costs on this worker (page × group size)
+    # "GPU KV cache size: N tokens": int(max_concurrency × max_model_len) in newer releases
+    # (kv_cache_utils.get_kv_cache_capacity), num_blocks // groups × block_size before.
+    tokens_from_concurrency: bool = True
+
+    def blocks_per_request(self, ctx: int) -> int:
+        return sum(g.blocks_needed(ctx, self.in_flight_tokens) for g in self.groups)
+
+    def group_blocks(self, group: KVGroup, ctx: int) -> int:
+        return group.blocks_needed(ctx, self.in_flight_tokens)
+
+    def concurrency(self, ctx: int) -> float:
+        """get_max_concurrency_for_kv_cache_config: all blocks over one request's need (the
+        null block is not subtracted)."""
+        need = self.blocks_per_request(ctx)
+        return self.num_blocks / need if need else 0.0
+
+    def reported_concurrency(self, ctx: int) -> float | None:
+        return round(self.concurrency(ctx), 2) if self.blocks_per_request(ctx) else None
+
+    def reported_tokens(self, max_model_len: int) -> int:
+        if self.tokens_from_concurrency:
+            return int(self.concurrency(max_model_len) * max_model_len)
+        return self.num_blocks // len(self.groups) * min(g.block_size for g in self.groups)
+
+    def max_tokens(self) -> int:
+        return self.usable_blocks // len(self.groups) * min(g.block_size for g in self.groups)
+
+    def closed_form_longest(self) -> int | None:
+        # Full attention only with one block size: every group gets usable // groups blocks.
+        if any(g.spec.is_window for g in self.groups):
+            return None
+        sizes = {g.block_size for g in self.groups}
+        if len(sizes) != 1:
+            return None
+        return self.usable_blocks // len(self.groups) * sizes.pop()
+
+
+def group_key(spec: LayerSpec, policy: WindowPolicy) -> LayerSpec:
+    return spec.as_full() if policy == "full_length" else spec
+
+
+@lru_cache(maxsize=2048)
+def vllm_groups(
+    stack: Stack,
+    dtype: KVDtype,
+    block_size: int,
+    policy: WindowPolicy,
+    group_ratio: float = 1.5,
+) -> tuple[tuple[KVGroup, ...], int]:
+    """vLLM's KV-cache groups and the bytes one block id costs (page × group_size)."""
+    buckets: dict[LayerSpec, int] = {}
+    for s, n in stack:
+        key = group_key(s, policy)
+        buckets[key] = buckets.get(key, 0) + n
+    if len(buckets) == 1:
+        spec, n = next(iter(buckets.items()))
+        return (KVGroup(spec, n, 0, block_size),), spec.page_bytes(dtype, block_size) * n
+    kinds = {type(s) for s in buckets}
+    if len(kinds) == 1 and not next(iter(buckets)).is_window:
+        # Same type, different sizes (UniformTypeKVCacheSpecs): one group, pages summed.
+        spec = next(iter(buckets))
+        cost = sum(s.page_bytes(dtype, block_size) * n for s, n in buckets.items())
+        return (KVGroup(spec, sum(buckets.values()), 0, block_size),), cost
+
+    pages = {s: s.page_bytes(dtype, block_size) for s in buckets}
+    page_max = max(pages.values())
+    for p in pages.values():
+        if page_max % p:
+            raise FieldError(
+                "model",
+                "vLLM cannot unify the page sizes of this hybrid model "
+                f"({p} vs {page_max} bytes); try hybrid_kv_cache_manager=false",
+            )
+    group_size = group_size_for(list(buckets.values()), group_ratio)
+    groups: list[KVGroup] = []
+    for s, n in buckets.items():
+        num = cdiv(n, group_size)
+        bs = block_size * (page_max // pages[s])
+        for i in range(num):
+            members = len(range(i, n, num))  # strided slice layers[i::num]
+            groups.append(KVGroup(s, members, group_size - members, bs))
+    return tuple(groups), page_max * group_size
+
+
+def group_size_for(counts: Sequence[int], ratio: float = 1.5) -> int:
+    """Layers per hybrid group: the smallest bucket, or the largest when it is < ratio × the
+    smallest (fewer padding layers, e.g. gpt-oss-20b + EAGLE's 12 sw + 13 full)."""
+    small, large = min(counts), max(counts)
+    return large if large < ratio * small else small
+
+
+def group_members(
+    layers: Sequence[LayerSpec], policy: WindowPolicy, ratio: float = 1.5
+) -> list[list[int]]:
+    """Layer indices of each hybrid KV-cache group, in `vllm_groups`' order: bucket by spec in
+    first-appearance order, then split each bucket strided, `layers[i::num_groups]`."""
+    buckets: dict[LayerSpec, list[int]] = {}
+    for i, spec in enumerate(layers):
+        buckets.setdefault(group_key(spec, policy), []).append(i)
+    size = group_size_for([len(v) for v in buckets.values()], ratio)
+    out: list[list[int]] = []
+    for idx in buckets.values():
+        num = cdiv(len(idx), size)
+        out.extend(idx[i::num] for i in range(num))
+    return out
+
+
+def vllm_pipeline_pool(
+    stages: Stack | Sequence[Sequence[LayerSpec]],
+    dtype: KVDtype,
+    block_size: int,
+    policy: WindowPolicy,
+    budget_bytes: int,
+    in_flight_tokens: int,
+    *,
+    null_blocks: int = 1,
+    tokens_from_concurrency: bool = True,
+    group_ratio: float = 1.5,
+) -> VllmPool:
+    """vLLM's pool over pipeline stages: a stage's block id costs page × its largest projected
+    group (one group: the sum of its layers' pages), and every stage uses the smallest
+    num_blocks. Grouping each stage on its own would pick another group size whenever a stage's
+    sliding:full ratio differs from the model's (Gemma-3 at PP 4). One stage may come as its
+    (spec, count) stack."""
+    if _is_stack(stages):
+        stack = cast(Stack, stages)
+        groups, cost = vllm_groups(stack, dtype, block_size, policy, group_ratio)
+        num_blocks = budget_bytes // cost
+    elif len(stages) == 1:
+        stack = stack_of(cast(Sequence[LayerSpec], stages[0]))
+        groups, cost = vllm_groups(stack, dtype, block_size, policy, group_ratio)
+        num_blocks = budget_bytes // cost
+    else:
+        layered = cast(Sequence[Sequence[LayerSpec]], stages)
+        whole = [spec for stage in layered for spec in stage]
+        groups, cost, stack = _project(whole, layered, dtype, block_size, policy, group_ratio)
+        num_blocks = budget_bytes // cost
+    return VllmPool(
+        groups=groups,
+        num_blocks=num_blocks,
+        reserved_blocks=null_blocks,
+        unit_tokens=block_size,
+        stack=stack,
+        dtype=dtype,
+        policy=policy,
+        budget_bytes=budget_bytes,
+        in_flight_tokens=in_flight_tokens,
+        block_bytes=cost,
+        tokens_from_concurrency=tokens_from_concurrency,
+    )
+
+
+def _is_stack(stages: object) -> bool:
+    first = stages[0] if isinstance(stages, tuple | list) and stages else None
+    return isinstance(first, tuple) and len(first) == 2 and isinstance(first[1], int)
+
+
+def one_request_bytes(
+    stack: Stack,
+    dtype: KVDtype,
+    block_size: int,
+    policy: WindowPolicy,
+    ctx: int,
+    in_flight_tokens: int,
+    group_ratio: float = 1.5,
+) -> int:
+    """vLLM's start-up check: Σ layers max_memory_usage_bytes(ctx) (padding layers excluded)."""
+    groups, _ = vllm_groups(stack, dtype, block_size, policy, group_ratio)
+    return sum(
+        g.layers * g.page_bytes(dtype) * g.blocks_needed(ctx, in_flight_tokens) for g in groups
+    )
+
+
+def _project(
+    whole: list[LayerSpec],
+    stages: Sequence[Sequence[LayerSpec]],
+    dtype: KVDtype,
+    block_size: int,
+    policy: WindowPolicy,
+    ratio: float,
+) -> tuple[tuple[KVGroup, ...], int, Stack]:
+    """The whole model's groups projected on each stage: (groups shown for the worst stage,
+    what its block id costs, its stack)."""
+    groups, _ = vllm_groups(stack_of(whole), dtype, block_size, policy, ratio)
+    if len(groups) == 1:
+        costs = [
+            vllm_groups(stack_of(list(st)), dtype, block_size, policy, ratio)[1] for st in stages
+        ]
+        worst = max(range(len(stages)), key=costs.__getitem__)
+        shown = vllm_groups(stack_of(list(stages[worst])), dtype, block_size, policy, ratio)[0]
+    else:
+        page = max(g.spec.page_bytes(dtype, block_size) for g in groups)
+        members = group_members(whole, policy, ratio)
+        spans: list[range] = []
+        for stage in stages:
+            start = spans[-1].stop if spans else 0
+            spans.append(range(start, start + len(stage)))
+        on_stage = [[sum(1 for i in m if i in span) for m in members] for span in spans]
+        costs = [page * max(counts) for counts in on_stage]
+        worst = max(range(len(stages)), key=costs.__getitem__)
+        size = max(on_stage[worst])
+        shown = tuple(
+            replace(g, layers=n, padding_layers=size - n)
+            for g, n in zip(groups, on_stage[worst], strict=True)
+        )
+    return shown, costs[worst], stack_of(list(stages[worst]))

@@ -1,0 +1,269 @@
+"""Resolve once: a PlanRequest, the catalog handed in, and a calibration become one frozen
+`Inputs` object that every later step of `plan()` reads (and nothing re-decides).
+
+The core never imports the catalog or the Hub: the front ends pass a `Catalog` (see
+`planner.service`) that turns ids into `ResolvedModel` and `Gpu` objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from planner.core import schema as s
+from planner.core.engines import Engine, Scheduling, get_engine
+from planner.core.errors import FieldError, UnknownIdError
+from planner.core.hardware import Gpu
+from planner.core.model import ModelShape, estimate_parameters, shape_from_config, with_windows
+from planner.core.notes import Note, note
+from planner.core.specs import WindowPolicy
+from planner.core.units import KVDtype, kv_dtype
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedModel:
+    """A model as the planner sizes it: its shape, and its weights where known."""
+
+    shape: ModelShape
+    num_parameters: int | None = None
+    weights_bytes: int | None = None
+    weights_source: str | None = None  # "safetensors" | "parameter_count" | "request"
+    notes: tuple[Note, ...] = ()
+    config: Mapping[str, Any] | None = None  # the config.json it came from, when known
+
+
+class Catalog(Protocol):
+    """What the core needs from a model/GPU catalog (data and I/O live outside the core)."""
+
+    def model(self, model_id: str, revision: str | None) -> ResolvedModel: ...
+
+    def gpu(self, gpu_id: str) -> Gpu: ...
+
+
+class CalibrationLike(Protocol):
+    """What `plan()` needs from a stored probe result (planner.probe / planner.store)."""
+
+    @property
+    def id(self) -> Any: ...
+    @property
+    def device_name(self) -> str: ...
+    @property
+    def measured_at(self) -> Any: ...
+    @property
+    def decode_bandwidth_bytes_per_s(self) -> float: ...
+    @property
+    def copy_bandwidth_bytes_per_s(self) -> float: ...
+    @property
+    def fixed_overhead_seconds(self) -> float: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Inputs:
+    """Everything `plan()` decides before it computes, resolved once."""
+
+    request: s.PlanRequest
+    engine: Engine
+    model: ResolvedModel
+    shape: ModelShape  # the model's shape, with explicit windows applied
+    gpu: Gpu | None
+    model_dtype: str
+    kv_dtype: KVDtype
+    block_size: int
+    sched: Scheduling
+    policy: WindowPolicy
+    tp: int
+    pp: int
+    context_tokens: int
+    max_model_len: int | None
+    mixes: tuple[s.RequestMix, ...]
+    shared_prefix_tokens: tuple[int, ...]  # per mix: prefix tokens the engine stores once
+    prefix_caching: bool
+    weights_bytes: int | None  # whole model
+    calibration: CalibrationLike | None
+    notes: tuple[Note, ...]
+
+    @property
+    def workload_given(self) -> bool:
+        return bool(self.request.requests)
+
+
+def resolve_model_of(request: s.PlanRequest, catalog: Catalog) -> ResolvedModel:
+    if isinstance(request.model, str):
+        return catalog.model(request.model, request.revision)
+    return model_from_config(request.model)
+
+
+def model_from_config(config: Mapping[str, Any], model_id: str | None = None) -> ResolvedModel:
+    """A pasted config: shape from it, weights from a parameter-count estimate."""
+    shape = shape_from_config(config, model_id=model_id)
+    params = estimate_parameters(shape)
+    notes: tuple[Note, ...] = ()
+    if params is not None:
+        notes = (note("model.parameters_estimated", parameters=params),)
+    weights = params * 2 if params is not None else None
+    return ResolvedModel(
+        shape, params, weights, "parameter_count" if weights else None, notes, config
+    )
+
+
+def resolve_gpu(request: s.PlanRequest, catalog: Catalog) -> Gpu | None:
+    g = request.gpu
+    if g is None:
+        return None
+    if isinstance(g, s.GpuSpec):
+        return Gpu(None, g.name, g.memory_bytes, g.bandwidth_bytes_per_s, g.bf16_dense_flops)
+    return catalog.gpu(g)
+
+
+def _context(request: s.PlanRequest, max_model_len: int | None) -> int:
+    if request.context_tokens is not None:
+        return request.context_tokens
+    if request.requests:
+        return max(r.context_tokens for r in request.requests)
+    if max_model_len is not None:
+        return min(max_model_len, s.MAX_TOKENS)
+    raise FieldError(
+        "context_tokens",
+        "the config has no max_position_embeddings; set context_tokens (e.g. 8192) or requests",
+    )
+
+
+def _kv_dtype(
+    request: s.PlanRequest, shape: ModelShape, model_dtype: str
+) -> tuple[KVDtype, list[Note]]:
+    if request.kv_cache_dtype.strip().lower() != "auto":
+        return kv_dtype(request.kv_cache_dtype), []
+    notes: list[Note] = []
+    if not shape.dtype_from_config and request.dtype in (None, "auto"):
+        notes.append(note("dtype.auto_assumed_bf16"))
+    return kv_dtype(model_dtype), notes
+
+
+def _shared_prefix(prefix: int, block: int, engine: Engine, enabled: bool) -> int:
+    """Tokens of a shared prefix the engine stores once (block engines: whole blocks only)."""
+    if not enabled or engine.prefix_granularity == "none":
+        return 0
+    if engine.prefix_granularity == "block":
+        return prefix // block * block
+    return prefix
+
+
+def _prefix_notes(engine: Engine, enabled: bool, block: int) -> Note:
+    if engine.prefix_granularity == "none":
+        return note("prefix.none")
+    if not enabled:
+        return note("prefix.off")
+    if engine.prefix_granularity == "block":
+        return note("prefix.blocks", engine=engine.label, block=block)
+    return note("prefix.tokens", engine=engine.label)
+
+
+def resolve(
+    request: s.PlanRequest, catalog: Catalog, calibration: CalibrationLike | None = None
+) -> Inputs:
+    """The request resolved against its engine, model, GPU and calibration. Raises
+    `PlanError` subclasses naming the offending field."""
+    engine = get_engine(request.engine, request.engine_version)
+    model = resolve_model_of(request, catalog)
+    shape = model.shape
+    notes: list[Note] = list(model.notes)
+    tp, pp = request.tensor_parallel_size, request.pipeline_parallel_size
+    model_dtype, dtype_notes = engine.model_dtype(shape, request.dtype)
+    kv, more = _kv_dtype(request, shape, model_dtype)
+    dtype_notes += more
+    engine.validate(shape, tp, pp, kv, model_dtype)
+    gpu = resolve_gpu(request, catalog)
+    if request.calibration_id is not None and (
+        calibration is None or str(calibration.id) != request.calibration_id
+    ):
+        raise UnknownIdError(
+            "calibration_id",
+            f"no calibration {request.calibration_id!r}; list them with GET /api/v1/calibrations",
+        )
+    notes.extend(engine.rule_notes())
+    notes.extend(dtype_notes)
+    if kv.note_code:
+        notes.append(note(kv.note_code))
+
+    if request.async_scheduling is not None and not engine.takes_async_scheduling:
+        raise FieldError(
+            "async_scheduling",
+            f"{engine.label} has no async_scheduling setting (a vLLM flag); omit the field",
+        )
+    block, block_notes = engine.block_size(request.block_size, shape)
+    notes.extend(block_notes)
+    sched = engine.scheduling(request.max_num_batched_tokens, request.async_scheduling, gpu, pp)
+
+    explicit_windows = request.max_attention_window is not None
+    if explicit_windows:
+        if not engine.takes_max_attention_window:
+            raise FieldError(
+                "max_attention_window",
+                f"{engine.label} does not take max_attention_window (a TensorRT-LLM setting); "
+                "it reads each layer's window from the model config (omit the field)",
+            )
+        # The list (repeated over the layers) decides which layers keep a cyclic window;
+        # max_seq_len is the longest request planned here.
+        assert request.max_attention_window is not None
+        longest_planned = max(
+            [request.context_tokens or 0] + [m.context_tokens for m in request.requests or []]
+        )
+        shape = with_windows(
+            shape,
+            request.max_attention_window,
+            longest_planned or shape.max_position_embeddings or s.MAX_TOKENS,
+        )
+    policy = engine.window_policy(
+        shape, hybrid_manager=request.hybrid_kv_cache_manager, explicit_windows=explicit_windows
+    )
+    if shape.has_window:
+        notes.extend(engine.window_notes(policy, sched, shape, request.hybrid_kv_cache_manager))
+
+    max_len = engine.max_model_len(shape)
+    ctx = _context(request, max_len)
+    if max_len and ctx > max_len:
+        notes.append(note("context.beyond_max_position", ctx=ctx, max_len=max_len))
+    mixes = tuple(request.requests or [s.RequestMix(context_tokens=ctx)])
+    prefix_on = (
+        request.enable_prefix_caching
+        if request.enable_prefix_caching is not None
+        else engine.prefix_caching_default
+    )
+    shared = tuple(_shared_prefix(m.prefix_tokens, block, engine, prefix_on) for m in mixes)
+    if any(m.prefix_tokens for m in mixes):
+        notes.append(_prefix_notes(engine, prefix_on, block))
+    weights = request.weights_bytes if request.weights_bytes is not None else model.weights_bytes
+    return Inputs(
+        request=request,
+        engine=engine,
+        model=model,
+        shape=shape,
+        gpu=gpu,
+        model_dtype=model_dtype,
+        kv_dtype=kv,
+        block_size=block,
+        sched=sched,
+        policy=policy,
+        tp=tp,
+        pp=pp,
+        context_tokens=ctx,
+        max_model_len=max_len,
+        mixes=mixes,
+        shared_prefix_tokens=shared,
+        prefix_caching=prefix_on,
+        weights_bytes=weights,
+        calibration=calibration,
+        notes=tuple(notes),
+    )
+
+
+__all__ = [
+    "CalibrationLike",
+    "Catalog",
+    "Inputs",
+    "ResolvedModel",
+    "model_from_config",
+    "resolve",
+    "resolve_gpu",
+]

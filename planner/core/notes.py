@@ -1,0 +1,262 @@
+"""Notes: every assumption and engine quirk an answer carries, each with a stable code.
+
+A note is `(code, params)`; its English text is the code's template formatted with the params.
+The page translates by looking the template up in its locale catalog (msgid = the English
+template) and formatting the same params, so a note reads in Chinese without parsing English.
+Codes are a contract: add new ones, never rename one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+Param = str | int | float | bool
+
+TEMPLATES: dict[str, str] = {
+    # -- engines -----------------------------------------------------------------------------
+    "engine.vllm.rules": (
+        "vLLM {version} rules (vllm/v1/kv_cache_interface.py, vllm/v1/core/kv_cache_utils.py): "
+        "page = block_size × kv_heads × (head_size + head_size_v) × dtype bytes per layer; "
+        "num_blocks = budget // page // group_size; block 0 is the null block."
+    ),
+    "engine.vllm.memory_fraction": (
+        "gpu_memory_utilization is a fraction of TOTAL device memory (default {default} in "
+        "vLLM {version})."
+    ),
+    "engine.vllm.async_scheduling": (
+        "vLLM {version} schedules asynchronously here ({why}): {in_flight:,} tokens can be in "
+        "flight (max_concurrent_batches {batches} × max_num_batched_tokens {mnbt:,}), and "
+        "sliding-window admission reserves blocks for them."
+    ),
+    "engine.sglang.rules": (
+        "SGLang rules (python/sglang/srt/mem_cache/memory_pool.py, model_runner.py): cell = "
+        "Σ layers kv_heads × (head_dim + v_head_dim) × dtype bytes; max_total_num_tokens = "
+        "available // cell, rounded down to a multiple of page_size (default 1: no per-request "
+        "rounding)."
+    ),
+    "engine.sglang.memory_fraction": (
+        "mem_fraction_static is a fraction of the free memory measured BEFORE model load; "
+        "SGLang auto-picks it by GPU size when not given ({default} assumed here)."
+    ),
+    "engine.trtllm.rules": (
+        "TensorRT-LLM rules (KvCacheConfig, resource_manager.py): tokens_per_block 32; KV heads "
+        "per rank = ceil(Hkv / tp) (allocator); num_blocks = max_tokens // tokens_per_block."
+    ),
+    "engine.trtllm.memory_fraction": (
+        "free_gpu_memory_fraction ({default}) applies to FREE memory after weights and "
+        "activations, not to total memory."
+    ),
+    "engine.transformers.rules": (
+        "transformers 5.x DynamicCache(config) rules (cache_utils.py): tensors [batch, kv_heads, "
+        "seq, head_dim] with no paging; sliding layers keep the last sliding_window − 1 tokens; "
+        "DeepSeek MLA caches the latent (kv_lora_rank + qk_rope_head_dim). transformers 4.x "
+        "decompressed MLA (≈71× larger for DeepSeek-V3)."
+    ),
+    "engine.refuses_to_start": "{engine} would not start with these settings: {error}",
+    "engine.no_kv_memory": (
+        "{engine} would not start: no memory is left for the KV cache with these settings."
+    ),
+    # -- model and dtype ---------------------------------------------------------------------
+    "model.parameters_estimated": (
+        "Parameter count estimated from the config: {parameters:,} (every expert counted for "
+        "mixture-of-experts; weights at 2 bytes each — set weights_bytes for quantized or "
+        "tied-embedding checkpoints)."
+    ),
+    "model.catalog_parameters": (
+        "Weights from the catalog's published parameter count: {parameters:,} parameters × "
+        "{bytes_per_parameter:g} B."
+    ),
+    "model.catalog_weights": "Weights from the published checkpoint size: {weights:,} B.",
+    # A catalog entry's own remark (its text is data, shipped with the entry).
+    "model.catalog_note": "{text}",
+    "dtype.auto_assumed_bf16": "The config gives no torch_dtype; kv_cache_dtype auto assumed bf16.",
+    "dtype.fp32_served_16bit": (
+        "{engine} serves float32 checkpoints in 16 bits, so kv_cache_dtype auto resolves to bf16 "
+        "here."
+    ),
+    "kv_dtype.fp8": "fp8 = fp8_e4m3 on CUDA; per-tensor scale, no page overhead.",
+    "kv_dtype.int8": "int8 with a per-tensor scale.",
+    "kv_dtype.int4": (
+        "int4 modelled with a fp32 scale per token and KV head for K and for V (not a vLLM "
+        "CacheDType; TensorRT-LLM/LMDeploy-style quantized cache)."
+    ),
+    # -- block size --------------------------------------------------------------------------
+    "block.ignored_no_paging": (
+        "transformers has no paged cache: block_size is ignored (1 token)."
+    ),
+    "block.vllm_mla_forced": (
+        "vLLM's MLA backends force the block size on CUDA: FlashMLA (Hopper) a multiple of 64, "
+        "CUTLASS MLA (Blackwell) 128; block size changes rounding only, not bytes per token "
+        "(using {block})."
+    ),
+    # -- windows -----------------------------------------------------------------------------
+    "window.vllm_admission": (
+        "vLLM budgets each sliding-window request cdiv(min(W − 1 + {in_flight:,}, ctx), "
+        "block_size) + 1 blocks ({in_flight:,} = tokens in flight: max_num_batched_tokens "
+        "{mnbt:,} × {batches}), so at short contexts SWA can admit fewer requests than full "
+        "attention; hybrid groups are padded to a common size."
+    ),
+    "window.trtllm_full_length": (
+        "TensorRT-LLM sizes every layer for the full sequence unless "
+        "KvCacheConfig.max_attention_window is set (set max_attention_window to model the "
+        "windows)."
+    ),
+    "window.vllm_hybrid_disabled": (
+        "hybrid KV cache manager disabled: vLLM gives every sliding layer a full-length cache."
+    ),
+    "window.full_length_arch": (
+        "{engine} gives sliding-window layers a full-length cache for this architecture (its SWA "
+        "pools cover only Llama-4, gpt-oss and a few others)."
+    ),
+    "window.sglang_swa_pool": (
+        "SGLang hybrid SWA pools: the SWA pool holds swa_full_tokens_ratio 0.8 × the full pool's "
+        "tokens."
+    ),
+    "window.trtllm_cyclic": (
+        "TensorRT-LLM keeps a cyclic buffer of the last W tokens in sliding layers; its "
+        "per-window memory split is version-dependent (approximated per layer)."
+    ),
+    "window.transformers": (
+        "transformers keeps the last sliding_window − 1 tokens in sliding layers."
+    ),
+    "window.vllm_chunked_hybrid": (
+        "Chunked local attention (Llama-4): vLLM releases whose "
+        "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE defaults to 0 turn the hybrid KV "
+        "cache manager off for it (every layer full length); model those with "
+        "hybrid_kv_cache_manager=false."
+    ),
+    "window.vllm_disable_hybrid_noop": (
+        "hybrid_kv_cache_manager=false changes nothing for this model: all its layers share one "
+        "window spec, and vLLM rewrites windows as full attention only when full-attention "
+        "layers are present too (unify_hybrid_kv_cache_specs)."
+    ),
+    # -- context -----------------------------------------------------------------------------
+    "context.beyond_max_position": (
+        "context_tokens {ctx:,} exceeds the model's maximum length {max_len:,}; engines refuse a "
+        "max_model_len beyond it unless RoPE scaling allows it."
+    ),
+    # -- prefix caching ----------------------------------------------------------------------
+    "prefix.none": (
+        "transformers has no cross-request prefix cache: shared prefixes are stored per request."
+    ),
+    "prefix.off": "Prefix caching is off: shared prefixes are stored once per request.",
+    "prefix.blocks": (
+        "{engine} caches prefixes in whole blocks: a shared prefix is stored once, rounded down "
+        "to a multiple of block_size {block}; full-attention layers only."
+    ),
+    "prefix.tokens": "{engine}'s radix cache stores a shared prefix once, token by token.",
+    # -- parallelism -------------------------------------------------------------------------
+    "parallel.replicated_heads": (
+        "tensor_parallel_size {tp} > KV heads {kv_heads}: each KV head is held by "
+        "{replication} ranks, so physical bytes exceed logical bytes."
+    ),
+    "parallel.mla_replicated": (
+        "MLA: the MLA latent is replicated on all {tp} ranks (not sharded by TP)."
+    ),
+    "parallel.trtllm_estimator": (
+        "TensorRT-LLM's estimator divides head_dim × Hkv by tp ({estimate:,} B/token per rank) "
+        "while its allocator keeps ceil(Hkv/tp) heads; kvplan follows the allocator."
+    ),
+    # -- budget and capacity -----------------------------------------------------------------
+    "budget.reserve_default": (
+        "reserve_bytes defaulted to {reserve_gib} (activation peak, NCCL/cuBLAS, CUDA graphs); "
+        "the engine measures these at start-up — take them from its log (kvplan reconcile) for "
+        "an exact budget."
+    ),
+    "capacity.running_cap": (
+        "Memory holds {fit:,} requests of {ctx:,} tokens, but {engine} runs at most {cap:,} at "
+        "once ({flag}{default_suffix}); raise it to use the memory."
+    ),
+    "capacity.null_block": (
+        'vLLM\'s log says "Maximum concurrency for {ctx:,} tokens per request: {reported:.2f}x" '
+        "because it divides all {num_blocks:,} blocks by the {need:,} one request needs and "
+        "ignores the reserved null block (block 0); with that block kept back, {fit:,} "
+        "request(s) of {ctx:,} tokens can hold all their blocks at once."
+    ),
+    "capacity.no_memory": (
+        "No memory is left for the KV cache after weights and reserves: use more GPUs "
+        "(tensor_parallel_size), a larger GPU, or quantized weights."
+    ),
+    "capacity.budget_zero": "The KV budget is 0 bytes, so no request fits.",
+    "capacity.longest_beyond_max_position": (
+        "Memory would admit one request of {longest:,} tokens, more than the model's maximum "
+        "length {max_len:,}."
+    ),
+    "capacity.padding_layers": (
+        "vLLM adds {padding} padding layers to equalise KV-cache groups; they cost memory but "
+        "hold nothing."
+    ),
+    # -- bounds ------------------------------------------------------------------------------
+    "bounds.calibration_other_device": (
+        "The calibration was measured on {measured_on}, but this plan is for {gpu}: its "
+        "calibrated estimate describes the other device."
+    ),
+    "bounds.pipeline_sum": (
+        "Pipeline parallel: one token passes every stage in turn, so the decode floor sums the "
+        "stages' reads."
+    ),
+    "bounds.weights_unknown": "Weights size unknown: the decode floor counts KV reads only.",
+    "bounds.calibrated": (
+        "Calibrated estimate from {device} (measured {measured_at}): {calls} attention calls × "
+        "t0 + KV bytes / {decode_tbps}; the datasheet floor at {floor_tbps} stays the hard "
+        "lower bound."
+    ),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Note:
+    code: str
+    params: Mapping[str, Param] = field(default_factory=dict)
+
+    @property
+    def template(self) -> str:
+        return TEMPLATES[self.code]
+
+    @property
+    def text(self) -> str:
+        return self.template.format(**self.params)
+
+
+def note(code: str, **params: Param) -> Note:
+    if code not in TEMPLATES:
+        raise KeyError(f"note code {code!r} has no template")
+    return Note(code, params)
+
+
+class Notes:
+    """Notes in the order they were raised, each (code, params) once."""
+
+    __slots__ = ("_items",)
+
+    def __init__(self, items: Iterable[Note] = ()) -> None:
+        self._items: list[Note] = []
+        self.extend(items)
+
+    def add(self, code: str, **params: Param) -> None:
+        self.append(note(code, **params))
+
+    def append(self, item: Note) -> None:
+        if item not in self._items:
+            self._items.append(item)
+
+    def extend(self, items: Iterable[Note]) -> None:
+        for item in items:
+            self.append(item)
+
+    def __iter__(self) -> Iterator[Note]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def texts(self) -> list[str]:
+        return [n.text for n in self._items]
+
+    def details(self) -> list[dict[str, Any]]:
+        return [{"code": n.code, "params": dict(n.params), "text": n.text} for n in self._items]
+
+
+__all__ = ["TEMPLATES", "Note", "Notes", "Param", "note"]

@@ -1,0 +1,110 @@
+"""Bytes of the workload: per request, paged, padded, prefix-shared, per rank and physical.
+
+The textbook product (seed 004 §05): 2 × L × Hkv × d × N × b, refined the way engines do: K and
+V widths that differ, MLA's single latent, window caps, block rounding, replication.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from planner.core import schema as s
+from planner.core.inputs import Inputs
+from planner.core.notes import Note, note
+from planner.core.parallel import RankLayout
+from planner.core.specs import (
+    WindowPolicy,
+    bytes_per_token,
+    prefix_saved_bytes,
+    request_kv_bytes,
+    request_paged_kv_bytes,
+)
+from planner.core.units import KVDtype
+
+
+def stage_kv_bytes(
+    layout: RankLayout,
+    dtype: KVDtype,
+    mixes: Sequence[s.RequestMix],
+    policy: WindowPolicy,
+    shared: Sequence[int],
+) -> int:
+    """One rank of one stage: every request's KV, shared prefixes stored once."""
+    total = 0
+    for mix, sh in zip(mixes, shared, strict=True):
+        total += mix.count * request_kv_bytes(layout.stack, dtype, mix.context_tokens, policy)
+        total -= prefix_saved_bytes(layout.stack, dtype, sh, mix.count - 1)
+    return total
+
+
+def workload(
+    inp: Inputs, layouts: list[RankLayout]
+) -> tuple[list[s.RequestOut], s.TotalsOut, s.PerRankOut, list[Note]]:
+    dtype, policy, block = inp.kv_dtype, inp.policy, inp.block_size
+    logical = inp.shape.stack  # whole model, one copy, TP=1 heads
+    rows: list[s.RequestOut] = []
+    kv_total = paged_total = saved_total = 0
+    for mix, sh in zip(inp.mixes, inp.shared_prefix_tokens, strict=True):
+        kv_one = request_kv_bytes(logical, dtype, mix.context_tokens, policy)
+        blocks, paged_one = request_paged_kv_bytes(
+            logical, dtype, mix.context_tokens, policy, block
+        )
+        saved = prefix_saved_bytes(logical, dtype, sh, mix.count - 1)
+        kv_total += mix.count * kv_one - saved
+        paged_total += mix.count * paged_one - saved
+        saved_total += saved
+        rows.append(
+            s.RequestOut(
+                context_tokens=mix.context_tokens,
+                count=mix.count,
+                prefix_tokens=mix.prefix_tokens,
+                kv_bytes=kv_one,
+                blocks=blocks,
+                paged_kv_bytes=paged_one,
+            )
+        )
+    longest = max(m.context_tokens for m in inp.mixes)
+    n_requests = sum(m.count for m in inp.mixes)
+    padded_total = n_requests * request_kv_bytes(logical, dtype, longest, policy)
+
+    stage_bytes = [
+        stage_kv_bytes(lay, dtype, inp.mixes, policy, inp.shared_prefix_tokens) for lay in layouts
+    ]
+    big = max(range(len(layouts)), key=lambda i: (stage_bytes[i], layouts[i].layers))
+    lay = layouts[big]
+    notes: list[Note] = []
+    shape = inp.shape
+    if lay.replication > 1:
+        if shape.is_mla:
+            notes.append(note("parallel.mla_replicated", tp=inp.tp))
+        else:
+            notes.append(
+                note(
+                    "parallel.replicated_heads",
+                    tp=inp.tp,
+                    kv_heads=shape.num_key_value_heads,
+                    replication=lay.replication,
+                )
+            )
+    notes.extend(inp.engine.parallel_notes(shape, inp.tp, dtype))
+    per_rank = s.PerRankOut(
+        kv_heads=lay.kv_heads,
+        replication=lay.replication,
+        layers=lay.layers,
+        kv_bytes_per_token=bytes_per_token(lay.stack, dtype),
+        page_bytes=lay.first.page_bytes(dtype, block),
+        pipeline_stage_layers=[x.layers for x in layouts],
+    )
+    totals = s.TotalsOut(
+        kv_bytes=kv_total,
+        paged_kv_bytes=paged_total,
+        padded_kv_bytes=padded_total,
+        per_rank_kv_bytes=stage_bytes[big],
+        physical_kv_bytes=sum(b * inp.tp for b in stage_bytes),
+        prefix_shared_bytes_saved=saved_total,
+        requests=n_requests,
+    )
+    return rows, totals, per_rank, notes
+
+
+__all__ = ["stage_kv_bytes", "workload"]
