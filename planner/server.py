@@ -12,7 +12,11 @@ subclass of uvicorn's own `HttpToolsProtocol` (passed as `http=`) adds, per conn
 - connections: past KVPLAN_MAX_CONNECTIONS (kept below the fd limit) a new connection is closed
   at once; between 7/8 of it and the cap only `/healthz`, `/readyz` and `/metrics` are served,
   so probes still reach a saturated server while it says 503 to everything else;
-- uvicorn's own 400 for malformed HTTP is problem+json like every other error.
+- uvicorn's own 400 for malformed HTTP is problem+json like every other error;
+- `GET /healthz` is answered here, from the protocol callback on the event loop, without an
+  ASGI task: liveness means "this process's loop turns", and under load an app request waits
+  behind every request already queued on the loop (the answer is the app's, byte for byte:
+  `{"status":"ok"}` with the security headers).
 
 Idle keep-alive connections are closed by uvicorn's `timeout_keep_alive`
 (KVPLAN_KEEP_ALIVE_SECONDS).
@@ -23,11 +27,31 @@ from __future__ import annotations
 
 import asyncio
 import json
+import uuid
 from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 PROBE_PATHS = frozenset({b"/healthz", b"/readyz", b"/metrics"})
+_HEALTHZ_BODY = b'{"status":"ok"}'
+
+
+def _healthz_head(keep_alive: bool) -> bytes:
+    from planner.api.security import SECURITY_HEADERS
+
+    lines = [
+        "HTTP/1.1 200 OK",
+        "content-type: application/json",
+        f"content-length: {len(_HEALTHZ_BODY)}",
+        *(f"{name.lower()}: {value}" for name, value in SECURITY_HEADERS.items()),
+    ]
+    if not keep_alive:
+        lines.append("connection: close")
+    return ("\r\n".join(lines) + "\r\n").encode("latin-1")
+
+
+_HEALTHZ_KEEP_ALIVE: bytes | None = None
+_HEALTHZ_CLOSE: bytes | None = None
 
 
 class ServerLimits:
@@ -92,6 +116,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         self._in_head = True
         self._head_timer: asyncio.TimerHandle | None = None
         self._counted = False
+        self._answered_here = False
 
     # -- connection ------------------------------------------------------------------------
 
@@ -183,6 +208,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
+        self._answered_here = False
         self._in_head = True
         self._head_bytes = 0
         if self._head_timer is None:
@@ -208,7 +234,47 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
                 "request",
             )
             return
+        if self._is_healthz():
+            self._answer_healthz()
+            return
         super().on_headers_complete()
+
+    def _is_healthz(self) -> bool:
+        if self.url != b"/healthz" or self.parser.get_method() not in (b"GET", b"HEAD"):
+            return False
+        # A request pipelined behind one still being answered keeps its order: the app's path.
+        return self.cycle is None or self.cycle.response_complete
+
+    def _answer_healthz(self) -> None:
+        global _HEALTHZ_KEEP_ALIVE, _HEALTHZ_CLOSE
+        keep_alive = self.parser.get_http_version() != "1.0" and self.parser.should_keep_alive()
+        if keep_alive:
+            head = _HEALTHZ_KEEP_ALIVE = _HEALTHZ_KEEP_ALIVE or _healthz_head(True)
+        else:
+            head = _HEALTHZ_CLOSE = _HEALTHZ_CLOSE or _healthz_head(False)
+        self._answered_here = True
+        request_id = uuid.uuid4().hex.encode("ascii")
+        body = b"" if self.parser.get_method() == b"HEAD" else _HEALTHZ_BODY
+        self.transport.write(head + b"x-request-id: " + request_id + b"\r\n\r\n" + body)
+        self.server_state.total_requests += 1
+        if not keep_alive:
+            self.transport.close()
+            return
+        self._in_head = True
+        self._head_bytes = 0
+        self._start_head_timer()
+        self._unset_keepalive_if_required()
+        self.timeout_keep_alive_task = self.loop.call_later(
+            self.timeout_keep_alive, self.timeout_keep_alive_handler
+        )
+
+    def on_body(self, body: bytes) -> None:
+        if not self._answered_here:
+            super().on_body(body)
+
+    def on_message_complete(self) -> None:
+        if not self._answered_here:
+            super().on_message_complete()
 
     def on_response_complete(self) -> None:
         super().on_response_complete()

@@ -246,3 +246,27 @@ def test_rss_bounded_by_the_largest_sweep_and_many_large_plans(server: LiveServe
             )
             assert answer.status_code == 200
     assert _rss_bytes(pid) - before < 150 << 20
+
+
+def test_healthz_answered_by_the_protocol_keeps_the_apps_answer(server: LiveServer) -> None:
+    with httpx.Client() as client:
+        first = client.get(f"{server.url}/healthz")
+        second = client.get(f"{server.url}/healthz")  # the same keep-alive connection
+        app_answer = client.get(f"{server.url}/readyz")
+    assert first.json() == second.json() == {"status": "ok"}
+    assert first.headers["content-type"] == "application/json"
+    for name in ("content-security-policy", "x-content-type-options", "x-frame-options"):
+        assert first.headers[name] == app_answer.headers[name]
+    assert first.headers["x-request-id"] != second.headers["x-request-id"]
+    # HTTP/1.0 closes; HEAD has no body; two pipelined requests both get their answers.
+    raw, _ = exchange(server, b"GET /healthz HTTP/1.0\r\n\r\n")
+    assert raw.startswith(b"HTTP/1.1 200 OK") and raw.endswith(b'{"status":"ok"}')
+    raw, _ = exchange(server, b"HEAD /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    assert raw.startswith(b"HTTP/1.1 200 OK") and raw.endswith(b"\r\n\r\n")
+    pipelined = (
+        b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+        b"GET /api/v1/gpus HTTP/1.1\r\nHost: x\r\n\r\n"
+        b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    raw, _ = exchange(server, pipelined)
+    assert raw.count(b"HTTP/1.1 200 OK") == 3, raw[:500]
