@@ -59,7 +59,7 @@ class Settings(BaseSettings):
         description="Estimated work units (≈ µs of CPU) a request may cost; over it, 422.",
     )
     inline_cost: Annotated[int, Field(ge=0, le=10**9)] = Field(
-        default=5_000,
+        default=2_000,
         description="Requests estimated at or below this run on the event loop, not a worker.",
     )
     max_response_bytes: Annotated[int, Field(ge=64 << 10, le=1 << 30)] = Field(

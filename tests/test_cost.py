@@ -11,7 +11,7 @@ from planner.core.schema import PlanRequest
 from planner.cost import Budget, config_layers, plan_cost, plan_shape, sweep_cost
 from planner.service import plan
 
-BUDGET = Budget(max_work_units=2_000_000, max_response_bytes=8 << 20, inline_work_units=5_000)
+BUDGET = Budget(max_work_units=2_000_000, max_response_bytes=8 << 20, inline_work_units=2_000)
 QUESTION_48_GIB = {
     "model": "meta-llama/Llama-3.1-8B",
     "kv_cache_dtype": "bf16",

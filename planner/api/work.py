@@ -28,7 +28,7 @@ logger = logging.getLogger("planner.work")
 T = TypeVar("T")
 
 DEFAULT_BUDGET = Budget(
-    max_work_units=2_000_000, max_response_bytes=8 << 20, inline_work_units=5_000
+    max_work_units=2_000_000, max_response_bytes=8 << 20, inline_work_units=2_000
 )
 
 
