@@ -43,10 +43,6 @@ class BodyTooLarge(Exception):
     """The request body crossed the limit while streaming in."""
 
 
-class BodyTimeout(Exception):
-    """The request body did not arrive within KVPLAN_BODY_TIMEOUT_SECONDS."""
-
-
 def too_large_response(limit_bytes: int) -> Response:
     return problem_response(
         make_problem(
@@ -168,6 +164,16 @@ class InFlightLimitMiddleware:
             self.in_flight -= 1
 
 
+def _has_body(scope: Scope) -> bool:
+    """The head announces a body: a non-zero Content-Length, or any Transfer-Encoding."""
+    for name, value in scope.get("headers", []):
+        if name == b"transfer-encoding":
+            return True
+        if name == b"content-length":
+            return value.strip() not in (b"0", b"")
+    return False
+
+
 class TimeoutMiddleware:
     """A request still unanswered after `timeout_seconds` is cancelled: 408 if its body was
     still arriving (a slow or stalled client), else 503 with `Retry-After`.
@@ -195,45 +201,42 @@ class TimeoutMiddleware:
         ):
             await self.app(scope, receive, send)
             return
+        expect_body = _has_body(scope)
         body_done = False
         waiting_for_body = False
-        body_late = False
         started = False
-        body_deadline = anyio.current_time() + self.body_timeout_seconds
+        begun = anyio.current_time()
+        # One cancel scope for both clocks: its deadline is the body's until the body is in,
+        # then moves to the request's (no scope per read on the fast path).
+        first = self.body_timeout_seconds if expect_body else self.timeout_seconds
+        with anyio.CancelScope(deadline=begun + first) as deadline:
 
-        async def tracking_receive() -> Message:
-            nonlocal body_done, waiting_for_body, body_late
-            waiting_for_body = not body_done
-            if waiting_for_body:
-                with anyio.move_on_after(body_deadline - anyio.current_time()) as late:
-                    message = await receive()
-                if late.cancelled_caught:
-                    body_late = True
-                    raise BodyTimeout
-            else:
+            async def tracking_receive() -> Message:
+                nonlocal body_done, waiting_for_body
+                waiting_for_body = not body_done
                 message = await receive()  # a timeout cancels here with the flag still set
-            waiting_for_body = False
-            if message["type"] != "http.request" or not message.get("more_body", False):
-                body_done = True
-            return message
+                waiting_for_body = False
+                if not body_done and (
+                    message["type"] != "http.request" or not message.get("more_body", False)
+                ):
+                    body_done = True
+                    deadline.deadline = begun + self.timeout_seconds
+                return message
 
-        async def tracking_send(message: Message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
+            async def tracking_send(message: Message) -> None:
+                nonlocal started
+                if message["type"] == "http.response.start":
+                    started = True
+                await send(message)
 
-        with anyio.move_on_after(self.timeout_seconds) as deadline:
-            try:
-                await self.app(scope, tracking_receive, tracking_send)
-            except BodyTimeout:
-                if started:
-                    raise
-        if not (deadline.cancelled_caught or body_late) or started:
+            await self.app(scope, tracking_receive, tracking_send)
+        if not deadline.cancelled_caught or started:
             return
-        limit = f"{self.timeout_seconds:g} s (KVPLAN_REQUEST_TIMEOUT_SECONDS)"
+        body_late = expect_body and not body_done
         if body_late:
             limit = f"{self.body_timeout_seconds:g} s (KVPLAN_BODY_TIMEOUT_SECONDS)"
+        else:
+            limit = f"{self.timeout_seconds:g} s (KVPLAN_REQUEST_TIMEOUT_SECONDS)"
         if waiting_for_body or body_late:  # cancelled while the client was still sending
             response = problem_response(
                 make_problem(
