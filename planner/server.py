@@ -115,6 +115,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         self._head_bytes = 0
         self._in_head = True
         self._head_timer: asyncio.TimerHandle | None = None
+        self._head_since = 0.0
         self._counted = False
         self._answered_here = False
 
@@ -129,7 +130,8 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         limits.open_connections += 1
         self._counted = True
         super().connection_made(transport)
-        self._start_head_timer()
+        self._head_since = self.loop.time()
+        self._head_timer = self.loop.call_later(limits.header_timeout_seconds, self._check_head)
 
     def connection_lost(self, exc: Exception | None) -> None:
         if not self._counted:
@@ -141,10 +143,20 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
 
     # -- request head ----------------------------------------------------------------------
 
-    def _start_head_timer(self) -> None:
-        self._cancel_head_timer()
+    # One timer per connection, re-armed only when it fires: a request costs a float store,
+    # not a timer (uvloop timers are cheap, but not free at thousands of requests a second).
+    def _check_head(self) -> None:
+        self._head_timer = None
+        if self.transport.is_closing():
+            return
+        timeout = self._limits.header_timeout_seconds
+        waiting = self._in_head and (self.cycle is None or self.cycle.response_complete)
+        elapsed = self.loop.time() - self._head_since
+        if waiting and elapsed >= timeout:
+            self._head_timed_out()
+            return
         self._head_timer = self.loop.call_later(
-            self._limits.header_timeout_seconds, self._head_timed_out
+            timeout - elapsed if waiting else timeout, self._check_head
         )
 
     def _cancel_head_timer(self) -> None:
@@ -159,17 +171,15 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
             self.transport.close()
 
     def _head_timed_out(self) -> None:
-        self._head_timer = None
-        if self._in_head and (self.cycle is None or self.cycle.response_complete):
-            self._limits.refused["header_timeout"] += 1
-            self._refuse(
-                408,
-                "Request Timeout",
-                "the request line and headers did not arrive within "
-                f"{self._limits.header_timeout_seconds:g} s (KVPLAN_HEADER_TIMEOUT_SECONDS)",
-                "request-timeout",
-                "headers",
-            )
+        self._limits.refused["header_timeout"] += 1
+        self._refuse(
+            408,
+            "Request Timeout",
+            "the request line and headers did not arrive within "
+            f"{self._limits.header_timeout_seconds:g} s (KVPLAN_HEADER_TIMEOUT_SECONDS)",
+            "request-timeout",
+            "headers",
+        )
 
     def data_received(self, data: bytes) -> None:
         if self._in_head:
@@ -211,12 +221,9 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         self._answered_here = False
         self._in_head = True
         self._head_bytes = 0
-        if self._head_timer is None:
-            self._start_head_timer()
 
     def on_headers_complete(self) -> None:
         self._in_head = False
-        self._cancel_head_timer()
         head = len(self.url) + sum(len(n) + len(v) + 4 for n, v in self.headers)
         if head > self._limits.max_header_bytes:
             self._in_head = True  # report it as the head's problem
@@ -262,7 +269,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
             return
         self._in_head = True
         self._head_bytes = 0
-        self._start_head_timer()
+        self._head_since = self.loop.time()
         self._unset_keepalive_if_required()
         self.timeout_keep_alive_task = self.loop.call_later(
             self.timeout_keep_alive, self.timeout_keep_alive_handler
@@ -281,8 +288,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         # The next request's head has its own time limit (uvicorn's keep-alive timer also runs).
         self._in_head = True
         self._head_bytes = 0
-        if not self.transport.is_closing():
-            self._start_head_timer()
+        self._head_since = self.loop.time()
 
     def send_400_response(self, msg: str) -> None:
         self._limits.refused["bad"] += 1
