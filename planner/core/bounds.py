@@ -18,10 +18,11 @@ from planner.core import schema as s
 from planner.core.capacity import Pool
 from planner.core.fit import build_pool
 from planner.core.inputs import Inputs
+from planner.core.moe import decode_weight_read
 from planner.core.notes import Note, note
 from planner.core.parallel import RankLayout
 from planner.core.sizing import stage_kv_bytes
-from planner.core.units import fmt_tbps
+from planner.core.units import fmt_gib, fmt_tbps
 
 
 def read_seconds(n_bytes: int, bandwidth_bytes_per_s: float) -> float:
@@ -114,6 +115,33 @@ def _iso(value: Any) -> str:
     return str(value)
 
 
+def _weights_read(inp: Inputs, batch_tokens: int) -> tuple[int, Note | None]:
+    """Weight bytes one decode step streams (all ranks): all of them but what a step only
+    indexes (the input embedding table, a vision tower that does not run) and, for
+    mixture-of-experts, the experts the batch does not touch."""
+    total = inp.weights_bytes or 0
+    split = inp.model.weight_split
+    if split is None or not total or split.total <= 0:
+        return total, None
+    # The split's proportions, scaled to the size given (a checkpoint's or the request's).
+    scale = total / split.total
+    skipped = (split.dense - split.dense_read) * scale
+    if not split.num_experts:
+        return max(0, round(total - skipped)), None
+    read = decode_weight_read(split, batch_tokens)
+    untouched = split.moe_layers * (split.num_experts - read.experts_per_layer) * split.expert
+    streamed = max(0, round(total - skipped - untouched * scale))
+    return streamed, note(
+        "bounds.moe_active_weights",
+        batch=batch_tokens,
+        experts=read.experts_per_layer,
+        num_experts=split.num_experts,
+        top_k=split.top_k,
+        read_gib=fmt_gib(streamed),
+        total_gib=fmt_gib(total),
+    )
+
+
 def decode_bounds(
     inp: Inputs,
     layouts: list[RankLayout],
@@ -150,9 +178,11 @@ def decode_bounds(
         n = capacity.max_running_requests if capacity and capacity.max_running_requests else 1
         batch, batch_shared = [s.RequestMix(context_tokens=ctx, count=n)], [0]
     n_batch = sum(m.count for m in batch)
-    weights = inp.weights_bytes or 0
     tp, pp = inp.tp, inp.pp
-    weights_stage = weights / (tp * pp)
+    read_bytes, moe_note = _weights_read(inp, n_batch)
+    if moe_note is not None:
+        notes.append(moe_note)
+    weights_rank = read_bytes / tp  # one token passes every stage: the stages' reads add up
 
     def kv_read_bytes(mix: Sequence[s.RequestMix], sh: Sequence[int]) -> int:
         """One decode step reads every stage's KV of every request once."""
@@ -165,7 +195,7 @@ def decode_bounds(
         return count * sum(w * x.tokens_kept(length, policy) for x, w in weighted)
 
     def floor_for(kv: int) -> StepFloor:
-        return StepFloor(read_seconds(kv, bw), read_seconds(round(weights_stage * pp), bw))
+        return StepFloor(read_seconds(kv, bw), read_seconds(round(weights_rank), bw))
 
     batch_kv = kv_read_bytes(batch, batch_shared)
     floor = floor_for(batch_kv)
@@ -186,9 +216,12 @@ def decode_bounds(
     mha = 2.0 / dtype.bytes_per_element
 
     pf_flops = pf_seconds = None
-    if inp.model.num_parameters:
+    # Prefill multiplies every token by the weights it is routed through (MoE: active only;
+    # the input embedding is a lookup).
+    pf_params = inp.model.prefill_parameters or inp.model.num_parameters
+    if pf_params:
         pf_flops = prefill_flops(
-            num_parameters=inp.model.num_parameters,
+            num_parameters=pf_params,
             prompt_tokens=ctx,
             layers=shape.num_hidden_layers,
             query_heads=shape.num_attention_heads,
@@ -203,7 +236,7 @@ def decode_bounds(
         est = (
             calls * calibration.fixed_overhead_seconds
             + batch_kv / calibration.decode_bandwidth_bytes_per_s
-            + weights_stage * pp / calibration.copy_bandwidth_bytes_per_s
+            + weights_rank / calibration.copy_bandwidth_bytes_per_s
         )
         calibrated = s.CalibratedOut(
             calibration_id=str(calibration.id),

@@ -7,16 +7,19 @@ The core never imports the catalog or the Hub: the front ends pass a `Catalog` (
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from planner.core import schema as s
 from planner.core.engines import Engine, Scheduling, get_engine
-from planner.core.errors import FieldError, UnknownIdError
+from planner.core.errors import FieldError, ModelConfigError, UnknownIdError
 from planner.core.hardware import Gpu
-from planner.core.model import ModelShape, estimate_parameters, shape_from_config, with_windows
+from planner.core.model import ModelShape, shape_from_config, with_windows
 from planner.core.notes import Note, note
+from planner.core.params import parameter_counts
+from planner.core.quant import WeightBytes, weight_bytes
 from planner.core.specs import WindowPolicy
 from planner.core.units import KVDtype, kv_dtype
 
@@ -31,6 +34,9 @@ class ResolvedModel:
     weights_source: str | None = None  # "safetensors" | "parameter_count" | "request"
     notes: tuple[Note, ...] = ()
     config: Mapping[str, Any] | None = None  # the config.json it came from, when known
+    active_parameters: int | None = None  # per token (MoE: the experts a token uses)
+    prefill_parameters: int | None = None  # active, less the indexed input embedding
+    weight_split: WeightBytes | None = None  # dense part and per-expert bytes, as stored
 
 
 class Catalog(Protocol):
@@ -94,16 +100,40 @@ def resolve_model_of(request: s.PlanRequest, catalog: Catalog) -> ResolvedModel:
     return model_from_config(request.model)
 
 
-def model_from_config(config: Mapping[str, Any], model_id: str | None = None) -> ResolvedModel:
-    """A pasted config: shape from it, weights from a parameter-count estimate."""
-    shape = shape_from_config(config, model_id=model_id)
-    params = estimate_parameters(shape)
-    notes: tuple[Note, ...] = ()
-    if params is not None:
-        notes = (note("model.parameters_estimated", parameters=params),)
-    weights = params * 2 if params is not None else None
+def model_from_config(
+    config: Mapping[str, Any],
+    model_id: str | None = None,
+    *,
+    num_parameters: int | None = None,
+    weights_bytes: int | None = None,
+    weights_source: str | None = None,
+    notes: tuple[Note, ...] = (),
+) -> ResolvedModel:
+    """A model from its config.json: its shape, and its parameters and weights counted from
+    the config (every routed expert once, quantized layers as stored) unless given."""
+    counts = split = None
+    with contextlib.suppress(ModelConfigError):
+        counts = parameter_counts(config)
+    with contextlib.suppress(ModelConfigError):
+        split = weight_bytes(config)
+    params = num_parameters or (counts.total if counts is not None else None)
+    shape = shape_from_config(config, model_id=model_id, num_parameters=params)
+    out_notes = list(notes)
+    if weights_bytes is None and split is not None:
+        weights_bytes, weights_source = split.total, "parameter_count"
+        out_notes.append(note("model.weights_counted", weights=split.total))
+    if split is not None and weights_bytes is not None and weights_bytes != split.total:
+        split = split.scaled_to(weights_bytes)
     return ResolvedModel(
-        shape, params, weights, "parameter_count" if weights else None, notes, config
+        shape=shape,
+        num_parameters=params,
+        weights_bytes=weights_bytes,
+        weights_source=weights_source if weights_bytes is not None else None,
+        notes=tuple(out_notes),
+        config=config,
+        active_parameters=counts.active_per_token if counts is not None else None,
+        prefill_parameters=counts.active_without_embedding_lookup if counts else None,
+        weight_split=split,
     )
 
 
@@ -223,6 +253,15 @@ def resolve(
     max_len = engine.max_model_len(shape)
     ctx = _context(request, max_len)
     if max_len and ctx > max_len:
+        override = engine.long_context_override
+        if override and not request.allow_long_max_model_len:
+            field = "context_tokens" if request.context_tokens is not None else "requests"
+            raise FieldError(
+                field,
+                f"{ctx:,} tokens is more than the model's maximum length {max_len:,}, and "
+                f"{engine.label} refuses such a max_model_len unless {override} is set; plan "
+                f"at most {max_len:,} tokens, or set allow_long_max_model_len=true",
+            )
         notes.append(note("context.beyond_max_position", ctx=ctx, max_len=max_len))
     mixes = tuple(request.requests or [s.RequestMix(context_tokens=ctx)])
     prefix_on = (

@@ -83,6 +83,9 @@ class ModelShape:
     shared_expert_intermediate_size: int | None
     # Layers bucketed by spec in first-appearance order (derived from `layers` once).
     groups: tuple[LayerGroup, ...] = ()
+    # What engines derive the longest context from besides max_position_embeddings.
+    rope_scaling: tuple[str, float, int | None] | None = None  # (type, factor, original max)
+    model_max_length: int | None = None
 
     @property
     def stack(self) -> Stack:
@@ -307,6 +310,8 @@ def shape_from_config(
             shared_width = n_shared * expert_width
 
     return ModelShape(
+        rope_scaling=_rope_scaling(cfg),
+        model_max_length=_int_field(cfg, "model_max_length", hi=1 << 30),
         groups=group_layers(layers),
         id=model_id,
         model_type=model_type,
@@ -341,6 +346,20 @@ def _attention_spec(
     return FullAttentionSpec(kv_heads, head_size, head_size_v)
 
 
+def _rope_scaling(cfg: Mapping[str, Any]) -> tuple[str, float, int | None] | None:
+    """(rope type, factor, original_max_position_embeddings) of a config's RoPE scaling."""
+    raw = cfg.get("rope_scaling") or cfg.get("rope_parameters")
+    if not isinstance(raw, Mapping):
+        return None
+    kind = raw.get("rope_type", raw.get("type"))
+    factor = raw.get("factor")
+    if not isinstance(kind, str) or isinstance(factor, bool) or not isinstance(factor, int | float):
+        return None
+    original = raw.get("original_max_position_embeddings")
+    orig = original if isinstance(original, int) and not isinstance(original, bool) else None
+    return kind, float(factor), orig
+
+
 def group_layers(layers: Iterable[LayerSpec]) -> tuple[LayerGroup, ...]:
     """Layers bucketed by spec, in first-appearance order."""
     buckets: dict[LayerSpec, list[int]] = {}
@@ -369,37 +388,6 @@ def with_layers(shape: ModelShape, layers: tuple[LayerSpec, ...]) -> ModelShape:
     return replace(shape, layers=layers, groups=group_layers(layers))
 
 
-def estimate_parameters(shape: ModelShape) -> int | None:
-    """Parameter estimate for configs without a published count (for weights bytes).
-
-    Embedding + LM head + per layer (Q,O: hidden·Hq·d each; K,V: hidden·Hkv·d each; gated MLP
-    3·hidden·intermediate, or for mixture-of-experts every expert's 3·hidden·width plus shared
-    experts and the router). Checks: Mixtral-8x7B 46.7 B, Qwen3-30B-A3B 30.5 B. MLA configs
-    return None: their projections need the checkpoint.
-    """
-    if shape.is_mla or shape.hidden_size is None:
-        return None
-    if shape.num_experts is not None:
-        if shape.expert_intermediate_size is None:
-            return None
-        h = shape.hidden_size
-        d = shape.head_dim
-        attn = 2 * h * shape.num_attention_heads * d + 2 * h * shape.num_key_value_heads * d
-        experts = 3 * h * shape.expert_intermediate_size * shape.num_experts
-        shared = 3 * h * (shape.shared_expert_intermediate_size or 0)
-        router = h * shape.num_experts
-        emb = 2 * h * (shape.vocab_size or 0)
-        return emb + shape.num_hidden_layers * (attn + experts + shared + router)
-    if shape.intermediate_size is None:
-        return None
-    h = shape.hidden_size
-    d = shape.head_dim
-    attn = 2 * h * shape.num_attention_heads * d + 2 * h * shape.num_key_value_heads * d
-    mlp = 3 * h * shape.intermediate_size
-    emb = 2 * h * (shape.vocab_size or 0)
-    return emb + shape.num_hidden_layers * (attn + mlp)
-
-
 __all__ = [
     "LayerGroup",
     "LayerKind",
@@ -407,7 +395,6 @@ __all__ = [
     "ModelShape",
     "Stack",
     "cdiv",
-    "estimate_parameters",
     "group_layers",
     "shape_from_config",
     "stack_of",

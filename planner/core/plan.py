@@ -134,6 +134,7 @@ def _model_out(inp: Inputs) -> s.ModelOut:
             "request" if inp.request.weights_bytes is not None else inp.model.weights_source
         ),
         num_parameters=inp.model.num_parameters,
+        active_parameters=inp.model.active_parameters,
         groups=[
             s.GroupOut(
                 kind=g.spec.kind,

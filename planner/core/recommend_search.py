@@ -57,6 +57,9 @@ def _base(req: RecommendRequest, tp: int, dtype: str, util: float) -> dict[str, 
         "tensor_parallel_size": tp,
         "kv_cache_dtype": dtype,
         "gpu_memory_utilization": util,
+        # The search asks what memory holds; past the model's maximum length is reported by
+        # the plan's note, not by refusing every candidate.
+        "allow_long_max_model_len": True,
     }
     for key in ("block_size", "weights_bytes", "reserve_bytes", "max_num_batched_tokens"):
         value = getattr(req, key)

@@ -21,8 +21,7 @@ MAX_BYTES = 1 << 50
 MAX_PARALLEL = 1024
 MAX_REQUEST_ENTRIES = 256
 MAX_BANDWIDTH_BYTES_PER_S = 1e15
-# 1 MB/s: below it a decode step overflows a double (5e-324 B/s gave a silent null).
-MIN_BANDWIDTH_BYTES_PER_S = 1e6
+MIN_BANDWIDTH_BYTES_PER_S = 1e6  # below it a decode step can overflow a double (null)
 MAX_CONFIG_KEYS = 512
 
 # The registry is the one list of engine names; the schema only advertises it.
@@ -34,6 +33,7 @@ Count = Annotated[int, Field(ge=1, le=MAX_COUNT, strict=True)]
 Bytes = Annotated[int, Field(ge=0, le=MAX_BYTES, strict=True)]
 PositiveBytes = Annotated[int, Field(ge=1, le=MAX_BYTES, strict=True)]
 Parallel = Annotated[int, Field(ge=1, le=MAX_PARALLEL, strict=True)]
+Bandwidth = Annotated[float, Field(ge=MIN_BANDWIDTH_BYTES_PER_S, le=MAX_BANDWIDTH_BYTES_PER_S)]
 
 
 class _Strict(BaseModel):
@@ -63,9 +63,7 @@ class GpuSpec(_Strict):
 
     name: Annotated[str, Field(min_length=1, max_length=100)] = "custom"
     memory_bytes: PositiveBytes
-    bandwidth_bytes_per_s: Annotated[
-        float, Field(ge=MIN_BANDWIDTH_BYTES_PER_S, le=MAX_BANDWIDTH_BYTES_PER_S)
-    ]
+    bandwidth_bytes_per_s: Bandwidth
     bf16_dense_flops: Annotated[float, Field(gt=0, le=1e18)] | None = None
 
 
@@ -93,6 +91,12 @@ class PlanRequest(_Strict):
     )
     enforce_eager: bool | None = Field(
         default=None, description="vLLM --enforce-eager (no CUDA graphs)."
+    )
+    allow_long_max_model_len: bool = Field(
+        default=False,
+        description="Plan a context beyond the model's maximum, as vLLM does with "
+        "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (SGLang: SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1); "
+        "otherwise such a request is refused as the engine refuses it.",
     )
     revision: Annotated[str, Field(min_length=1, max_length=100)] | None = Field(
         default=None, description="Hub revision when model is a Hub id."
@@ -157,9 +161,7 @@ class PlanRequest(_Strict):
     cuda_graph_bytes: Bytes | None = Field(
         default=None, description="Override the CUDA-graph memory per GPU (vLLM's estimate)."
     )
-    bandwidth_bytes_per_s: (
-        Annotated[float, Field(ge=MIN_BANDWIDTH_BYTES_PER_S, le=MAX_BANDWIDTH_BYTES_PER_S)] | None
-    ) = (
+    bandwidth_bytes_per_s: Bandwidth | None = (
         Field(
             default=None,
             description="Memory bandwidth in decimal bytes/s for the decode floor; overrides "
@@ -237,6 +239,7 @@ class ModelOut(_Out):
     weights_bytes: int | None = None
     weights_source: str | None = None
     num_parameters: int | None = None
+    active_parameters: int | None = None
     groups: list[GroupOut]
 
 

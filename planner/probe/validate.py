@@ -229,24 +229,28 @@ def plan_body(
     spec: ModelSpec,
     point: Point,
     *,
-    weights_read_bytes: int,
+    weights_bytes: int,
     calibration_id: str,
     bandwidth_bytes_per_s: float | None,
 ) -> dict[str, Any]:
-    """What a user would send for this step: the model's config, the batch, the weights read."""
+    """What a user would send for this step: the model's config, the batch, and the
+    checkpoint's weights (the planner leaves out what a step only indexes, the input
+    embedding table, as `weights_read_bytes` does for the timed model)."""
     batch, ctx = point
     body: dict[str, Any] = {
         "model": spec.config,
         "requests": [{"context_tokens": ctx, "count": batch}],
         "context_tokens": ctx,
         "kv_cache_dtype": spec.dtype,
-        "weights_bytes": weights_read_bytes,
+        "weights_bytes": weights_bytes,
         "calibration_id": calibration_id,
     }
     if bandwidth_bytes_per_s is not None:
         body["bandwidth_bytes_per_s"] = bandwidth_bytes_per_s
     return body
 
+
+_DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
 
 # --- the fit ------------------------------------------------------------------------------------
 
@@ -420,7 +424,7 @@ def validate(
         body = plan_body(
             plan.spec,
             point,
-            weights_read_bytes=run.weights_read_bytes,
+            weights_bytes=run.parameters * _DTYPE_BYTES[plan.spec.dtype],
             calibration_id=stored.id,
             bandwidth_bytes_per_s=ds,
         )

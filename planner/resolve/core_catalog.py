@@ -7,12 +7,12 @@ in place of the bundled-only catalog; the core stays free of I/O.
 
 from __future__ import annotations
 
-from planner.core.errors import ModelConfigError
+from collections import OrderedDict
+
 from planner.core.hardware import Gpu
 from planner.core.inputs import ResolvedModel as CoreModel
-from planner.core.model import shape_from_config
-from planner.core.notes import Note, note
-from planner.core.params import parameter_counts, weight_bytes
+from planner.core.inputs import model_from_config
+from planner.core.notes import note
 from planner.resolve import ResolvedModel, resolve_model
 from planner.resolve.settings import HubSettings
 
@@ -21,32 +21,17 @@ def as_core_model(r: ResolvedModel) -> CoreModel:
     """A resolved model as the core sizes it. Weights unknown to the resolver (a pasted config,
     a repo without safetensors) are counted from the config: MoE-true, quantization as stored;
     an unsized quantization leaves them unknown rather than guessed."""
-    config = dict(r.config)
-    try:
-        counts = parameter_counts(config)
-    except ModelConfigError:
-        counts = None
-    num_parameters = r.num_parameters or (counts.total if counts is not None else None)
-    shape = shape_from_config(config, model_id=r.id, num_parameters=num_parameters)
-    notes: list[Note] = [note("model.catalog_note", text=text) for text in r.notes]
-    weights, source = r.weights_bytes, r.weights_source
-    if weights is None:
-        try:
-            weights = weight_bytes(config).total
-        except ModelConfigError as exc:
-            notes.append(note("model.catalog_note", text=exc.detail))
-        else:
-            source = "parameter_count"
-            notes.append(
-                note(
-                    "model.catalog_note",
-                    text=f"Weights counted from the config: {weights:,} B (every routed expert "
-                    "once, quantized layers as stored).",
-                )
-            )
-    elif source == "safetensors":
-        notes.append(note("model.catalog_weights", weights=weights))
-    return CoreModel(shape, num_parameters, weights, source, tuple(notes), config)
+    notes = [note("model.catalog_note", text=text) for text in r.notes]
+    if r.weights_bytes is not None and r.weights_source == "safetensors":
+        notes.append(note("model.hub_weights", source=r.source, weights=r.weights_bytes))
+    return model_from_config(
+        dict(r.config),
+        r.id,
+        num_parameters=r.num_parameters,
+        weights_bytes=r.weights_bytes,
+        weights_source=r.weights_source,
+        notes=tuple(notes),
+    )
 
 
 class ResolvingCatalog:
@@ -54,9 +39,23 @@ class ResolvingCatalog:
 
     def __init__(self, settings: HubSettings | None = None) -> None:
         self._settings = settings
+        # Sizing a config (shape, parameter and weight counts) costs more than planning with
+        # it: keep what was built, bounded like the resolver's own cache.
+        self._built: OrderedDict[tuple[str, str | None], CoreModel] = OrderedDict()
+        self._limit = settings.cache_entries if settings is not None else 512
 
     def model(self, model_id: str, revision: str | None = None) -> CoreModel:
-        return as_core_model(resolve_model(model_id, revision=revision, settings=self._settings))
+        key = (model_id, revision)
+        found = self._built.get(key)
+        if found is not None:
+            self._built.move_to_end(key)
+            return found
+        built = as_core_model(resolve_model(model_id, revision=revision, settings=self._settings))
+        if self._limit:
+            self._built[key] = built
+            while len(self._built) > self._limit:
+                self._built.popitem(last=False)
+        return built
 
     def gpu(self, gpu_id: str) -> Gpu:
         from planner.catalog import get_gpu

@@ -197,7 +197,7 @@ def test_plan_body_is_what_a_user_sends() -> None:
     body = plan_body(
         TINY_SPEC,
         (4, 128),
-        weights_read_bytes=123,
+        weights_bytes=123,
         calibration_id="abc",
         bandwidth_bytes_per_s=None,
     )
@@ -205,7 +205,7 @@ def test_plan_body_is_what_a_user_sends() -> None:
     assert body["kv_cache_dtype"] == "fp32" and body["weights_bytes"] == 123
     assert "bandwidth_bytes_per_s" not in body  # the floor then uses the probe's ceiling
     with_ds = plan_body(
-        TINY_SPEC, (1, 16), weights_read_bytes=1, calibration_id="a", bandwidth_bytes_per_s=4.8e12
+        TINY_SPEC, (1, 16), weights_bytes=1, calibration_id="a", bandwidth_bytes_per_s=4.8e12
     )
     assert with_ds["bandwidth_bytes_per_s"] == 4.8e12
 
@@ -455,7 +455,7 @@ def test_without_the_web_stack_points_are_planned_by_core(
         fixed_overhead_seconds=1e-5,
     )
     body = plan_body(
-        TINY_SPEC, (2, 64), weights_read_bytes=10**6, calibration_id="", bandwidth_bytes_per_s=None
+        TINY_SPEC, (2, 64), weights_bytes=10**6, calibration_id="", bandwidth_bytes_per_s=None
     )
     answers = []
     for blocked in (False, True):

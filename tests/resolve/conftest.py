@@ -44,6 +44,12 @@ def _index(total: int) -> bytes:
     return json.dumps({"metadata": {"total_size": total}, "weight_map": weight_map}).encode()
 
 
+@pytest.fixture(autouse=True)
+def _hub_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The suite turns the Hub off (tests/conftest.py); these tests talk to their loopback one.
+    monkeypatch.setenv("KVPLAN_HUB_ENABLED", "true")
+
+
 @pytest.fixture
 def hub() -> Iterator[tuple[str, HubState]]:
     state = HubState()

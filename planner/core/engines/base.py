@@ -74,6 +74,9 @@ class Engine:
     reads_logs: ClassVar[bool] = True  # its start-up logs can be reconciled
     takes_max_attention_window: ClassVar[bool] = False
     takes_async_scheduling: ClassVar[bool] = False
+    # The setting that lets the engine serve past the model's maximum length, when it refuses
+    # to otherwise (None: the engine does not refuse).
+    long_context_override: ClassVar[str | None] = None
     serves_fp32: ClassVar[bool] = False  # whether fp32 checkpoints run in fp32
     kv_cache_dtypes: ClassVar[tuple[str, ...]] = (
         "auto", "fp16", "bf16", "fp8", "fp8_e4m3", "fp8_e5m2",
