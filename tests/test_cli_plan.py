@@ -157,3 +157,17 @@ def test_weights_and_reserve_flags_are_the_request_fields() -> None:
     assert json.loads(r.stdout) == json.loads(out)
     r = runner.invoke(app, ["plan", "--model", LLAMA, "--weights", "lots", "--json"])
     assert r.exit_code == 2 and json.loads(r.stderr)["errors"][0]["field"] == "weights_bytes"
+
+
+def test_cli_error_contract_loads_without_fastapi() -> None:
+    """The CLI builds its problems with planner.contract, never the web stack."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; import planner.cli.output, planner.contract.strict_json; "
+        "bad = [m for m in ('fastapi', 'starlette', 'planner.api') if m in sys.modules]; "
+        "print(bad); sys.exit(1 if bad else 0)"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr

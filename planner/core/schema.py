@@ -70,6 +70,7 @@ MAX_BYTES = 1 << 50
 MAX_PARALLEL = 1024
 MAX_REQUEST_ENTRIES = 256
 MAX_BANDWIDTH_BYTES_PER_S = 1e15
+MIN_BANDWIDTH_BYTES_PER_S = 1e6  # below it a decode step can overflow a double (null)
 MAX_CONFIG_KEYS = 512
 
 # The registry is the one list of engine names; the schema only advertises it.
@@ -81,6 +82,7 @@ Count = Annotated[int, Field(ge=1, le=MAX_COUNT, strict=True)]
 Bytes = Annotated[int, Field(ge=0, le=MAX_BYTES, strict=True)]
 PositiveBytes = Annotated[int, Field(ge=1, le=MAX_BYTES, strict=True)]
 Parallel = Annotated[int, Field(ge=1, le=MAX_PARALLEL, strict=True)]
+Bandwidth = Annotated[float, Field(ge=MIN_BANDWIDTH_BYTES_PER_S, le=MAX_BANDWIDTH_BYTES_PER_S)]
 
 
 class _Strict(BaseModel):
@@ -110,7 +112,7 @@ class GpuSpec(_Strict):
 
     name: Annotated[str, Field(min_length=1, max_length=100)] = "custom"
     memory_bytes: PositiveBytes
-    bandwidth_bytes_per_s: Annotated[float, Field(gt=0, le=MAX_BANDWIDTH_BYTES_PER_S)]
+    bandwidth_bytes_per_s: Bandwidth
     bf16_dense_flops: Annotated[float, Field(gt=0, le=1e18)] | None = None
 
 
@@ -208,7 +210,7 @@ class PlanRequest(_Strict):
     cuda_graph_bytes: Bytes | None = Field(
         default=None, description="Override the CUDA-graph memory per GPU (vLLM's estimate)."
     )
-    bandwidth_bytes_per_s: Annotated[float, Field(gt=0, le=MAX_BANDWIDTH_BYTES_PER_S)] | None = (
+    bandwidth_bytes_per_s: Bandwidth | None = (
         Field(
             default=None,
             description="Memory bandwidth in decimal bytes/s for the decode floor; overrides "

@@ -98,11 +98,12 @@ class Engine:
         self, shape: ModelShape, tp: int, pp: int, kv_dtype: KVDtype, model_dtype: str
     ) -> None:
         """Raise FieldError, with the engine's own reason, for a setup it refuses."""
-        if kv_dtype.name not in self.kv_cache_dtypes:
+        names = self.kv_cache_dtype_names()
+        if kv_dtype.name not in names:
             raise FieldError(
                 "kv_cache_dtype",
-                f"{self.label} has no {kv_dtype.name!r} KV cache; use one of: "
-                f"{', '.join(self.kv_cache_dtypes)}",
+                f"{self.label} {self.version_text} has no {kv_dtype.name!r} KV cache; use one "
+                f"of: {', '.join(names)}",
             )
         self.validate_parallel(shape, tp, pp)
 
@@ -151,6 +152,10 @@ class Engine:
                 f"num_key_value_heads ({hkv}); it must then be a multiple of {hkv}; "
                 f"sizes that work: {ok}",
             )
+
+    def kv_cache_dtype_names(self) -> tuple[str, ...]:
+        """The KV-cache dtypes this release accepts (kvplan's names)."""
+        return self.kv_cache_dtypes
 
     # -- state layers (Mamba, linear attention) -----------------------------------------------
     def bind_state(

@@ -23,6 +23,7 @@ from planner.core.engines.vllm.groups import (
     vllm_pipeline_pool,
 )
 from planner.core.engines.vllm.hybrid import VllmStateLayers
+from planner.core.engines.vllm.launch import vllm_serve_command
 from planner.core.engines.vllm.logs import (
     LOG_EXAMPLE,
     LOG_HINTS,
@@ -37,12 +38,16 @@ from planner.core.engines.vllm.releases import (
     ASYNC_DEFAULT_SINCE,
     ASYNC_WITH_PP_SINCE,
     BIG_GPU_16K_SINCE,
+    CHUNKED_HYBRID_DEFAULT_SINCE,
     FLASHMLA_BLOCK,
+    FLOAT16_KV_SINCE,
     GROUP_RATIO_15_SINCE,
     GROUP_RATIO_125_SINCE,
     IN_FLIGHT_ADMISSION_SINCE,
     LOG_AFTER_MIN_SINCE,
+    MLA_BACKEND_PRIORITY_SINCE,
     MLA_BLOCK_HONOURED_SINCE,
+    PER_TOKEN_HEAD_KV_SINCE,
     POOL_NEED_SINCE,
     TOKENS_FROM_CONCURRENCY_SINCE,
     UTIL_092_SINCE,
@@ -90,10 +95,19 @@ class Vllm(VllmStateLayers, Engine):
     running_cap_flag: ClassVar[str] = "--max-num-seqs"
     takes_async_scheduling: ClassVar[bool] = True
     long_context_override: ClassVar[str | None] = "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1"
+    # CacheDType (vllm/config/cache.py): float16 from 0.18, per-token-head scales from 0.20.
     kv_cache_dtypes: ClassVar[tuple[str, ...]] = (
-        "auto", "fp32", "fp16", "bf16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc",
+        "auto", "fp16", "bf16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc",
         "int8_per_token_head", "fp8_per_token_head",
     )  # fmt: skip
+
+    def kv_cache_dtype_names(self) -> tuple[str, ...]:
+        names = self.kv_cache_dtypes
+        if not since(self.version, FLOAT16_KV_SINCE):
+            names = tuple(n for n in names if n != "fp16")
+        if not since(self.version, PER_TOKEN_HEAD_KV_SINCE):
+            names = tuple(n for n in names if not n.endswith("_per_token_head"))
+        return names
 
     def default_memory_utilization(self) -> float:
         return 0.92 if since(self.version, UTIL_092_SINCE) else 0.9
@@ -133,20 +147,28 @@ class Vllm(VllmStateLayers, Engine):
     ) -> tuple[int, list[Note]]:
         if not shape.is_mla:
             return requested or self.default_block_size, []
-        # MLA on Hopper: the attention backend's kernel block size decides. FlashMLA takes
-        # blocks of 64; FlashAttention-MLA, preferred for 16-bit caches, takes 16. Older
-        # releases chose FlashMLA whatever was asked.
-        if not since(self.version, MLA_BLOCK_HONOURED_SINCE):
-            block = FLASHMLA_BLOCK
+        # MLA on Hopper: the attention backend's kernel block size decides (cuda.py
+        # check_and_update_config, the backends' kernel block sizes).
+        if not since(self.version, MLA_BACKEND_PRIORITY_SINCE):
+            block = FLASHMLA_BLOCK  # FlashMLA whatever was asked
+        elif not since(self.version, MLA_BLOCK_HONOURED_SINCE):
+            # Blocks forced to 64 unless a multiple of 64.
+            block = requested if requested and requested % FLASHMLA_BLOCK == 0 else FLASHMLA_BLOCK
         elif requested is not None:
-            block = requested
+            block = requested  # a backend that supports it is chosen
         else:
+            # FlashMLA (64) for fp8 caches, FlashAttention-MLA (16) for 16-bit ones.
             block = FLASHMLA_BLOCK if kv_dtype.bits == 8 else self.default_block_size
         return block, [note("block.vllm_mla_forced", block=block)]
 
     def window_policy(
         self, shape: ModelShape, *, hybrid_manager: bool, explicit_windows: bool
     ) -> WindowPolicy:
+        chunked = any(isinstance(s, ChunkedLocalSpec) for s in shape.layers)
+        if chunked and not since(self.version, CHUNKED_HYBRID_DEFAULT_SINCE):
+            # VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE defaulted to 0: the hybrid
+            # manager is off for chunked local attention, every layer sized full length.
+            return "full_length"
         if hybrid_manager:
             return "window"
         # --disable-hybrid-kv-cache-manager rewrites window specs as full-attention ones only
@@ -358,20 +380,7 @@ class Vllm(VllmStateLayers, Engine):
     }  # fmt: skip
 
     def launch(self, model: str, s: EngineSettings, instances: int) -> tuple[str, dict[str, str]]:
-        parts = [
-            f"vllm serve {model}",
-            f"--tensor-parallel-size {s.tensor_parallel_size}",
-            f"--max-model-len {s.max_model_len}",
-            f"--max-num-seqs {s.max_num_seqs}",
-            f"--gpu-memory-utilization {s.gpu_memory_utilization:g}",
-            f"--kv-cache-dtype {s.kv_cache_dtype}",
-            f"--block-size {s.block_size}",
-        ]
-        if s.max_num_batched_tokens is not None:
-            parts.append(f"--max-num-batched-tokens {s.max_num_batched_tokens}")
-        if instances > 1:
-            parts.append(f"--data-parallel-size {instances}")
-        return " ".join(parts), {}
+        return vllm_serve_command(model, s, instances)
 
     # -- the pool ----------------------------------------------------------------------------
     def build_pool(
