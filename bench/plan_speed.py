@@ -35,7 +35,8 @@ def main() -> None:
     args = ap.parse_args()
     reqs = {
         m.id: PlanRequest(model=m.id, context_tokens=8192, gpu="H100-SXM-80GB",
-                          tensor_parallel_size=8 if m.num_parameters > 100e9 else 1)
+                          tensor_parallel_size=8 if m.num_parameters > 100e9 else 1,
+                          allow_long_max_model_len=True)  # Phi-3-mini-4k: 8k is over its length
         for m in list_models()
     }
     # Hybrid (state + attention) models as pasted configs: the state-layer path side by side.
