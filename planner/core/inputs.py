@@ -202,7 +202,8 @@ def resolve(
     model_dtype, dtype_notes = engine.model_dtype(shape, request.dtype)
     kv, more = _kv_dtype(request, shape, model_dtype)
     dtype_notes += more
-    engine.validate(shape, tp, pp, kv, model_dtype)
+    explicit_kv = request.kv_cache_dtype.strip().lower() != "auto"
+    engine.validate(shape, tp, pp, kv, model_dtype, explicit_kv)
     gpu = resolve_gpu(request, catalog)
     if request.calibration_id is not None and (
         calibration is None or str(calibration.id) != request.calibration_id

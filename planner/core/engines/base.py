@@ -95,11 +95,18 @@ class Engine:
 
     # -- validation (what the engine refuses) ------------------------------------------------
     def validate(
-        self, shape: ModelShape, tp: int, pp: int, kv_dtype: KVDtype, model_dtype: str
+        self,
+        shape: ModelShape,
+        tp: int,
+        pp: int,
+        kv_dtype: KVDtype,
+        model_dtype: str,
+        kv_explicit: bool = True,
     ) -> None:
-        """Raise FieldError, with the engine's own reason, for a setup it refuses."""
+        """Raise FieldError, with the engine's own reason, for a setup it refuses (an explicit
+        kv_cache_dtype must be one the release names; auto is the model's own)."""
         names = self.kv_cache_dtype_names()
-        if kv_dtype.name not in names:
+        if kv_explicit and kv_dtype.name not in names:
             raise FieldError(
                 "kv_cache_dtype",
                 f"{self.label} {self.version_text} has no {kv_dtype.name!r} KV cache; use one "

@@ -22,7 +22,7 @@ from planner.core.engines.vllm.groups import (
     vllm_groups,
     vllm_pipeline_pool,
 )
-from planner.core.engines.vllm.launch import vllm_serve_command
+from planner.core.engines.vllm.launch import big_gpu, vllm_serve_command
 from planner.core.engines.vllm.logs import (
     LOG_EXAMPLE,
     LOG_HINTS,
@@ -71,15 +71,6 @@ if TYPE_CHECKING:  # these import the registry
     from planner.core.recommend_schema import EngineSettings
 
 RELEASES = Releases(first=(0, 9, 0), last=(0, 33, 0), default=(0, 33, 0))
-
-
-def _big_gpu(gpu: Gpu | None) -> bool:
-    """vLLM's larger batch defaults apply on >= 70 GiB devices whose name lacks "a100"
-    (EngineArgs.get_batch_defaults); with no GPU given, the worked examples' large defaults."""
-    if gpu is None:
-        return True
-    a100 = any("a100" in n.lower() for n in gpu.names)
-    return gpu.memory_bytes >= 70 * GiB and not a100
 
 
 @dataclass(frozen=True)
@@ -135,9 +126,15 @@ class Vllm(Engine):
 
     # -- refusals ----------------------------------------------------------------------------
     def validate(
-        self, shape: ModelShape, tp: int, pp: int, kv_dtype: KVDtype, model_dtype: str
+        self,
+        shape: ModelShape,
+        tp: int,
+        pp: int,
+        kv_dtype: KVDtype,
+        model_dtype: str,
+        kv_explicit: bool = True,
     ) -> None:
-        super().validate(shape, tp, pp, kv_dtype, model_dtype)
+        super().validate(shape, tp, pp, kv_dtype, model_dtype, kv_explicit)
         refuse(self.version, shape, tp, kv_dtype, model_dtype)
 
     # -- settings ----------------------------------------------------------------------------
@@ -163,8 +160,7 @@ class Vllm(Engine):
     def window_policy(
         self, shape: ModelShape, *, hybrid_manager: bool, explicit_windows: bool
     ) -> WindowPolicy:
-        chunked = any(isinstance(s, ChunkedLocalSpec) for s in shape.layers)
-        if chunked and not since(self.version, CHUNKED_HYBRID_DEFAULT_SINCE):
+        if self._chunked_full_length(shape):
             # VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE defaulted to 0: the hybrid
             # manager is off for chunked local attention, every layer sized full length.
             return "full_length"
@@ -176,6 +172,10 @@ class Vllm(Engine):
         windows = any(s.is_window for s in shape.layers)
         full = any(not s.is_window for s in shape.layers)
         return "full_length" if windows and full else "window"
+
+    def _chunked_full_length(self, shape: ModelShape) -> bool:
+        chunked = any(isinstance(s, ChunkedLocalSpec) for s in shape.layers)
+        return chunked and not since(self.version, CHUNKED_HYBRID_DEFAULT_SINCE)
 
     def window_notes(
         self, policy: WindowPolicy, sched: Scheduling, shape: ModelShape, hybrid_manager: bool
@@ -247,7 +247,7 @@ class Vllm(Engine):
     def default_max_num_batched_tokens(self, gpu: Gpu | None) -> int:
         """`vllm serve` defaults: 8192 on >= 70 GiB GPUs other than A100, else 2048 (vLLM tests
         the device *name* for "a100"); from 0.28, 16384 on GPUs of 160 GiB or more."""
-        if not _big_gpu(gpu):
+        if not big_gpu(gpu):
             return 2048
         if (
             gpu is not None
@@ -259,7 +259,7 @@ class Vllm(Engine):
 
     def default_max_num_seqs(self, gpu: Gpu | None, pool_tokens: int, ctx: int) -> int | None:
         """max_num_seqs 1024 on >= 70 GiB GPUs other than A100, else 256."""
-        return 1024 if _big_gpu(gpu) else 256
+        return 1024 if big_gpu(gpu) else 256
 
     def reports_max_num_batched_tokens(self) -> bool:
         return True
@@ -314,11 +314,15 @@ class Vllm(Engine):
         else:
             stacks = Stages.of(inp.shape, self, inp.tp, inp.pp).stacks
 
+        # Chunked layers sized full length by the old env default still count as chunked here:
+        # the estimate reads the layers' own specs.
+        policy = "window" if self._chunked_full_length(inp.shape) else pool.policy
+
         def need(length: int) -> int:
             # Every worker checks its own layers; the one needing most fails first.
             return max(
                 one_request_bytes(
-                    stack, inp.kv_dtype, inp.block_size, pool.policy, length,
+                    stack, inp.kv_dtype, inp.block_size, policy, length,
                     pool.in_flight_tokens, self.group_ratio,
                 )
                 for stack in stacks
