@@ -8,7 +8,7 @@ The core never imports the catalog or the Hub: the front ends pass a `Catalog` (
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from planner.core import schema as s
@@ -17,7 +17,13 @@ from planner.core.errors import FieldError, UnknownIdError
 from planner.core.hardware import Gpu
 from planner.core.model import ModelShape, estimate_parameters, shape_from_config, with_windows
 from planner.core.notes import Note, note
-from planner.core.specs import WindowPolicy
+from planner.core.specs import IndexerSpec, WindowPolicy
+from planner.core.speculative import (
+    Speculation,
+    apply_speculation,
+    draft_shape_of,
+    resolve_speculation,
+)
 from planner.core.units import KVDtype, kv_dtype
 
 
@@ -82,6 +88,7 @@ class Inputs:
     weights_bytes: int | None  # whole model
     calibration: CalibrationLike | None
     notes: tuple[Note, ...]
+    speculation: Speculation | None = None
 
     @property
     def workload_given(self) -> bool:
@@ -173,6 +180,14 @@ def resolve(
     kv, more = _kv_dtype(request, engine, shape, model_dtype)
     dtype_notes += more
     engine.validate(shape, tp, pp, kv, model_dtype)
+    notes.extend(layer_form_notes(shape))
+    speculation = None
+    if request.speculative_config is not None:
+        speculation, more = resolve_draft(
+            request.speculative_config, engine, model, catalog, tp, kv
+        )
+        notes.extend(more)
+        shape = apply_speculation(shape, speculation)
     gpu = resolve_gpu(request, catalog)
     if request.calibration_id is not None and (
         calibration is None or str(calibration.id) != request.calibration_id
@@ -189,6 +204,8 @@ def resolve(
     block, block_notes = engine.block_size(request.block_size, shape)
     notes.extend(block_notes)
     sched = engine.scheduling(request.max_num_batched_tokens, request.async_scheduling, gpu, pp)
+    if speculation is not None and speculation.reserved_tokens:
+        sched = replace(sched, reserved_tokens=speculation.reserved_tokens)
 
     explicit_windows = request.max_attention_window is not None
     if explicit_windows:
@@ -250,7 +267,105 @@ def resolve(
         weights_bytes=weights,
         calibration=calibration,
         notes=tuple(notes),
+        speculation=speculation,
     )
+
+
+def layer_form_notes(shape: ModelShape) -> list[Note]:
+    """Notes on layers without a cache of their own and on caches beside attention."""
+    out: list[Note] = []
+    shared = sum(1 for s in shape.layers if not s.owns_kv)
+    if shared:
+        n = shape.num_hidden_layers
+        out.append(note("model.kv_shared_layers", shared=shared, layers=n, owning=n - shared))
+    for g in shape.groups:
+        if isinstance(g.spec, IndexerSpec):
+            out.append(
+                note("model.sparse_mla_indexer", layers=g.layers, indexer_bytes=g.spec.head_size)
+            )
+    return out
+
+
+def resolve_draft(
+    spec: s.SpeculativeConfig,
+    engine: Engine,
+    model: ResolvedModel,
+    catalog: Catalog,
+    tp: int,
+    kv: KVDtype,
+) -> tuple[Speculation, list[Note]]:
+    """The speculative config resolved: the draft from the catalog or its pasted config."""
+    if not engine.speculative_drafts:
+        raise FieldError(
+            "speculative_config",
+            f"kvplan models speculative-decoding draft layers as vLLM arranges them; it does "
+            f"not model {engine.label}'s draft cache. Plan with engine vllm, or omit "
+            "speculative_config",
+        )
+    notes: list[Note] = []
+    draft_shape = None
+    draft_weights: int | None = None
+    target_config = model.config
+    if spec.method != "ngram" and spec.model is not None:
+        if isinstance(spec.model, str):
+            try:
+                draft = catalog.model(spec.model, None)
+            except FieldError as exc:
+                raise UnknownIdError(("speculative_config", "model"), exc.problems[0].msg) from None
+            draft_shape, draft_weights = draft.shape, draft.weights_bytes
+            if spec.method == "mtp":
+                target_config = draft.config
+        elif spec.method == "mtp":
+            target_config = spec.model
+        else:
+            draft_shape = draft_shape_of(spec.model)
+            params = estimate_parameters(draft_shape)
+            if params is not None:
+                draft_weights = params * 2
+                notes.append(note("speculative.draft_weights_estimated", parameters=params))
+    if draft_shape is not None:
+        try:
+            engine.validate_parallel(draft_shape, tp, 1)
+        except FieldError as exc:
+            raise FieldError(
+                ("speculative_config", "model"), f"the draft: {exc.problems[0].msg}"
+            ) from None
+    sp = resolve_speculation(spec, model.shape, target_config, draft_shape, draft_weights, tp)
+    if sp.method == "mtp" and model.weights_bytes is not None:
+        # The MTP module is part of the checkpoint: about one decoder layer's share of it.
+        sp = replace(
+            sp,
+            draft_weights_bytes=model.weights_bytes
+            * len(sp.draft_layers)
+            // max(1, model.shape.num_hidden_layers),
+        )
+    if sp.draft_layers:
+        notes.append(
+            note(
+                "speculative.draft_layers",
+                method=sp.method,
+                k=sp.num_speculative_tokens,
+                draft_layers=len(sp.draft_layers),
+                draft_bytes=sp.draft_bytes_per_token(kv),
+            )
+        )
+    else:
+        notes.append(note("speculative.ngram", k=sp.num_speculative_tokens))
+    notes.append(
+        note(
+            "speculative.lookahead",
+            reserved=sp.reserved_tokens,
+            k=sp.num_speculative_tokens,
+            lookahead=sp.lookahead_tokens,
+        )
+    )
+    if sp.extra_retained_tokens and (
+        model.shape.has_window or any(x.is_window for x in sp.draft_layers)
+    ):
+        notes.append(note("speculative.extra_retained", extra=sp.extra_retained_tokens))
+    if sp.draft_layers and sp.draft_weights_bytes is None:
+        notes.append(note("speculative.draft_weights_unknown"))
+    return sp, notes
 
 
 __all__ = [
@@ -260,5 +375,6 @@ __all__ = [
     "ResolvedModel",
     "model_from_config",
     "resolve",
+    "resolve_draft",
     "resolve_gpu",
 ]

@@ -14,6 +14,8 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from planner.core.errors import ModelConfigError
+from planner.core.parameters import estimate_parameters
+from planner.core.sharing import apply_layer_forms, mlp_width
 from planner.core.specs import (
     ChunkedLocalSpec,
     FullAttentionSpec,
@@ -83,6 +85,8 @@ class ModelShape:
     shared_expert_intermediate_size: int | None
     # Layers bucketed by spec in first-appearance order (derived from `layers` once).
     groups: tuple[LayerGroup, ...] = ()
+    # A speculative draft's KV layers, after the target's (they join its groups, last stage).
+    draft_layers: tuple[LayerSpec, ...] = ()
 
     @property
     def stack(self) -> Stack:
@@ -280,6 +284,7 @@ def shape_from_config(
         v_dim = _int_field(cfg, "v_head_dim", hi=MAX_HEAD_DIM) or head_dim
         kinds = _window_kinds(cfg, num_layers, model_type)
         layers = tuple(_attention_spec(kind, kv_heads, head_dim, v_dim, w) for kind, w in kinds)
+    layers = apply_layer_forms(cfg, layers, model_type)
 
     max_pos: int | None = None
     for key in ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length"):
@@ -323,7 +328,7 @@ def shape_from_config(
         kv_lora_rank=kv_lora_rank,
         qk_rope_head_dim=rope_dim,
         num_parameters=num_parameters,
-        intermediate_size=_int_field(cfg, "intermediate_size", hi=1 << 24),
+        intermediate_size=mlp_width(cfg),
         vocab_size=_int_field(cfg, "vocab_size", hi=1 << 24),
         num_experts=experts,
         expert_intermediate_size=expert_width,
@@ -341,11 +346,15 @@ def _attention_spec(
     return FullAttentionSpec(kv_heads, head_size, head_size_v)
 
 
-def group_layers(layers: Iterable[LayerSpec]) -> tuple[LayerGroup, ...]:
-    """Layers bucketed by spec, in first-appearance order."""
+def group_layers(
+    layers: Iterable[LayerSpec], draft_layers: Iterable[LayerSpec] = ()
+) -> tuple[LayerGroup, ...]:
+    """Caches bucketed by spec, in first-appearance order: each decoder layer's caches (none for
+    a KV-sharing layer), then the draft's layers numbered after the target's."""
     buckets: dict[LayerSpec, list[int]] = {}
-    for i, spec in enumerate(layers):
-        buckets.setdefault(spec, []).append(i)
+    for i, layer in enumerate((*layers, *draft_layers)):
+        for spec in layer.cache_specs():
+            buckets.setdefault(spec, []).append(i)
     return tuple(LayerGroup(spec, tuple(idx)) for spec, idx in buckets.items())
 
 
@@ -366,38 +375,7 @@ def with_windows(shape: ModelShape, windows: Sequence[int], max_seq_tokens: int)
 
 def with_layers(shape: ModelShape, layers: tuple[LayerSpec, ...]) -> ModelShape:
     """The shape with other layer specs; its groups derived again (never left stale)."""
-    return replace(shape, layers=layers, groups=group_layers(layers))
-
-
-def estimate_parameters(shape: ModelShape) -> int | None:
-    """Parameter estimate for configs without a published count (for weights bytes).
-
-    Embedding + LM head + per layer (Q,O: hidden·Hq·d each; K,V: hidden·Hkv·d each; gated MLP
-    3·hidden·intermediate, or for mixture-of-experts every expert's 3·hidden·width plus shared
-    experts and the router). Checks: Mixtral-8x7B 46.7 B, Qwen3-30B-A3B 30.5 B. MLA configs
-    return None: their projections need the checkpoint.
-    """
-    if shape.is_mla or shape.hidden_size is None:
-        return None
-    if shape.num_experts is not None:
-        if shape.expert_intermediate_size is None:
-            return None
-        h = shape.hidden_size
-        d = shape.head_dim
-        attn = 2 * h * shape.num_attention_heads * d + 2 * h * shape.num_key_value_heads * d
-        experts = 3 * h * shape.expert_intermediate_size * shape.num_experts
-        shared = 3 * h * (shape.shared_expert_intermediate_size or 0)
-        router = h * shape.num_experts
-        emb = 2 * h * (shape.vocab_size or 0)
-        return emb + shape.num_hidden_layers * (attn + experts + shared + router)
-    if shape.intermediate_size is None:
-        return None
-    h = shape.hidden_size
-    d = shape.head_dim
-    attn = 2 * h * shape.num_attention_heads * d + 2 * h * shape.num_key_value_heads * d
-    mlp = 3 * h * shape.intermediate_size
-    emb = 2 * h * (shape.vocab_size or 0)
-    return emb + shape.num_hidden_layers * (attn + mlp)
+    return replace(shape, layers=layers, groups=group_layers(layers, shape.draft_layers))
 
 
 __all__ = [

@@ -12,6 +12,9 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from planner.core.engines import DEFAULT_ENGINE, engine_names
+from planner.core.speculative_schema import DraftOut as DraftOut
+from planner.core.speculative_schema import SpeculativeBoundsOut as SpeculativeBoundsOut
+from planner.core.speculative_schema import SpeculativeConfig as SpeculativeConfig
 
 # Bounds chosen so nothing a client sends can overflow an int64 product or allocate much:
 # 2**24 tokens (16M) of context, 2**20 requests, 2**50 bytes (1 PiB) of memory.
@@ -192,6 +195,9 @@ class PlanRequest(_Strict):
     output_tokens: Annotated[int, Field(ge=0, le=MAX_TOKENS, strict=True)] | None = Field(
         default=None, description="Tokens to generate, for the prefill-vs-decode work count."
     )
+    speculative_config: SpeculativeConfig | None = Field(
+        default=None, description="vLLM --speculative-config (draft KV layers, lookahead)."
+    )
 
     @model_validator(mode="after")
     def _config_size(self) -> PlanRequest:
@@ -209,7 +215,7 @@ class _Out(BaseModel):
 
 
 class GroupOut(_Out):
-    kind: Literal["full", "sliding", "chunked", "mla"]
+    kind: Literal["full", "sliding", "chunked", "mla", "indexer"]
     layers: int
     layer_indices: list[int]
     window_tokens: int | None
@@ -232,6 +238,8 @@ class ModelOut(_Out):
     weights_source: str | None = None
     num_parameters: int | None = None
     groups: list[GroupOut]
+    kv_shared_layers: list[int] = []  # layers reading another layer's cache (Gemma-3n)
+    draft: DraftOut | None = None
 
 
 class NoteOut(_Out):
@@ -375,6 +383,7 @@ class BoundsOut(_Out):
     calibrated: CalibratedOut | None
     context_sweep: list[SweepPointOut]
     what_if: WhatIfOut | None
+    speculative: SpeculativeBoundsOut | None = None
 
 
 class GenerationOut(_Out):

@@ -23,6 +23,7 @@ from planner.core.engines.vllm.groups import (
     vllm_groups,
     vllm_pipeline_pool,
 )
+from planner.core.engines.vllm.layer_rules import check_shared_kv_parallel, vllm_block_size
 from planner.core.engines.vllm.logs import (
     LOG_EXAMPLE,
     LOG_HINTS,
@@ -117,6 +118,8 @@ class Vllm(Engine):
     memory_base = "total"
     memory_fraction_flag: ClassVar[str] = "--gpu-memory-utilization"
     running_cap_flag: ClassVar[str] = "--max-num-seqs"
+    kv_sharing: ClassVar[bool] = True
+    speculative_drafts: ClassVar[bool] = True
     kv_cache_dtypes: ClassVar[tuple[str, ...]] = (
         "auto", "fp32", "fp16", "bf16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc",
         "int8_per_token_head", "fp8_per_token_head",
@@ -153,6 +156,7 @@ class Vllm(Engine):
     ) -> None:
         super().validate(shape, tp, pp, kv_dtype, model_dtype)
         arch = shape.model_type or "this model"
+        check_shared_kv_parallel(shape, pp)
         if model_dtype == "fp16" and shape.model_type in _NO_FLOAT16:
             raise FieldError(
                 "dtype",
@@ -192,9 +196,7 @@ class Vllm(Engine):
 
     # -- settings ----------------------------------------------------------------------------
     def block_size(self, requested: int | None, shape: ModelShape) -> tuple[int, list[Note]]:
-        block = requested or self.default_block_size
-        notes = [note("block.vllm_mla_forced", block=block)] if shape.is_mla else []
-        return block, notes
+        return vllm_block_size(requested, shape, self.default_block_size)
 
     def window_policy(
         self, shape: ModelShape, *, hybrid_manager: bool, explicit_windows: bool
@@ -203,9 +205,9 @@ class Vllm(Engine):
             return "window"
         # --disable-hybrid-kv-cache-manager rewrites window specs as full-attention ones only
         # when full layers are present too; a model whose layers all slide (Mistral-7B) is
-        # already uniform and keeps its window (unify_hybrid_kv_cache_specs).
-        windows = any(s.is_window for s in shape.layers)
-        full = any(not s.is_window for s in shape.layers)
+        # already uniform and keeps its window (unify_hybrid_kv_cache_specs); drafts included.
+        windows = any(g.spec.is_window for g in shape.groups)
+        full = any(not g.spec.is_window for g in shape.groups)
         return "full_length" if windows and full else "window"
 
     def window_notes(
@@ -232,7 +234,7 @@ class Vllm(Engine):
                     mnbt=sched.max_num_batched_tokens,
                 )
             )
-        if any(isinstance(s, ChunkedLocalSpec) for s in shape.layers):
+        if any(isinstance(g.spec, ChunkedLocalSpec) for g in shape.groups):
             out.append(note("window.vllm_chunked_hybrid"))
         if not hybrid_manager:
             out.append(note("window.vllm_disable_hybrid_noop"))
@@ -410,6 +412,8 @@ class Vllm(Engine):
             null_blocks=self.null_blocks,
             tokens_from_concurrency=self.tokens_from_concurrency,
             group_ratio=self.group_ratio,
+            reserved_tokens=sched.reserved_tokens,
+            length_cap=ctx,
         )
 
 

@@ -28,12 +28,22 @@ class VllmPool(Pool):
     # "GPU KV cache size: N tokens": int(max_concurrency × max_model_len) in newer releases
     # (kv_cache_utils.get_kv_cache_capacity), num_blocks // groups × block_size before.
     tokens_from_concurrency: bool = True
+    # Speculative decoding: slots a decoding request reserves past its tokens, capped at
+    # max_model_len (`length_cap`) as allocate_slots caps them; 0 = none.
+    reserved_tokens: int = 0
+    length_cap: int = 0
+
+    def _admitted(self, ctx: int) -> int:
+        if not self.reserved_tokens or ctx >= self.length_cap:
+            return ctx
+        return min(ctx + self.reserved_tokens, self.length_cap)
 
     def blocks_per_request(self, ctx: int) -> int:
+        ctx = self._admitted(ctx)
         return sum(g.blocks_needed(ctx, self.in_flight_tokens) for g in self.groups)
 
     def group_blocks(self, group: KVGroup, ctx: int) -> int:
-        return group.blocks_needed(ctx, self.in_flight_tokens)
+        return group.blocks_needed(self._admitted(ctx), self.in_flight_tokens)
 
     def concurrency(self, ctx: int) -> float:
         """get_max_concurrency_for_kv_cache_config: all blocks over one request's need (the
@@ -82,7 +92,7 @@ def vllm_groups(
     if len(buckets) == 1:
         spec, n = next(iter(buckets.items()))
         return (KVGroup(spec, n, 0, block_size),), spec.page_bytes(dtype, block_size) * n
-    kinds = {type(s) for s in buckets}
+    kinds = {s.family for s in buckets}
     if len(kinds) == 1 and not next(iter(buckets)).is_window:
         # Same type, different sizes (UniformTypeKVCacheSpecs): one group, pages summed.
         spec = next(iter(buckets))
@@ -143,6 +153,8 @@ def vllm_pipeline_pool(
     null_blocks: int = 1,
     tokens_from_concurrency: bool = True,
     group_ratio: float = 1.5,
+    reserved_tokens: int = 0,
+    length_cap: int = 0,
 ) -> VllmPool:
     """vLLM's pool over pipeline stages: a stage's block id costs page × its largest projected
     group (one group: the sum of its layers' pages), and every stage uses the smallest
@@ -174,6 +186,8 @@ def vllm_pipeline_pool(
         in_flight_tokens=in_flight_tokens,
         block_bytes=cost,
         tokens_from_concurrency=tokens_from_concurrency,
+        reserved_tokens=reserved_tokens,
+        length_cap=length_cap,
     )
 
 
