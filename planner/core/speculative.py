@@ -41,6 +41,8 @@ FIELD = "speculative_config"
 # type or architecture; each MTP layer has the target's own attention.
 _MTP_MODEL_TYPES = {"deepseek_v3", "deepseek_v32", "glm_moe_dsa", "deepseek_mtp", "mimo"}
 _MTP_ARCHITECTURES = {"Glm4MoeForCausalLM", "Ernie4_5_MoeForCausalLM", "MiMoForCausalLM"}
+# Configs whose transformers class defaults num_nextn_predict_layers (num_mtp_layers) to 1.
+_MTP_DEFAULT_ONE = {"deepseek_v3", "glm4_moe"}
 # EAGLE-family methods (SpeculativeConfig.use_eagle).
 _EAGLE_METHODS = {"eagle", "eagle3", "mtp"}
 
@@ -79,7 +81,9 @@ class Speculation:
 
 
 def _n_predict(cfg: Mapping[str, Any]) -> int:
-    n = cfg.get("num_nextn_predict_layers")
+    n = cfg.get("num_nextn_predict_layers", cfg.get("num_mtp_layers"))
+    if n is None and cfg.get("model_type") in _MTP_DEFAULT_ONE:
+        n = 1  # transformers' DeepseekV3Config / Glm4MoeConfig default, which vLLM reads
     if isinstance(n, bool) or not isinstance(n, int) or n < 1 or n > 64:
         raise FieldError(
             (FIELD, "method"),
@@ -140,6 +144,13 @@ def resolve_speculation(
             )
         n = _n_predict(cfg)
         k = k or n
+        if k > n and k % n:
+            # SpeculativeConfig: more draft tokens than MTP modules reuse the modules in turn.
+            raise FieldError(
+                (FIELD, "num_speculative_tokens"),
+                f"vLLM needs num_speculative_tokens ({k}) at most num_nextn_predict_layers ({n}) "
+                f"or a multiple of it; try {n * (k // n + 1)}",
+            )
         main = next((g.spec for g in target.groups if not g.spec.is_window), None)
         if main is None:
             raise FieldError(

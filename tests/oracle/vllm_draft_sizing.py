@@ -1,0 +1,289 @@
+"""vLLM's own KV-cache sizing for speculative drafts and KV-sharing layers, run on CPU: the oracle
+for tests/oracle/test_vllm_oracle_draft.py.
+
+Runs INSIDE the oracle virtualenv beside `vllm_sizing.py`, whose backend choice, layer objects
+and group output it reuses. Usage: `python vllm_draft_sizing.py IN.json OUT.json`; each input is a
+`vllm_sizing` configuration plus optional `speculative_config` ({method, model: a config object or
+None, num_speculative_tokens}).
+
+What is vLLM's code and what is ours, beyond `vllm_sizing`:
+- vLLM's: `EngineArgs(speculative_config=...)` builds the real `SpeculativeConfig` (the draft's
+  ModelConfig, EAGLE/MTP config rewriting, `n_predict`), and `VllmConfig` its
+  `num_lookahead_tokens` / `num_prefill_lookahead_tokens`; the draft layers' specs come from the
+  real layer classes' `get_kv_cache_spec`; `get_global_kv_cache_groups` applies
+  `extra_retained_tokens`; the rest of the engine-core flow as in `vllm_sizing`.
+- Ours: which layers exist, as each model file builds them: the draft's decoder layers (EAGLE:
+  the draft config's `num_hidden_layers`; MTP: `n_predict` layers shaped like the target's) on
+  the last pipeline stage with `is_draft=True` (what `speculator.load_model` marks), and Gemma-3n's
+  `kv_sharing_target_layer_name` (gemma3n.py: the last full layer 1 before the shared ones, the
+  last sliding one 2 before), whose layers `attn_utils.get_kv_cache_spec` skips.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import traceback
+import types
+from dataclasses import replace
+from typing import Any
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import vllm_sizing as base
+from vllm.config import set_current_vllm_config
+from vllm.distributed.utils import get_pp_indices
+from vllm.engine.arg_utils import EngineArgs
+from vllm.platforms.interface import Platform
+from vllm.utils.math_utils import cdiv
+from vllm.v1.attention.backends.utils import (
+    get_supported_kv_cache_layouts,
+    resolve_kv_cache_layout,
+)
+from vllm.v1.core.kv_cache_config_builder import get_kv_cache_config_builder
+from vllm.v1.core.kv_cache_planning import (
+    _estimate_max_model_len_from_groups,
+    _pool_bytes_per_block_from_builder,
+    _project_kv_cache_groups_to_worker,
+    get_global_kv_cache_groups,
+    get_kv_cache_configs,
+)
+from vllm.v1.core.kv_cache_utils import (
+    generate_scheduler_kv_cache_config,
+    get_kv_cache_capacity,
+)
+from vllm.v1.kv_cache_interface import SlidingWindowSpec, UniformTypeKVCacheSpecs
+
+
+def _groups_out(groups: list[Any]) -> list[dict[str, Any]]:
+    """`vllm_sizing._groups_out`, with a UniformTypeKVCacheSpecs group (same type, several
+    sizes: a draft model beside its target) named by the kind of the specs it holds."""
+    out = base._groups_out(groups)
+    for row, g in zip(out, groups, strict=True):
+        spec = g.kv_cache_spec
+        if isinstance(spec, UniformTypeKVCacheSpecs):
+            kinds = {base._kind_of(s) for s in spec.kv_cache_specs.values()}
+            row["kind"] = kinds.pop() if len(kinds) == 1 else "mixed"
+    return out
+
+
+def _engine_config(c: dict[str, Any], model_dir: str, root: str) -> Any:
+    kw: dict[str, Any] = dict(
+        model=model_dir,
+        skip_tokenizer_init=True,
+        tensor_parallel_size=c["tensor_parallel_size"],
+        pipeline_parallel_size=c["pipeline_parallel_size"],
+        kv_cache_dtype=c["kv_cache_dtype"],
+        dtype=c["dtype"],
+        max_model_len=c["context_tokens"],
+        kv_cache_memory_bytes=c["kv_budget_bytes"],
+        max_num_batched_tokens=c["max_num_batched_tokens"],
+        async_scheduling=c["async_scheduling"],
+    )
+    if c.get("block_size") is not None:
+        kw["block_size"] = c["block_size"]
+    spec = c.get("speculative_config")
+    if spec is not None:
+        sc: dict[str, Any] = {"method": spec["method"]}
+        if spec.get("num_speculative_tokens") is not None:
+            sc["num_speculative_tokens"] = spec["num_speculative_tokens"]
+        if isinstance(spec.get("model"), dict):
+            sc["model"] = base._model_dir(spec["model"], root)
+        if spec["method"] == "ngram":
+            sc.update(prompt_lookup_max=4, prompt_lookup_min=2)
+        kw["speculative_config"] = sc
+    return EngineArgs(**kw).create_engine_config()
+
+
+def _sharing_targets(hf: Any) -> dict[int, int]:
+    """gemma3n.py: layer index -> the layer whose cache it reads (shared layers only)."""
+    shared = getattr(hf, "num_kv_shared_layers", 0) or 0
+    if not shared:
+        return {}
+    n = hf.num_hidden_layers
+    first = n - shared
+    out = {}
+    for i in range(first, n):
+        offset = 2 if hf.layer_types[i] == "sliding_attention" else 1
+        if first - offset >= 0:
+            out[i] = first - offset
+    return out
+
+
+def _draft_plan(cfg: Any, tp: int) -> list[dict[str, Any]]:
+    """The draft's decoder layers as the draft model file builds them (empty for ngram)."""
+    sc = cfg.speculative_config
+    if sc is None or sc.method == "ngram" or sc.draft_model_config is None:
+        return []
+    dmc = sc.draft_model_config
+    hf = dmc.hf_text_config
+    if sc.method == "mtp":
+        n = int(getattr(hf, "n_predict", None) or hf.num_nextn_predict_layers)
+    else:
+        n = int(hf.num_hidden_layers)
+    shim = types.SimpleNamespace(model_config=dmc, cache_config=cfg.cache_config)
+    saved = hf.num_hidden_layers
+    try:
+        hf.num_hidden_layers = max(n, 1)
+        layers = base._layer_plan(shim, tp)[:n]
+    finally:
+        hf.num_hidden_layers = saved
+    return layers
+
+
+def _one(c: dict[str, Any], root: str) -> dict[str, Any]:
+    out: dict[str, Any] = {"id": c["id"], "accepted": False, "stage": None, "error": None}
+    try:
+        cfg = _engine_config(c, base._model_dir(c["config"], root), root)
+    except Exception as e:
+        out.update(stage="config", error=f"{type(e).__name__}: {e}"[:2000])
+        return out
+    mc, cc, pc, sc = cfg.model_config, cfg.cache_config, cfg.parallel_config, cfg.scheduler_config
+    out.update(
+        async_scheduling=bool(sc.async_scheduling),
+        max_model_len=mc.max_model_len,
+        model_max_len=base._model_max_len(cfg),
+        cache_dtype=cc.cache_dtype,
+        max_in_flight_tokens=cfg.max_in_flight_tokens,
+        num_speculative_tokens=cfg.num_speculative_tokens,
+        num_lookahead_tokens=cfg.num_lookahead_tokens,
+        num_prefill_lookahead_tokens=cfg.num_prefill_lookahead_tokens,
+    )
+    tp, pp = pc.tensor_parallel_size, pc.pipeline_parallel_size
+    try:
+        layers = base._layer_plan(cfg, tp)
+        draft = _draft_plan(cfg, tp)
+    except (AssertionError, ZeroDivisionError) as e:
+        out.update(stage="model", error=f"{type(e).__name__}: {e}")
+        return out
+    out["draft_layers"] = len(draft)
+    targets = _sharing_targets(mc.hf_text_config)
+    user_bs = cc.block_size if cc.user_specified_block_size else None
+    try:
+        backends = {}
+        for layer in layers + draft:
+            key = (layer["cls"] == "mla", layer.get("has_sink", False))
+            if key not in backends:
+                backends[key] = base._select_backend(
+                    use_mla=key[0],
+                    kv_cache_dtype=cc.cache_dtype,
+                    dtype=mc.dtype,
+                    head_size=layer["head_size"],
+                    block_size=user_bs,
+                    num_heads=layer["num_heads"],
+                    has_sink=key[1],
+                )
+        distinct = list(dict.fromkeys(backends.values()))
+        if user_bs is None:
+            cc.block_size = Platform._preferred_block_size_for_backends(
+                distinct, cc.block_size, cfg
+            )
+    except Exception as e:
+        out.update(stage="backend", error=f"{type(e).__name__}: {e}"[:2000])
+        return out
+    out["block_size"] = cc.block_size
+
+    specs: list[dict[str, Any]] = []
+    n = len(layers)
+    with set_current_vllm_config(cfg):
+        for rank in range(pp):
+            lo, hi = get_pp_indices(n, rank, pp)
+            stage = {}
+            for layer in layers[lo:hi]:
+                if layer["index"] in targets:
+                    continue  # attn_utils.get_kv_cache_spec: a KV-sharing layer has no spec
+                b = backends[(layer["cls"] == "mla", layer.get("has_sink", False))]
+                obj = base._make_layer(cfg, layer, b)
+                stage[f"model.layers.{layer['index']}.self_attn.attn"] = obj.get_kv_cache_spec(cfg)
+            if rank == pp - 1:
+                for j, layer in enumerate(draft):
+                    b = backends[(layer["cls"] == "mla", layer.get("has_sink", False))]
+                    obj = base._make_layer(cfg, layer, b)
+                    spec = replace(obj.get_kv_cache_spec(cfg), is_draft=True)
+                    stage[f"drafter.model.layers.{n + j}.self_attn.attn"] = spec
+            specs.append(stage)
+    first = next(iter(specs[0].values()))
+    out["kv_heads_per_rank"] = getattr(first, "num_kv_heads", None)
+    out["page_bytes_per_layer"] = first.page_size_bytes
+    out["kv_layers"] = sum(len(s) for s in specs)
+    budget = c["kv_budget_bytes"]
+    available = [budget] * pp
+    try:
+        layouts = [layout.name for layout in get_supported_kv_cache_layouts(distinct)]
+        resolve_kv_cache_layout(cfg, [layouts] * pp, [s for st in specs for s in st.values()])
+        groups = get_global_kv_cache_groups(cfg, specs)
+        retained = {
+            g.kv_cache_spec.extra_retained_tokens
+            for g in groups
+            if isinstance(g.kv_cache_spec, SlidingWindowSpec)
+        }
+        out["extra_retained_tokens"] = max(retained) if retained else None
+        builder = get_kv_cache_config_builder(cfg)
+        projected = [_project_kv_cache_groups_to_worker(groups, s) for s in specs]
+        saved = mc.max_model_len
+        mc.max_model_len = int(c["longest_search_cap"])
+        try:
+            out["longest_context_tokens"] = min(
+                _estimate_max_model_len_from_groups(
+                    builder, cfg, pg, mem - _pool_bytes_per_block_from_builder(builder, cfg, pg)
+                )
+                for pg, mem in zip(projected, available, strict=True)
+            )
+        finally:
+            mc.max_model_len = saved
+        configs = get_kv_cache_configs(cfg, specs, available, groups)
+    except Exception as e:
+        out.update(stage="kv_cache", error=f"{type(e).__name__}: {e}"[:2000])
+        return out
+    sched = generate_scheduler_kv_cache_config(configs)
+    tokens, concurrency = get_kv_cache_capacity(cfg, sched)
+    per_group = [
+        cdiv(g.kv_cache_spec.max_memory_usage_bytes(cfg), g.kv_cache_spec.page_size_bytes)
+        for g in sched.kv_cache_groups
+    ]
+    # The groups of the worker whose block id costs most (the largest group: a draft on the last
+    # pipeline stage makes it that one), which sets num_blocks for all; kvplan shows that stage.
+    worst = max(configs, key=lambda k: max(len(g.layer_names) for g in k.kv_cache_groups))
+    out["groups"] = _groups_out(worst.kv_cache_groups)
+    for g, need in zip(out["groups"], per_group, strict=True):
+        g["blocks_per_request"] = need
+    bpr = sum(per_group)
+    out.update(
+        accepted=True,
+        num_blocks=sched.num_blocks,
+        blocks_per_request=bpr,
+        resident_requests=(sched.num_blocks - 1) // bpr,
+        logged_tokens=tokens,
+        logged_concurrency=round(concurrency, 2),
+    )
+    return out
+
+
+def main() -> int:
+    src, dst = sys.argv[1], sys.argv[2]
+    with open(src) as f:
+        configs = json.load(f)
+    results = []
+    with tempfile.TemporaryDirectory(prefix="vllm-draft-oracle-") as root:
+        for c in configs:
+            try:
+                results.append(_one(c, root))
+            except Exception:  # a harness bug, not a vLLM refusal: say so loudly
+                results.append(
+                    {
+                        "id": c["id"],
+                        "accepted": False,
+                        "stage": "harness",
+                        "error": traceback.format_exc()[-3000:],
+                    }
+                )
+    meta = {"vllm_version": base.vllm.__version__, "torch": base.torch.__version__}
+    with open(dst, "w") as f:
+        json.dump({"meta": meta, "results": results}, f)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
