@@ -51,6 +51,23 @@ def apply_layer_forms(
             f"model type {model_type or 'this model'!r} is an encoder-decoder model; kvplan does "
             "not size cross-attention or encoder caches",
         )
+    sinks = cfg.get("param_sink_number")
+    if isinstance(sinks, int) and not isinstance(sinks, bool) and sinks > 0:
+        # openpangu.py: StaticSinkAttention keeps sink_len sink tokens' KV per layer
+        # (SinkFullAttentionSpec); gpt-oss's learned sinks are per-head logits and cache nothing.
+        raise ModelConfigError(
+            ("model", "param_sink_number"),
+            f"{sinks} static attention-sink tokens per layer (vLLM SinkFullAttentionSpec) are a "
+            "cache kvplan does not size; it refuses rather than size plain attention",
+        )
+    if cfg.get("interleaved_sliding_window") is not None and any(
+        isinstance(s, MLASpec) for s in layers
+    ):
+        raise ModelConfigError(
+            ("model", "interleaved_sliding_window"),
+            "sliding-window MLA layers (vLLM SlidingWindowMLASpec) are not sized by kvplan; it "
+            "refuses rather than size every MLA layer for the whole sequence",
+        )
     out = _kv_sharing(cfg, layers, model_type)
     if model_type in _SPARSE_MLA_TYPES:
         out = _sparse_mla(cfg, out)

@@ -124,3 +124,21 @@ def test_caches_kvplan_does_not_size_are_refused(model_type: str, field: str) ->
         _plan(cfg)
     assert exc.value.problems[0].field == field
     assert model_type in exc.value.problems[0].msg
+
+
+def test_static_sinks_and_sliding_window_mla_are_refused() -> None:
+    llama = dict(get_model("meta-llama/Llama-3.1-8B").config)
+    with pytest.raises(FieldError) as exc:
+        _plan({**llama, "param_sink_number": 128})
+    assert exc.value.problems[0].field == "model.param_sink_number"
+    deepseek = dict(get_model("deepseek-ai/DeepSeek-V3").config)
+    with pytest.raises(FieldError) as exc:
+        _plan({**deepseek, "interleaved_sliding_window": 4096})
+    assert exc.value.problems[0].field == "model.interleaved_sliding_window"
+
+
+def test_gpt_oss_sinks_do_not_change_sizing() -> None:
+    # gpt-oss's attention sinks are learned per-head logits: the cache is K and V only,
+    # 24 layers × 8 KV heads × (64 + 64) × 2 B.
+    p = _plan("openai/gpt-oss-20b")
+    assert p.kv_bytes_per_token == 24 * 8 * 128 * 2
