@@ -1,105 +1,118 @@
 #!/usr/bin/env bash
-# Run the CUDA decode-bandwidth probe on one GPU and print the figures (issue 5).
+# The prepared GPU run (H200-class, one GPU, well under 10 minutes):
+#   1. the decode-bandwidth probe on an MHA control shape (32/32/128, bf16);
+#   2. `kvplan probe --device cuda --validate`: the probe on the Llama-3.1-8B decode shape
+#      (32 q / 8 KV heads, d 128, bf16), then the 8B-shaped model (transformers, random bf16
+#      weights, CUDA graphs) timed at 10 batch x context points, each planned through the
+#      planner with the stored calibration; step terms fitted on 4 training points, the error
+#      reported on the 6 held-out ones.
+# Prints the copy ceiling, decode-attention BW_eff as a fraction of it, the fitted t0, the
+# validation table and the acceptance checks, and writes them under $OUT
+# (default /tmp/kvplan_probe_gpu): gpu_validation.md (the README's gpu-validation section,
+# `python bench/validation_report.py $OUT/llama8b_validation.json --readme README.md
+# --section gpu-validation` puts it there), llama8b_validation.json, mha_control.json, run.log.
 #
-#   bash bench/probe_gpu.sh                 # H200-class: about 2 minutes, under 3
-#   PROBE_SECONDS=60 bash bench/probe_gpu.sh
+#   bash bench/probe_gpu.sh                # on the GPU host
+#   bash bench/probe_gpu.sh fetch-wheels   # on a host with network: wheels the GPU image lacks
 #
-# Two probes: the Llama-3.1-8B decode shape (32 q heads / 8 KV heads / d 128, bf16) and an MHA
-# control (32 / 32 / 128), each a copy ceiling (read-only reduction N bytes; device copy 2N) plus
-# a decode-attention fit t = t0 + bytes / BW_eff over rotating cold KV buffers. Prints one summary
-# per shape and the per-size table; the full records go to $OUT (default /tmp/kvplan_probe_gpu).
-#
-# Needs on the GPU host: python3 with torch (CUDA build), numpy and pydantic; no network, no
-# root, no clock locking (probe.md pitfall 5: detect and flag, never change the machine).
+# The GPU host needs python3 with torch (CUDA), transformers (5.x), numpy, typer and httpx; the
+# planner's pydantic stack is installed from ./.whl (made by `fetch-wheels`) when missing. No
+# network, no root, no clock locking: clocks and throttling are recorded, never changed.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
-BUDGET=${PROBE_SECONDS:-75}
-# PROBE_DEVICE=cpu dry-runs this script's plumbing on a host without a GPU (CPU figures).
-DEVICE=${PROBE_DEVICE:-cuda}
 OUT=${OUT:-/tmp/kvplan_probe_gpu}
+WHEELS=${WHEELS:-.whl}
+# Pure-Python wheels plus pydantic-core's CPython 3.12 manylinux build; versions as tested here.
+NEEDED="pydantic==2.14.4 pydantic-core==2.50.5 annotated-types==0.8.0 typing-inspection==0.4.5 \
+pydantic-settings==2.16.3 python-dotenv==1.2.4 typing-extensions==4.16.0"
+
+if [ "${1:-}" = fetch-wheels ]; then
+  mkdir -p "$WHEELS"
+  # shellcheck disable=SC2086
+  "$PY" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+    --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+    -d "$WHEELS" $NEEDED
+  ls -1 "$WHEELS"
+  exit 0
+fi
+
 mkdir -p "$OUT"
-export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+exec > >(tee "$OUT/run.log") 2>&1
+started=$(date +%s)
 
 if command -v nvidia-smi >/dev/null 2>&1; then
   nvidia-smi --query-gpu=name,memory.total,memory.used,clocks.max.sm,clocks.max.mem,power.limit,ecc.mode.current,mig.mode.current \
     --format=csv || true
 fi
 
-"$PY" - "$DEVICE" <<'PY'
-import importlib.util, sys
-missing = [m for m in ("torch", "numpy", "pydantic") if importlib.util.find_spec(m) is None]
-if missing:
-    sys.exit(f"probe_gpu.sh: missing Python packages on this host: {', '.join(missing)}")
-if sys.argv[1] == "cpu":
-    sys.exit(0)
-import torch
+missing() {
+  "$PY" - <<'PY'
+import importlib.util
+mods = ("pydantic", "pydantic_core", "pydantic_settings", "dotenv", "annotated_types",
+        "typing_inspection", "typer", "httpx", "numpy", "torch", "transformers")
+print(" ".join(m for m in mods if importlib.util.find_spec(m) is None))
+PY
+}
+gone=$(missing)
+if [ -n "$gone" ] && compgen -G "$WHEELS/*.whl" >/dev/null; then
+  SITE=${SITE:-/tmp/kvplan-site}
+  "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" "$WHEELS"/*.whl
+  export PYTHONPATH="$SITE${PYTHONPATH:+:$PYTHONPATH}"
+  gone=$(missing)
+fi
+if [ -n "$gone" ]; then
+  echo "probe_gpu.sh: missing Python modules on this host: $gone" >&2
+  echo "  on a host with network run: bash bench/probe_gpu.sh fetch-wheels, then bring .whl/ here" >&2
+  exit 3
+fi
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+
+"$PY" - <<'PY'
+import sys, torch, transformers
 if not torch.cuda.is_available():
     sys.exit(f"probe_gpu.sh: torch {torch.__version__} sees no CUDA device (torch.version.cuda={torch.version.cuda})")
-print(f"torch {torch.__version__}, CUDA {torch.version.cuda}, device {torch.cuda.get_device_name(0)}")
+print(f"torch {torch.__version__}, CUDA {torch.version.cuda}, transformers {transformers.__version__}, "
+      f"device {torch.cuda.get_device_name(0)}")
 PY
 
-# Hard stop inside 3 minutes even if something hangs: both budgets (75 + 37.5 s) plus setup.
-timeout --signal=TERM $(( BUDGET * 2 + 20 )) "$PY" - "$BUDGET" "$OUT" "$DEVICE" <<'PY'
-import json, sys, time
+# 1. MHA control: the probe only (30 s budget).
+timeout --signal=TERM 120 "$PY" - "$OUT" <<'PY'
+import sys
 from pathlib import Path
-
+from planner.cli.probe import format_calibration
 from planner.probe import AttentionShape
 from planner.probe.run import run_probe
 
-budget, out, device = float(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
-TB, MB = 1e12, 1e6
-
-def show(label: str, c) -> None:
-    ds = c.datasheet_bandwidth_bytes_per_s
-    env = c.environment
-    print(f"\n== {label}: {c.device_name} | backend {c.backend} | {c.dtype} | "
-          f"launch {env.get('launch_mode')} | {c.duration_seconds:.1f} s")
-    print(f"copy ceiling (read-only, median): {c.copy_bandwidth_bytes_per_s / TB:.3f} TB/s"
-          f"   best {c.copy_bandwidth_best_bytes_per_s / TB:.3f} TB/s")
-    copies = [p for p in c.points if p.kind == "copy"]
-    for p in copies:
-        print(f"device copy (2N bytes):           {p.bandwidth_bytes_per_s / TB:.3f} TB/s at "
-              f"{p.working_set_bytes / 2**30:.2f} GiB")
-    print(f"decode BW_eff:                    {c.decode_bandwidth_bytes_per_s / TB:.3f} TB/s"
-          f"   (decode/copy {c.decode_to_copy_ratio:.3f})")
-    print(f"t0 per attention call:            {c.fixed_overhead_seconds * 1e6:.2f} us")
-    if c.half_performance_bytes is not None:
-        print(f"n_half = t0 x BW_eff:             {c.half_performance_bytes / MB:.1f} MB")
-    if ds:
-        print(f"datasheet:                        {ds / TB:.3f} TB/s ({c.datasheet_source})")
-        print(f"copy/datasheet {c.copy_to_datasheet_ratio:.3f}   decode/datasheet {c.decode_to_datasheet_ratio:.3f}")
-    else:
-        print("datasheet:                        no row for this device")
-    theo = env.get("theoretical_bandwidth_bytes_per_s")
-    if theo:
-        print(f"clock x bus width (cross-check):  {theo / TB:.3f} TB/s")
-    if c.fit:
-        print(f"fit: {c.fit.points_used} sizes >= {c.fit.min_bytes / 2**20:.0f} MiB, R^2 {c.fit.r_squared:.4f}, "
-              f"|resid| median {c.fit.median_abs_relative_residual:.1%} max {c.fit.max_abs_relative_residual:.1%}")
-        for f in c.fit.piecewise:
-            print(f"  piecewise {f.min_bytes / MB:.1f}-{f.max_bytes / MB:.1f} MB: t0 {f.fixed_overhead_seconds * 1e6:.2f} us, "
-                  f"BW {f.decode_bandwidth_bytes_per_s / TB:.3f} TB/s")
-    print(f"flags: {', '.join(c.flags) or 'none'}")
-    for n in c.notes:
-        print(f"  note: {n}")
-    print(f"{'kind':6} {'batch':>5} {'ctx':>6} {'MB/call':>9} {'set MB':>8} {'us median':>10} {'us best':>9} {'TB/s':>7} {'cv':>6} {'resid':>7}")
-    for p in sorted(c.points, key=lambda p: (p.kind, p.bytes)):
-        r = "" if p.relative_residual is None else f"{p.relative_residual:+.1%}"
-        print(f"{p.kind:6} {p.batch or '':>5} {p.context_tokens or '':>6} {p.bytes / MB:9.2f} {p.working_set_bytes / MB:8.1f} "
-              f"{p.seconds_median * 1e6:10.2f} {p.seconds_best * 1e6:9.2f} {p.bandwidth_bytes_per_s / TB:7.3f} "
-              f"{p.coefficient_of_variation:6.3f} {r:>7}")
-
-runs = [
-    ("Llama-3.1-8B GQA 32/8/128 bf16", AttentionShape(num_q_heads=32, num_kv_heads=8, head_dim=128), budget),
-    ("MHA control 32/32/128 bf16", AttentionShape(num_q_heads=32, num_kv_heads=32, head_dim=128), budget * 0.5),
-]
-started = time.monotonic()
-for label, shape, seconds in runs:
-    c = run_probe(device, seconds, shape=shape, dtype="bf16")
-    name = label.split()[0].lower().replace(".", "_")
-    (out / f"{name}.json").write_text(c.model_dump_json(indent=2))
-    show(label, c)
-print(f"\ntotal {time.monotonic() - started:.1f} s; records in {out}/")
+c = run_probe("cuda", 30, shape=AttentionShape(num_q_heads=32, num_kv_heads=32, head_dim=128), dtype="bf16")
+Path(sys.argv[1], "mha_control.json").write_text(c.model_dump_json(indent=2))
+print("== MHA control 32/32/128 bf16")
+print("\n".join(format_calibration(c)))
 PY
+
+# 2. The 8B shape: probe (45 s budget, so the whole probe stays under 60 s) and validation.
+timeout --signal=TERM 480 "$PY" -m planner probe --device cuda --validate --json --max-seconds 45 \
+  >"$OUT/llama8b_validation.json"
+
+"$PY" bench/validation_report.py "$OUT/llama8b_validation.json" --out "$OUT/gpu_validation.md" \
+  --command "bash bench/probe_gpu.sh"
+
+"$PY" - "$OUT/llama8b_validation.json" <<'PY'
+import json, sys
+from planner.probe import CalibrationIn
+
+data = json.load(open(sys.argv[1]))
+data.pop("id", None)
+c = CalibrationIn.model_validate(data)
+v = c.validation
+rho = c.decode_bandwidth_bytes_per_s / c.copy_bandwidth_bytes_per_s
+print("\n== acceptance (issue: prove the calibration on a GPU)")
+print(f"decode BW_eff / copy ceiling = {rho:.3f} (want >= 0.85): {'PASS' if rho >= 0.85 else 'FAIL'}")
+print(f"held-out |error| median {v.median_abs_error:.1%}, max {v.max_abs_error:.1%} (want every held-out point "
+      f"within 10%): {'PASS' if v.max_abs_error <= 0.10 else 'FAIL'}")
+d = c.duration_seconds or 0.0
+print(f"probe duration {d:.1f} s (want < 60 s): {'PASS' if d < 60 else 'FAIL'}")
+print(f"launch mode: {v.launch_mode}; backend {c.backend}; flags: {', '.join(c.flags)}")
+PY
+echo "total $(( $(date +%s) - started )) s; files in $OUT/"

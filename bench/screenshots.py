@@ -3,7 +3,8 @@
     python bench/screenshots.py [--out docs]
 
 Serves the app with uvicorn on a free loopback port, drives Debian's chromium with Playwright
-(no browser download), and writes docs/screenshot-desktop.png and docs/screenshot-phone.png.
+(no browser download), and writes docs/screenshot-{desktop,phone}.png (English) and
+docs/screenshot-{desktop,phone}-zh.png (Chinese, from the browser's Accept-Language).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ QUESTION = (
     "/?model=meta-llama/Llama-3.1-8B&kv_cache_dtype=bf16&context_tokens=8192"
     "&kv_budget_gib=48&gpu=H100-SXM-80GB"
 )
+LOCALES = {"en": "en-US", "zh": "zh-CN"}
 SHOTS = {
     "desktop": {"viewport": {"width": 1280, "height": 900}, "device_scale_factor": 1},
     "phone": {
@@ -69,7 +71,7 @@ def serve(port: int) -> uvicorn.Server:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", type=Path, default=Path("docs"))
-    parser.add_argument("--lang", default="en")
+    parser.add_argument("--lang", nargs="+", default=["en", "zh"], choices=sorted(LOCALES))
     parser.add_argument("--full-page", action="store_true")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -78,16 +80,17 @@ def main() -> None:
     try:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            for name, options in SHOTS.items():
-                context = browser.new_context(locale=args.lang, **options)
-                page = context.new_page()
-                page.goto(f"http://127.0.0.1:{port}{QUESTION}")
-                page.wait_for_selector("#answer-hero .sentence strong")
-                suffix = "" if args.lang == "en" else f"-{args.lang}"
-                path = args.out / f"screenshot-{name}{suffix}.png"
-                page.screenshot(path=str(path), full_page=args.full_page)
-                print(path, path.stat().st_size, "bytes")
-                context.close()
+            for lang in args.lang:
+                for name, options in SHOTS.items():
+                    context = browser.new_context(locale=LOCALES[lang], **options)
+                    page = context.new_page()
+                    page.goto(f"http://127.0.0.1:{port}{QUESTION}")
+                    page.wait_for_selector("#answer-hero .sentence strong")
+                    suffix = "" if lang == "en" else f"-{lang}"
+                    path = args.out / f"screenshot-{name}{suffix}.png"
+                    page.screenshot(path=str(path), full_page=args.full_page)
+                    print(path, path.stat().st_size, "bytes")
+                    context.close()
             browser.close()
     finally:
         server.should_exit = True

@@ -75,6 +75,56 @@
     });
   }
 
+  function swapOptions(doc, id) {
+    // The dtype list depends on the engine: take the fresh options, keep the user's choice.
+    var fresh = doc.getElementById(id);
+    var old = document.getElementById(id);
+    if (!fresh || !old || old === document.activeElement) {
+      return;
+    }
+    var value = old.value;
+    old.replaceChildren.apply(
+      old,
+      Array.prototype.map.call(fresh.options, function (node) {
+        return document.importNode(node, true);
+      })
+    );
+    old.value = value;
+  }
+
+  function markStale(stale) {
+    var note = document.getElementById("stale-note");
+    var hero = document.getElementById("answer-hero");
+    var answer = document.getElementById("answer");
+    if (note) {
+      note.hidden = !stale;
+    }
+    if (hero) {
+      hero.classList.toggle("is-stale", stale);
+    }
+    if (answer) {
+      answer.classList.toggle("is-stale", stale);
+    }
+  }
+
+  function peek() {
+    // On a narrow screen the answer sits above the form: mirror its headline at the bottom
+    // while the field being typed in is in view and the answer is not.
+    var box = document.getElementById("live-peek");
+    var hero = document.getElementById("answer-hero");
+    var sentence = hero && hero.querySelector(".sentence");
+    if (!box || !hero || !sentence || !window.matchMedia) {
+      return;
+    }
+    var narrow = window.matchMedia("(max-width: 899px)").matches;
+    var above = hero.getBoundingClientRect().bottom < 0;
+    var link = box.querySelector("a");
+    if (link) {
+      link.textContent = sentence.textContent.replace(/\s+/g, " ").trim();
+    }
+    box.hidden = !(narrow && above && form.contains(document.activeElement));
+  }
+
   function update() {
     var params = fieldsOf(form);
     if (!params.has("model") && !params.has("model_config")) {
@@ -108,11 +158,24 @@
           return;
         }
         var doc = new DOMParser().parseFromString(html, "text/html");
-        swapChildren(doc, "answer-hero");
-        swap(doc, "answer");
+        var fresh = doc.getElementById("answer");
+        var shown = document.getElementById("answer");
+        var keep =
+          fresh && shown &&
+          fresh.getAttribute("data-answer") !== "yes" &&
+          shown.getAttribute("data-answer") === "yes";
         swapChildren(doc, "error-summary");
         applyErrors(doc);
+        swapOptions(doc, "f-kv_cache_dtype");
+        markStale(keep);
+        if (keep) {
+          // One bad keystroke keeps the last good answer, marked stale, and the URL that gave it.
+          return;
+        }
+        swapChildren(doc, "answer-hero");
+        swap(doc, "answer");
         document.title = doc.title;
+        peek();
         if (!withConfig && window.history && window.history.replaceState) {
           // The answer's own share link is the tidy URL; with errors, the URL asked.
           var share = doc.getElementById("share-link");
@@ -134,6 +197,15 @@
     timer = window.setTimeout(update, DELAY_MS);
   }
 
+  window.addEventListener("scroll", function () {
+    var box = document.getElementById("live-peek");
+    if (box && !box.hidden) {
+      peek();
+    }
+  }, { passive: true });
+  form.addEventListener("focusout", function () {
+    window.setTimeout(peek, 0);
+  });
   form.addEventListener("change", schedule);
   form.addEventListener("input", function (event) {
     // The model picker waits for "change": half a name is not worth an error message.

@@ -92,7 +92,7 @@ def test_convenience_flags_table_and_json() -> None:
     r = runner.invoke(app, ["plan", "--model", LLAMA, "--context", "8192", "--budget", "48GiB",
                             "--dtype", "fp8", "--json"])
     assert json.loads(r.stdout)["capacity"]["max_requests"] == 95
-    r = runner.invoke(app, ["plan", "--model", LLAMA, "--budget", "48 parsecs"])
+    r = runner.invoke(app, ["plan", "--model", LLAMA, "--budget", "48 parsecs", "--json"])
     assert r.exit_code == 2 and json.loads(r.stderr)["errors"][0]["field"] == "kv_budget_bytes"
 
 
@@ -118,19 +118,19 @@ def test_context_takes_k_suffix_and_budget_needs_a_unit() -> None:
                             "--dtype", "bf16", "--json"])
     assert r.exit_code == 0 and json.loads(r.stdout)["capacity"]["context_tokens"] == 8192
     # "--budget 48" would be 48 bytes (0 requests fit): a forgotten unit, refused by name.
-    r = runner.invoke(app, ["plan", "--model", LLAMA, "--budget", "48"])
+    r = runner.invoke(app, ["plan", "--model", LLAMA, "--budget", "48", "--json"])
     assert r.exit_code == 2 and r.stdout == ""
     assert json.loads(r.stderr)["errors"][0]["field"] == "kv_budget_bytes"
     # A bare byte count is still bytes (the API's unit): 48 GiB written out.
     r = runner.invoke(app, ["plan", "--model", LLAMA, "--budget", str(48 << 30), "--context",
                             "8192", "--dtype", "bf16"])
     assert r.exit_code == 0 and "47 requests fit" in r.stdout
-    r = runner.invoke(app, ["plan", "--model", LLAMA, "--context", "8x"])
+    r = runner.invoke(app, ["plan", "--model", LLAMA, "--context", "8x", "--json"])
     assert r.exit_code == 2 and json.loads(r.stderr)["errors"][0]["field"] == "context_tokens"
 
 
 def test_missing_config_file_names_the_model_flag() -> None:
-    r = runner.invoke(app, ["plan", "--model", "/nonexistent/config.json"])
+    r = runner.invoke(app, ["plan", "--model", "/nonexistent/config.json", "--json"])
     assert r.exit_code == 2 and r.stdout == ""
     assert json.loads(r.stderr)["errors"][0]["field"] == "model"
 
@@ -155,7 +155,7 @@ def test_weights_and_reserve_flags_are_the_request_fields() -> None:
                               "weights_bytes": 0, "reserve_bytes": 2 << 30})
     assert r.exit_code == 0 and code == 0
     assert json.loads(r.stdout) == json.loads(out)
-    r = runner.invoke(app, ["plan", "--model", LLAMA, "--weights", "lots"])
+    r = runner.invoke(app, ["plan", "--model", LLAMA, "--weights", "lots", "--json"])
     assert r.exit_code == 2 and json.loads(r.stderr)["errors"][0]["field"] == "weights_bytes"
 
 

@@ -136,3 +136,77 @@ def test_gpu_probe_stage_runs_the_cuda_probe_as_non_root() -> None:
     assert json.loads(_one("CMD", gpu))[:4] == ["kvplan", "probe", "--device", "cuda"]
     text = DOCKERFILE.read_text()
     assert "docker build --target gpu" in text and "docker run --gpus all" in text
+
+
+def test_builds_are_reproducible_from_the_constraints_file() -> None:
+    # Every runtime dependency is pinned exactly, and the build stage installs through it.
+    build = stages()["build"]
+    pip = [args for kw, args in build if kw == "RUN" and "pip install" in args]
+    assert pip and all(
+        "PIP_CONSTRAINT=/src/constraints.txt" in args for args in pip if "/src[" in args
+    )
+    assert any(kw == "COPY" and "constraints.txt" in args for kw, args in build)
+    pins = {}
+    for line in (ROOT / "constraints.txt").read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, sep, version = line.partition("==")
+            assert sep and version, line
+            pins[name.lower().replace("_", "-")] = version
+    for dep in (
+        "fastapi",
+        "pydantic",
+        "uvicorn",
+        "jinja2",
+        "babel",
+        "psycopg",
+        "numpy",
+        "hatchling",
+    ):
+        assert dep in pins, dep
+    assert "torch" not in pins and "playwright" not in pins
+
+
+def test_gpu_stage_pins_torch_and_has_a_writable_home() -> None:
+    gpu = stages()["gpu"]
+    pip = " ".join(args for kw, args in gpu if kw == "RUN" and "pip install" in args)
+    assert re.search(r"'torch==\d+\.\d+\.\d+'", pip), pip
+    assert re.search(r"'nvidia-ml-py==[\d.]+'", pip), pip
+    env: dict[str, str] = {}
+    for kw, args in gpu:
+        if kw == "ENV":
+            env.update(dict(pair.split("=", 1) for pair in args.split()))
+    home = env["HOME"]
+    assert home != "/nonexistent"
+    user = " ".join(args for kw, args in gpu if kw == "RUN" and "useradd" in args)
+    assert "--create-home" in user and f"--home-dir {home}" in user
+    # The same torch as the crosscheck tests run.
+    crosscheck = (ROOT / "pyproject.toml").read_text()
+    torch_pin = re.search(r"'torch==([\d.]+)'", pip)
+    assert torch_pin and f'"torch=={torch_pin.group(1)}"' in crosscheck
+
+
+@pytest.mark.parametrize(
+    ("host", "port", "url"),
+    [
+        ("0.0.0.0", "8000", "http://127.0.0.1:8000/healthz"),
+        ("10.1.2.3", "9000", "http://10.1.2.3:9000/healthz"),
+        ("::", "8080", "http://[::1]:8080/healthz"),
+        ("127.0.0.1", "8000", "http://127.0.0.1:8000/healthz"),
+        (None, None, "http://127.0.0.1:8000/healthz"),
+    ],
+)
+def test_healthcheck_follows_kvplan_host_and_port(
+    host: str | None, port: str | None, url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Run the healthcheck's own code with urlopen replaced: it must ask where the server listens.
+    import urllib.request
+
+    seen: list[str] = []
+    monkeypatch.setattr(urllib.request, "urlopen", lambda u, timeout: seen.append(u))
+    for name, value in (("KVPLAN_HOST", host), ("KVPLAN_PORT", port)):
+        if value is None:
+            monkeypatch.delenv(name, raising=False)
+        else:
+            monkeypatch.setenv(name, value)
+    exec(compile(healthcheck_argv()[2], "HEALTHCHECK", "exec"), {})
+    assert seen == [url]

@@ -194,3 +194,50 @@ def test_real_cpu_probe_through_the_command(app: typer.Typer) -> None:
     body = json.loads(result.stdout)
     assert JSON_FIELDS <= body.keys()
     assert body["device_kind"] == "cpu" and "cpu_figures" in body["flags"]
+
+
+# --- --validate ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def tiny_validation(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    import planner.probe.validate as validate_module
+    from tests.probe.test_probe_validate import TINY_PLAN
+
+    monkeypatch.setattr(validate_module, "default_plan", lambda device: TINY_PLAN)
+
+
+def test_validate_prints_the_table_and_the_stored_records(
+    app: typer.Typer, tiny_validation: None
+) -> None:
+    result = runner.invoke(app, ["probe", "--device", "cpu", "--validate", "--max-seconds", "5"])
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "| point (batch × context) | role | measured | calibrated | error |" in out
+    assert "held-out |error|: calibrated median" in out
+    assert "planned through POST /api/v1/plan with calibration_id" in out
+    assert "validated calibration" in result.stderr
+
+
+def test_validate_json_is_the_validated_calibration(
+    app: typer.Typer, tiny_validation: None
+) -> None:
+    result = runner.invoke(
+        app, ["probe", "--device", "cpu", "--validate", "--json", "--max-seconds", "5"]
+    )
+    assert result.exit_code == 0, result.output
+    body = json.loads(result.stdout)
+    v = body["validation"]
+    assert {"median_abs_error", "max_abs_error", "points", "plan_calibration_id"} <= v.keys()
+    assert {p["role"] for p in v["points"]} == {"training", "held_out"}
+    assert body["step_terms"]["training_points"] == 3
+    assert body["attention_shape"] == {"num_q_heads": 4, "num_kv_heads": 2, "head_dim": 16}
+
+
+def test_validate_refuses_a_shape_flag(app: typer.Typer, canned: list[dict[str, Any]]) -> None:
+    result = runner.invoke(app, ["probe", "--validate", "--num-kv-heads", "4"])
+    assert result.exit_code == 2
+    assert json.loads(result.stderr)["errors"][0]["field"] == "attention_shape"
+    assert canned == []

@@ -97,7 +97,7 @@ def test_reconcile_bad_input_exits_2(
 ) -> None:
     if content is not None:
         granite_log.write_bytes(content)
-    result = runner.invoke(kvplan, ["reconcile", str(granite_log), *args])
+    result = runner.invoke(kvplan, ["reconcile", str(granite_log), *args, "--json"])
     assert result.exit_code == 2, result.output
     assert result.stdout == "" and "Traceback" not in result.stderr
     problem = json.loads(result.stderr)
@@ -105,7 +105,7 @@ def test_reconcile_bad_input_exits_2(
 
 
 def test_reconcile_missing_file() -> None:
-    result = runner.invoke(kvplan, ["reconcile", "/no/such/file.log"])
+    result = runner.invoke(kvplan, ["reconcile", "/no/such/file.log", "--json"])
     assert result.exit_code == 2
     assert "no such file" in json.loads(result.stderr)["detail"]
 
@@ -174,7 +174,7 @@ def test_recommend_bad_input_exits_2(args: list[str], field: str) -> None:
         "--mix",
         "100%:2k",
     ]
-    result = runner.invoke(kvplan, [*base, *args])
+    result = runner.invoke(kvplan, [*base, *args, "--json"])
     assert result.exit_code == 2, result.output
     problem = json.loads(result.stderr)
     assert field in [e["field"] for e in problem["errors"]] or field in problem["detail"]
@@ -191,6 +191,8 @@ def test_parsers() -> None:
         {"context_tokens": 3000, "share": 0.5},
     ]
     assert parse_seconds("50ms") == pytest.approx(0.05)
-    assert parse_seconds("0.2") == pytest.approx(0.2)
+    assert parse_seconds("0.2s") == pytest.approx(0.2)
+    with pytest.raises(FieldError):
+        parse_seconds("0.2")  # 0.2 what? a duration needs its unit
     with pytest.raises(FieldError):
         parse_mix("a:b")

@@ -28,6 +28,7 @@ from planner.api.openapi import json_body
 from planner.api.problems import ProblemException, make_problem, problem_responses
 from planner.api.schemas import ProblemError
 from planner.probe import (
+    AttentionShape,
     Calibration,
     CalibrationIn,
     CalibrationList,
@@ -45,6 +46,8 @@ MAX_LIST_LIMIT = 200
 _ID = re.compile(r"^[A-Za-z0-9_\-]{1,64}$")
 # Time after max_seconds the probe may still need (allocation, first touch, backend trial).
 _PROBE_SLACK_SECONDS = 10.0
+# `validate`: model build plus the timed points (about a minute on CPU, a few on an H200).
+_VALIDATE_SECONDS = 300.0
 
 
 def default_probe_runner(body: ProbeRequest) -> CalibrationIn:
@@ -55,6 +58,27 @@ def default_probe_runner(body: ProbeRequest) -> CalibrationIn:
         dtype=body.dtype,
         max_memory_bytes=body.max_memory_bytes,
     )
+
+
+def _validated(body: ProbeRequest, store: CalibrationStore) -> Calibration:
+    """`"validate": true`: probe with the validation model's shape, time it, store both records.
+
+    Points are planned by `planner.service.plan` with the calibration read back from the store,
+    the calls `POST /plan` makes for a `calibration_id` (without a second HTTP round trip).
+    """
+    from planner.probe.validate import core_link, probe_and_validate
+
+    if body.attention_shape != AttentionShape() or body.dtype != "bf16":
+        raise ProbeUnavailable(
+            "validate probes the validation model's own shape and dtype; omit attention_shape "
+            "and dtype"
+        )
+    return probe_and_validate(
+        body.device,
+        core_link(store),
+        max_seconds=body.max_seconds,
+        max_memory_bytes=body.max_memory_bytes,
+    ).calibration
 
 
 def get_probe_runner() -> ProbeRunner:
@@ -133,16 +157,20 @@ async def post_probe(
             headers={"Retry-After": str(retry)},
         )
     try:
-        _slot.busy_until = time.monotonic() + body.max_seconds + _PROBE_SLACK_SECONDS
+        extra = _VALIDATE_SECONDS if body.validate_model else 0.0
+        _slot.busy_until = time.monotonic() + body.max_seconds + _PROBE_SLACK_SECONDS + extra
         try:
             # Not abandoned on cancel: the slot stays taken until the measuring thread is done.
-            result = await anyio.to_thread.run_sync(runner, body)
+            # A stubbed probe (tests, contract fuzzing) measures nothing, the model included.
+            if body.validate_model and runner is default_probe_runner:
+                stored = await anyio.to_thread.run_sync(_validated, body, store)
+            else:
+                result = await anyio.to_thread.run_sync(runner, body)
+                stored = await anyio.to_thread.run_sync(store.add, result)
         except ProbeUnavailable as exc:
             raise _field_problem("device", str(exc)) from None
         except ProbeFailed as exc:
             raise _field_problem("max_seconds", str(exc)) from None
-        try:
-            stored = await anyio.to_thread.run_sync(store.add, result)
         except StoreError as exc:
             raise _unavailable(exc) from None
     finally:

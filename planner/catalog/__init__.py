@@ -2,41 +2,90 @@
 
 Data lives in JSON next to this module (`models.json`, `gpus.json`); every entry says where its
 numbers come from. Loading is pure (package data, read once) so core and shells share it.
+
+Models are found by id, by an alias (the spellings people type: `-Instruct`, `-it`,
+`Meta-Llama-3.1-…`; aliases are data, each pointing at an entry's config, with the published
+fields where that repo differs), in any case, with or without the org prefix when that is
+unambiguous. An entry the planner cannot size yet carries `refused` and is refused by name.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from functools import cache
 from importlib import resources
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from planner.core.errors import UnknownIdError
+from planner.core.errors import ModelConfigError, UnknownIdError
 from planner.core.model import shape_from_config
+from planner.core.params import parameter_counts, weight_bytes
 
 T = TypeVar("T")
+
+_PREFIXES = ("https://huggingface.co/", "http://huggingface.co/", "hf://", "huggingface.co/")
+# A published parameter count and the count from the config must agree this closely.
+_PARAM_TOLERANCE = 0.02
 
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class CatalogAlias(_Frozen):
+    """Another repo id served with an entry's config (fields that differ are overridden)."""
+
+    id: str
+    config_overrides: dict[str, Any] = {}
+    source: str | None = None  # where the differing published values come from
+    notes: list[str] = []
+
+
 class CatalogModel(_Frozen):
     id: str
     config: dict[str, Any]
     num_parameters: int = Field(gt=0)
+    # "published: <url>" or "config: counted from the config (planner.core.params)".
+    num_parameters_source: str | None = None
+    # Bytes of the published safetensors (model.safetensors.index.json metadata.total_size).
     weights_bytes: int | None = Field(default=None, gt=0)
+    weights_bytes_source: str | None = None
+    config_source: str | None = None  # the published config.json (URL)
+    copied_from: str | None = None  # where this copy of it was taken from, if not the Hub
+    aliases: list[CatalogAlias] = []
+    alias_of: str | None = None  # set on the entry get_model returns for an alias
+    refused: str | None = None  # why the planner cannot size this model yet
     notes: list[str] = []
 
     @property
     def resolved_weights_bytes(self) -> int:
-        """Published checkpoint size if given, else parameters × bytes of the model dtype."""
+        """Published checkpoint bytes if known, else the stored bytes counted from the config
+        (quantized checkpoints as stored), else parameters × 2 bytes."""
+        return self.weights()[0]
+
+    def weights(self) -> tuple[int, Literal["safetensors", "parameter_count"], str]:
+        """(bytes, kind, where from) of the weights an engine loads."""
         if self.weights_bytes is not None:
-            return self.weights_bytes
+            source = self.weights_bytes_source or "published checkpoint size"
+            # Only a safetensors total_size is "safetensors"; a model-card figure is not.
+            kind: Literal["safetensors", "parameter_count"] = (
+                "safetensors" if "total_size" in source else "parameter_count"
+            )
+            return self.weights_bytes, kind, source
+        cfg = self.config
+        quantized = "quantization_config" in cfg or "quantization_config" in (
+            cfg.get("text_config") or {}
+        )
+        if quantized:
+            return (
+                weight_bytes(cfg).total,
+                "parameter_count",
+                "counted from the config with its quantization_config (as stored)",
+            )
         # 16-bit weights: engines serve fp32-published checkpoints (Gemma-2) in bf16 too.
-        return self.num_parameters * 2
+        return self.num_parameters * 2, "parameter_count", "parameters × 2 bytes (16-bit)"
 
 
 class GpuEntry(_Frozen):
@@ -49,6 +98,8 @@ class GpuEntry(_Frozen):
     fp8_dense_flops: float | None = Field(default=None, gt=0)
     l2_bytes: int | None = Field(default=None, gt=0)
     source: str
+    # Figures not taken from a vendor datasheet (e.g. a cut-down export part) say so here.
+    estimated: list[str] = []
 
     @property
     def usable_memory_bytes(self) -> int:
@@ -60,14 +111,66 @@ def _load(name: str) -> Any:
     return json.loads(resources.files(__package__).joinpath(name).read_text("utf-8"))
 
 
+def _merged(config: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """Config with overrides applied; a `text_config` override merges into the inner config."""
+    out = dict(config)
+    for key, value in overrides.items():
+        if key == "text_config" and isinstance(value, Mapping) and isinstance(out.get(key), dict):
+            out[key] = {**out[key], **value}
+        else:
+            out[key] = value
+    return out
+
+
+def _validate(entry: CatalogModel) -> None:
+    if entry.refused:
+        return
+    shape_from_config(entry.config, model_id=entry.id)  # every config must resolve
+    counted = parameter_counts(entry.config).total
+    source = entry.num_parameters_source or ""
+    if source.startswith("published") and abs(counted - entry.num_parameters) > (
+        _PARAM_TOLERANCE * entry.num_parameters
+    ):
+        raise ValueError(
+            f"catalog {entry.id}: config counts {counted:,} parameters, published "
+            f"{entry.num_parameters:,}"
+        )
+    for alias in entry.aliases:
+        shape_from_config(_merged(entry.config, alias.config_overrides), model_id=alias.id)
+
+
 @cache
 def _models() -> dict[str, CatalogModel]:
     out: dict[str, CatalogModel] = {}
     for raw in _load("models.json")["models"]:
         entry = CatalogModel.model_validate(raw)
-        shape_from_config(entry.config, model_id=entry.id)  # every config must resolve
+        _validate(entry)
+        if entry.id in out:
+            raise ValueError(f"catalog: duplicate model id {entry.id}")
         out[entry.id] = entry
     return out
+
+
+@cache
+def _index() -> dict[str, tuple[CatalogModel, CatalogAlias | None]]:
+    """Every id and alias, lower-cased, to its entry (and alias)."""
+    index: dict[str, tuple[CatalogModel, CatalogAlias | None]] = {}
+    for entry in _models().values():
+        for key, alias in [(entry.id, None), *((a.id, a) for a in entry.aliases)]:
+            folded = key.lower()
+            if folded in index:
+                raise ValueError(f"catalog: {key} is listed twice (ids and aliases are unique)")
+            index[folded] = (entry, alias)
+    return index
+
+
+@cache
+def _tails() -> dict[str, list[str]]:
+    """Bare names (no org) to the full ids and aliases that end in them."""
+    tails: dict[str, list[str]] = {}
+    for key in _index():
+        tails.setdefault(key.rsplit("/", 1)[-1], []).append(key)
+    return tails
 
 
 @cache
@@ -76,11 +179,75 @@ def _gpus() -> dict[str, GpuEntry]:
 
 
 def list_models() -> list[CatalogModel]:
-    return list(_models().values())
+    """Entries the planner can size (refused ones are listed by `list_refused`)."""
+    return [m for m in _models().values() if not m.refused]
+
+
+def list_refused() -> list[CatalogModel]:
+    """Bundled models the planner refuses by name, each with its reason."""
+    return [m for m in _models().values() if m.refused]
 
 
 def list_gpus() -> list[GpuEntry]:
     return list(_gpus().values())
+
+
+def _normalise(text: str) -> str:
+    key = text.strip()
+    for prefix in _PREFIXES:
+        if key.lower().startswith(prefix):
+            key = key[len(prefix) :]
+            break
+    return key.strip("/").lower()
+
+
+def find_model(text: str) -> tuple[CatalogModel, CatalogAlias | None] | None:
+    """The entry (and alias) a typed id names, or None. Any case; the org may be left out
+    when only one entry has that name."""
+    key = _normalise(text)
+    index = _index()
+    if key in index:
+        return index[key]
+    if "/" not in key:
+        full = _tails().get(key, [])
+        if len(full) == 1:
+            return index[full[0]]
+    return None
+
+
+def _refuse(entry: CatalogModel, field: str) -> ModelConfigError:
+    return ModelConfigError(field, f"{entry.id}: {entry.refused}")
+
+
+def _as_alias(entry: CatalogModel, alias: CatalogAlias) -> CatalogModel:
+    return entry.model_copy(
+        update={
+            "id": alias.id,
+            "config": _merged(entry.config, alias.config_overrides),
+            "aliases": [],
+            "alias_of": entry.id,
+            "notes": [*entry.notes, *alias.notes],
+        }
+    )
+
+
+def get_model(model_id: str, *, field: str = "model") -> CatalogModel:
+    """The catalog entry for an id or alias (an alias comes back as its own entry, with the
+    overrides applied and `alias_of` set). Refused entries raise ModelConfigError."""
+    hit = find_model(model_id)
+    if hit is None:
+        stem = _normalise(model_id).rsplit("/", 1)[-1][:6]
+        near = [m for m in _models() if stem and stem in m.lower()][:5]
+        hint = f" Did you mean: {', '.join(near)}?" if near else ""
+        raise UnknownIdError(
+            field,
+            f"unknown model {model_id!r}; list them with GET /api/v1/models or `kvplan models`."
+            + hint,
+        )
+    entry, alias = hit
+    if entry.refused:
+        raise _refuse(entry, field)
+    return _as_alias(entry, alias) if alias is not None else entry
 
 
 def _lookup(table: dict[str, T], key: str, field: str, kind: str) -> T:
@@ -89,20 +256,12 @@ def _lookup(table: dict[str, T], key: str, field: str, kind: str) -> T:
     folded = {k.lower(): v for k, v in table.items()}
     if key.lower() in folded:
         return folded[key.lower()]
-    # Accept a bare name without the org prefix, e.g. "Llama-3.1-8B".
-    tails = [v for k, v in table.items() if k.split("/")[-1].lower() == key.lower()]
-    if len(tails) == 1:
-        return tails[0]
-    near = [k for k in table if key.lower().split("/")[-1][:6] in k.lower()][:5]
+    near = [k for k in table if key.lower()[:4] in k.lower()][:5]
     hint = f" Did you mean: {', '.join(near)}?" if near else ""
     raise UnknownIdError(
         field,
         f"unknown {kind} {key!r}; list them with GET /api/v1/{kind}s or `kvplan {kind}s`." + hint,
     )
-
-
-def get_model(model_id: str, *, field: str = "model") -> CatalogModel:
-    return _lookup(_models(), model_id, field, "model")
 
 
 def get_gpu(gpu_id: str, *, field: str = "gpu") -> GpuEntry:
@@ -111,4 +270,4 @@ def get_gpu(gpu_id: str, *, field: str = "gpu") -> GpuEntry:
 
 def ready() -> bool:
     """True once both data files load and validate (used by /readyz)."""
-    return bool(_models()) and bool(_gpus())
+    return bool(_models()) and bool(_index()) and bool(_gpus())

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
-from planner.cli.output import fail
+from planner.cli.output import error_style, fail
 from planner.core.errors import FieldError
 from planner.core.units import fmt_bytes, fmt_gib
 from planner.lab.lab import DEFAULT_CHUNKS, LabReport, run_lab
@@ -124,6 +124,8 @@ def lab(
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:
     """Prove full == token-by-token == chunked, catch a wrong mask, count the multiplies."""
+    # Its flags are named like its fields (--seed, --chunks): problem+json says it exactly.
+    error_style("kvplan lab", {}, as_json=True)
     try:
         report = run_lab(parse_seed(seed), parse_chunks(chunks))
     except FieldError as exc:

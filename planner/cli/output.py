@@ -1,13 +1,18 @@
-"""CLI edges: read JSON input safely, and turn errors into problem+json on stderr with exit 2.
+"""CLI edges: read JSON input safely, and report bad input on stderr with exit 2.
 
 The problem documents are built by the same functions the REST API uses (planner.api.problems),
-so a client sees one error shape whichever surface it calls.
+so a client sees one error shape whichever surface it calls. A command run with flags prints
+them as a readable message naming its flags (`--tp`, not `tensor_parallel_size`), unless it was
+given `--json`; `--request` input, being the API's JSON, gets the problem+json itself.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
@@ -21,8 +26,64 @@ MAX_INPUT_BYTES = 16 << 20
 M = TypeVar("M", bound=BaseModel)
 
 
+@dataclass
+class _Style:
+    """How the running command reports bad input: problem+json (the default, and what
+    `--request` and `--json` give) or a readable message naming the command's flags."""
+
+    as_json: bool = True
+    command: str = "kvplan"
+    flags: Mapping[str, str] = field(default_factory=dict)
+
+
+_STYLE = _Style()
+
+
+def error_style(command: str, flags: Mapping[str, str], *, as_json: bool) -> None:
+    """Set by a command before it reads its flags: `flags` maps request fields (dotted
+    paths) to the flag that sets them, e.g. {"tensor_parallel_size": "--tp"}."""
+    _STYLE.as_json, _STYLE.command, _STYLE.flags = as_json, command, dict(flags)
+
+
+def _flag_of(path: str) -> str:
+    """The flag for a dotted request path: the longest mapped prefix, plus what it leaves
+    (e.g. `model.num_hidden_layers` → `--model num_hidden_layers`); else the path itself."""
+    parts = path.split(".") if path else []
+    for cut in range(len(parts), 0, -1):
+        flag = _STYLE.flags.get(".".join(parts[:cut]))
+        if flag is not None:
+            rest = ".".join(parts[cut:])
+            return f"{flag} {rest}" if rest else flag
+    return path
+
+
+def _with_flags(text: str) -> str:
+    """Field names inside a message read as the flags that set them."""
+    for name, flag in sorted(_STYLE.flags.items(), key=lambda kv: -len(kv[0])):
+        leaf = name.rsplit(".", 1)[-1]
+        if "_" in leaf:  # plain words such as "model" or "engine" stay words
+            text = re.sub(rf"(?<![\w.-]){re.escape(leaf)}(?![\w-])", flag, text)
+    return text
+
+
+def readable(problem: Mapping[str, Any]) -> str:
+    """A problem document as lines for a person: one per offending flag."""
+    lines: list[str] = []
+    for error in problem.get("errors") or []:
+        where = _flag_of(str(error.get("field") or ""))
+        message = _with_flags(str(error.get("msg") or ""))
+        lines.append(f"{_STYLE.command}: {where}: {message}" if where else message)
+    if not lines:
+        lines.append(f"{_STYLE.command}: {_with_flags(str(problem.get('detail') or ''))}")
+    lines.append(f"{_STYLE.command}: (add --json to get this as problem+json)")
+    return "\n".join(lines)
+
+
 def _write(problem_json: str) -> NoReturn:
-    sys.stderr.write(problem_json + "\n")
+    if _STYLE.as_json:
+        sys.stderr.write(problem_json + "\n")
+    else:
+        sys.stderr.write(readable(json.loads(problem_json)) + "\n")
     raise typer.Exit(2)
 
 
@@ -118,6 +179,7 @@ def read_json_source(source: str, field: str = "request") -> Any:
 __all__ = [
     "FieldProblem",
     "emit_problem",
+    "error_style",
     "fail",
     "parse_body",
     "parse_body_list",

@@ -1,4 +1,4 @@
-"""`kvplan plan`, `kvplan models`, `kvplan gpus`: thin shells over `core.plan.plan()`.
+"""`kvplan plan`, `kvplan models`, `kvplan gpus`: thin shells over `planner.service.plan()`.
 
 `--request FILE|-` takes the REST contract's JSON (one object or a list) and prints exactly what
 `POST /api/v1/plan` answers. Convenience flags print a readable summary (or JSON with --json).
@@ -17,6 +17,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from planner.cli.output import (
     emit_problem,
+    error_style,
     fail,
     parse_body,
     parse_body_list,
@@ -24,36 +25,127 @@ from planner.cli.output import (
     read_source_bytes,
 )
 from planner.core.errors import FieldError, FieldProblem, PlanError
-from planner.core.inputs import CalibrationLike
-from planner.core.schema import Plan, PlanRequest
-from planner.core.units import GiB, fmt_gib, fmt_tbps, parse_bytes, parse_rate
-from planner.service import plan
+from planner.core.inputs import CalibrationLike, Catalog
+from planner.core.schema import MAX_REQUEST_ENTRIES, Plan, PlanRequest
+from planner.core.units import GiB, fmt_gib, fmt_tbps
+from planner.quantities import QuantityError, read_rate, read_size, read_tokens
+from planner.service import default_catalog, plan
 
 _LIST = TypeAdapter(list[PlanRequest])
-_TOKENS = re.compile(r"\s{0,4}([0-9]{1,9})\s{0,4}([kKmM]?)\s{0,4}")
 # A bare number is bytes (the API's unit); below this it is surely a forgotten unit ("48").
 _BARE_BUDGET_MIN_BYTES = 1 << 20
+# Request fields → the flags that set them, for error messages.
+FLAGS: dict[str, str] = {
+    "model": "--model",
+    "engine": "--engine",
+    "engine_version": "--engine-version",
+    "kv_cache_dtype": "--dtype",
+    "context_tokens": "--context",
+    "kv_budget_bytes": "--budget",
+    "gpu": "--gpu",
+    "gpu_memory_utilization": "--util",
+    "tensor_parallel_size": "--tp",
+    "pipeline_parallel_size": "--pp",
+    "block_size": "--block-size",
+    "bandwidth_bytes_per_s": "--bandwidth",
+    "weights_bytes": "--weights",
+    "reserve_bytes": "--reserve",
+    "max_num_seqs": "--max-num-seqs",
+    "requests": "--mix",
+}
 
 
-def parse_tokens(text: str) -> int:
-    """ "8192" → 8192, "8k" → 8192, "1M" → 1048576 (k = 1024 tokens, as in "8k context")."""
-    m = _TOKENS.fullmatch(text)
-    if not m:
+def parse_tokens(text: str, field: str = "context_tokens") -> int:
+    """ "8192", "8,192", "8k" → 8192; "1M" → 1048576 (k = 1024 tokens, as in "8k context")."""
+    try:
+        return read_tokens(text)
+    except QuantityError as exc:
+        raise FieldError(field, f"{exc}; write tokens, e.g. 8192 or 8k (k = 1024)") from None
+
+
+def parse_size(text: str, field: str, *, bare_min_bytes: int = _BARE_BUDGET_MIN_BYTES) -> int:
+    """A size with a unit ("48GiB", "48 GiB", "80GB", "48G" = GiB); a bare number is bytes (the
+    API's unit), but a small one is a forgotten unit and refused."""
+    stripped = text.strip()
+    if stripped.isdigit() and 0 < int(stripped) < bare_min_bytes:
         raise FieldError(
-            "context_tokens", f"cannot read {text!r}; write tokens, e.g. 8192 or 8k (k = 1024)"
+            field,
+            f"{stripped!r} has no unit, so it would be {int(stripped):,} bytes; "
+            f"write e.g. {stripped}GiB or {stripped}GB",
         )
-    return int(m.group(1)) * {"": 1, "k": 1024, "m": 1 << 20}[m.group(2).lower()]
+    try:
+        return read_size(text, default_unit="B")
+    except QuantityError as exc:
+        raise FieldError(field, f"{exc}; write e.g. 48GiB, 48G (= GiB) or 80GB") from None
 
 
 def parse_budget(text: str) -> int:
-    """A size with a unit ("48GiB", "80GB"); a bare number is bytes, but not a tiny one."""
-    if text.strip().isdigit() and int(text) < _BARE_BUDGET_MIN_BYTES:
+    return parse_size(text, "kv_budget_bytes")
+
+
+def parse_mix(text: str, prefix_tokens: int = 0) -> list[dict[str, int]]:
+    """ "8192x10,2k x 30" → requests: tokens × count, comma-separated (count 1 if omitted)."""
+    items = [item for item in text.split(",") if item.strip()]
+    if not items or len(items) > MAX_REQUEST_ENTRIES:
+        raise FieldError(
+            "requests", f"give 1 to {MAX_REQUEST_ENTRIES} entries, e.g. 8192x10,2048x30"
+        )
+    out: list[dict[str, int]] = []
+    for item in items:
+        parts = re.split(r"\s*[x×*]\s*", item.strip(), flags=re.IGNORECASE)
+        if len(parts) > 2 or not all(parts):
+            raise FieldError(
+                "requests",
+                f"cannot read {item.strip()!r}; write tokens x count, e.g. 8192x10,2048x30",
+            )
+        tokens = parse_tokens(parts[0], "requests")
+        count = parse_tokens(parts[1], "requests") if len(parts) == 2 else 1
+        entry = {"context_tokens": tokens, "count": count}
+        if prefix_tokens:
+            entry["prefix_tokens"] = prefix_tokens
+        out.append(entry)
+    return out
+
+
+def _budget_within_gpu(body: dict[str, Any]) -> None:
+    """A per-GPU budget larger than the GPU named beside it is a mistake, not a plan."""
+    budget, gpu = body.get("kv_budget_bytes"), body.get("gpu")
+    if not isinstance(budget, int) or not isinstance(gpu, str):
+        return
+    from planner.catalog import get_gpu
+
+    try:
+        entry = get_gpu(gpu)
+    except PlanError:
+        return  # the planner names the unknown GPU
+    if budget > entry.usable_memory_bytes:
         raise FieldError(
             "kv_budget_bytes",
-            f"{text.strip()!r} has no unit, so it would be {int(text):,} bytes; "
-            f"write e.g. {text.strip()}GiB or {text.strip()}GB",
+            f"{fmt_gib(budget)} is more than the {entry.id} has "
+            f"({fmt_gib(entry.usable_memory_bytes)}): the budget is per GPU; leave it out to "
+            "derive it from the GPU",
         )
-    return parse_bytes(text, field="kv_budget_bytes")
+
+
+def _workload(
+    batch: int | None, mix: str | None, prefix: str | None, context: int | None
+) -> dict[str, Any]:
+    """`requests` from --batch (N × --context) or --mix, each sharing --prefix tokens."""
+    shared = parse_tokens(prefix, "requests") if prefix is not None else 0
+    if batch is not None and mix is not None:
+        raise FieldError("requests", "give --batch or --mix, not both")
+    if mix is not None:
+        return {"requests": parse_mix(mix, shared)}
+    if batch is not None:
+        if context is None:
+            raise FieldError("requests", "--batch N needs --context: N requests of that length")
+        if batch < 1:
+            raise FieldError("requests", "--batch needs at least 1 request")
+        entry = {"context_tokens": context, "count": batch}
+        return {"requests": [{**entry, "prefix_tokens": shared} if shared else entry]}
+    if prefix is not None:
+        raise FieldError("requests", "--prefix needs --batch or --mix: requests that share it")
+    return {}
 
 
 def _calibration_for(req: PlanRequest) -> CalibrationLike | None:
@@ -76,7 +168,7 @@ def _plan_all(requests: list[PlanRequest]) -> list[Plan]:
     many = len(requests) > 1
     for i, req in enumerate(requests):
         try:
-            plans.append(plan(req, calibration=_calibration_for(req)))
+            plans.append(plan(req, calibration=_calibration_for(req), catalog=_catalog()))
         except PlanError as exc:
             first = first or exc
             prefix: tuple[str | int, ...] = (i,) if many else ()
@@ -119,7 +211,9 @@ def _human(p: Plan, *, context_defaulted: bool = False) -> str:
         f"model            {p.model.id or p.model.model_type or 'config'} "
         f"({p.model.num_hidden_layers} layers, {_n(p.model.num_key_value_heads, 'KV head')}, "
         f"head_dim {p.model.head_dim})",
-        f"engine           {p.engine}, kv_cache_dtype {p.kv_cache_dtype} "
+        f"engine           {p.engine} {p.engine_version}"
+        + (", async scheduling" if p.async_scheduling else "")
+        + f", kv_cache_dtype {p.kv_cache_dtype} "
         f"({p.bytes_per_element:g} B/element), block_size {p.block_size} tokens, "
         f"TP {p.tensor_parallel_size} × PP {p.pipeline_parallel_size}",
         f"KV per token     {p.kv_bytes_per_token_formula}",
@@ -148,16 +242,48 @@ def _human(p: Plan, *, context_defaulted: bool = False) -> str:
         )
     else:
         lines.append(f"budget           {c.budget.derivation}")
+        for term in c.budget.terms:
+            if term.source != "not_applicable":
+                lines.append(
+                    f"  {term.name:<24} {fmt_gib(term.bytes):>12}  {term.derivation} "
+                    f"[{term.source}]"
+                )
+        if c.engine_starts is False:
+            lines.append(f"will it start    NO: {c.start_error or 'no memory for the KV cache'}")
+            if c.estimated_max_model_len:
+                lines.append(
+                    f"                 the longest max_model_len that starts: "
+                    f"{c.estimated_max_model_len:,} tokens"
+                )
+        elif c.engine_starts:
+            lines.append("will it start    yes: the engine's start-up checks pass")
         lines.append(
             f"capacity         {c.num_blocks:,} blocks; {c.blocks_per_request:,} blocks per "
             f"request of {c.context_tokens:,} tokens → {_n(c.max_requests, 'request')} "
             + ("fits" if c.max_requests == 1 else "fit")
+            + (" in memory" if c.max_running_requests < c.max_requests else "")
             + (
                 f" (engine log: {c.engine_reported_concurrency:.2f}x)"
                 if c.engine_reported_concurrency is not None
                 else ""
             )
         )
+        if c.max_running_requests < c.max_requests:
+            lines.append(
+                f"running          {_n(c.max_running_requests, 'request')} at once: the "
+                f"engine's cap (max_num_seqs {c.max_num_seqs:,}) binds before memory"
+            )
+        if c.workload_fits is not None:
+            t = p.totals
+            saved = (
+                f", {fmt_gib(t.prefix_shared_bytes_saved)} saved by the shared prefix"
+                if t.prefix_shared_bytes_saved
+                else ""
+            )
+            lines.append(
+                f"workload         {_n(t.requests, 'request')}, {fmt_gib(t.paged_kv_bytes)} "
+                f"paged{saved} → " + ("fits" if c.workload_fits else "does NOT fit")
+            )
         lines.append(f"longest context  {c.longest_context_tokens:,} tokens (one request)")
     b = p.bounds
     if b is not None:
@@ -176,6 +302,11 @@ def _human(p: Plan, *, context_defaulted: bool = False) -> str:
         lines.append("decode floor     give --gpu or --bandwidth (e.g. 3.35TB/s) to see it")
     lines.extend(f"note             {n}" for n in p.notes)
     return "\n".join(lines)
+
+
+def _catalog() -> Catalog:
+    # On the command line a model may also be a local directory (config.json + safetensors).
+    return default_catalog(allow_local_dirs=True)
 
 
 def register(app: typer.Typer) -> None:
@@ -226,6 +357,13 @@ def register(app: typer.Typer) -> None:
             str, typer.Option(help="kv_cache_dtype: auto (the model's dtype), bf16, fp8, int8, …")
         ] = "auto",
         engine: Annotated[str, typer.Option(help="vllm, sglang, trtllm or transformers")] = "vllm",
+        engine_version: Annotated[
+            str | None,
+            typer.Option(
+                help="the engine release whose rules apply, e.g. 0.19 (docs/engine-versions.md); "
+                "default: the newest kvplan follows"
+            ),
+        ] = None,
         block_size: Annotated[
             int | None, typer.Option(help="tokens per KV block; default: the engine's")
         ] = None,
@@ -247,6 +385,30 @@ def register(app: typer.Typer) -> None:
                 "e.g. 2GiB; default: the engine's estimate"
             ),
         ] = None,
+        batch: Annotated[
+            int | None,
+            typer.Option(help="a batch of N requests of --context tokens: does it fit?"),
+        ] = None,
+        mix: Annotated[
+            str | None,
+            typer.Option(
+                help="a request mix, tokens x count, e.g. 8192x10,2048x30 (k = 1024 tokens)"
+            ),
+        ] = None,
+        prefix: Annotated[
+            str | None,
+            typer.Option(
+                help="leading tokens every request of --batch/--mix shares (a system prompt), "
+                "e.g. 2k; engines with prefix caching store them once"
+            ),
+        ] = None,
+        max_num_seqs: Annotated[
+            int | None,
+            typer.Option(
+                help="cap on running requests (vLLM --max-num-seqs, SGLang "
+                "--max-running-requests, TRT-LLM max_batch_size); default: the engine's"
+            ),
+        ] = None,
         speculative_config: Annotated[
             str | None,
             typer.Option(
@@ -255,17 +417,21 @@ def register(app: typer.Typer) -> None:
                 '"num_speculative_tokens": 3}\''
             ),
         ] = None,
-        as_json: Annotated[bool, typer.Option("--json", help="print the Plan JSON")] = False,
+        as_json: Annotated[
+            bool, typer.Option("--json", help="print the Plan JSON (and errors as problem+json)")
+        ] = False,
     ) -> None:
         """Plan KV-cache memory, capacity and decode bounds for one deployment.
 
         Examples:
         kvplan plan --model meta-llama/Llama-3.1-8B --context 8k --budget 48GiB
         kvplan plan --model ./config.json --gpu H100-SXM-80GB --tp 4 --dtype fp8
-        Units: GiB = 2^30 bytes, TB/s = 10^12 bytes per second.
+        kvplan plan --model meta-llama/Llama-3.1-8B --gpu L40S-48GB --mix 8k x 10,2k x 30
+        Units: GiB = 2^30 bytes (48G = 48GiB), GB = 10^9, TB/s = 10^12 bytes per second.
         """
         if request is not None:
             _from_request_source(request)
+        error_style("kvplan plan", FLAGS, as_json=as_json)
         if model is None:
             fail(
                 PlanError(
@@ -291,6 +457,8 @@ def register(app: typer.Typer) -> None:
             ("gpu", gpu),
             ("block_size", block_size),
             ("gpu_memory_utilization", util),
+            ("max_num_seqs", max_num_seqs),
+            ("engine_version", engine_version),
         ):
             if value is not None:
                 body[key] = value
@@ -302,11 +470,18 @@ def register(app: typer.Typer) -> None:
             if budget is not None:
                 body["kv_budget_bytes"] = parse_budget(budget)
             if bandwidth is not None:
-                body["bandwidth_bytes_per_s"] = parse_rate(bandwidth, field="bandwidth_bytes_per_s")
+                try:
+                    body["bandwidth_bytes_per_s"] = read_rate(bandwidth)
+                except QuantityError as exc:
+                    raise FieldError(
+                        "bandwidth_bytes_per_s", f"{exc}; write e.g. 3.35TB/s"
+                    ) from None
             if weights is not None:
-                body["weights_bytes"] = parse_bytes(weights, field="weights_bytes")
+                body["weights_bytes"] = parse_size(weights, "weights_bytes")
             if reserve is not None:
-                body["reserve_bytes"] = parse_bytes(reserve, field="reserve_bytes")
+                body["reserve_bytes"] = parse_size(reserve, "reserve_bytes")
+            body.update(_workload(batch, mix, prefix, body.get("context_tokens")))
+            _budget_within_gpu(body)
             req = PlanRequest.model_validate(body)
         except PlanError as exc:
             fail(exc)
@@ -316,7 +491,7 @@ def register(app: typer.Typer) -> None:
         typer.echo(
             result.model_dump_json(indent=2)
             if as_json
-            else _human(result, context_defaulted=context is None and result.requests != [])
+            else _human(result, context_defaulted=context is None and "requests" not in body)
         )
 
     def _speculative(text: str) -> Any:

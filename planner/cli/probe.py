@@ -5,14 +5,25 @@
 planner. The token may come from KVPLAN_ADMIN_TOKEN instead of the command line (which other
 users of the host can see in the process list).
 
+`--validate` then times a real Llama-shaped model's decode steps (transformers, random weights)
+and plans the same points through `POST /api/v1/plan` with the stored calibration: on the
+service given by `--report`, else on an in-process app with a temporary store. It prints the
+predicted-vs-measured table; the calibration it stores (and prints with `--json`) carries the
+fitted step terms and the table.
+
 Exit codes: 0 ok; 1 the probe ran but the report failed; 2 bad input or a backend that cannot
 run here (problem+json on stderr).
 """
 
 from __future__ import annotations
 
+import secrets
 import sys
-from typing import Annotated, Any, Literal, NoReturn
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NoReturn
 from urllib.parse import urlsplit
 
 import httpx
@@ -23,6 +34,9 @@ from planner.cli.output import emit_problem, fail
 from planner.core.errors import FieldError
 from planner.core.units import GB, TB, MiB, fmt_bytes, parse_bytes
 from planner.probe import AttentionShape, CalibrationIn, ProbeFailed, ProbeUnavailable
+
+if TYPE_CHECKING:
+    from planner.probe.validate import PlannerLink, ValidationResult
 
 REPORT_TIMEOUT_SECONDS = 30.0
 CALIBRATIONS_PATH = "/api/v1/calibrations"
@@ -38,6 +52,7 @@ class ProbeOptions(BaseModel):
     attention_shape: AttentionShape = Field(default_factory=AttentionShape)
     dtype: Literal["bf16", "fp16", "fp8"] = "bf16"
     max_memory_bytes: int | None = Field(None, ge=64 * MiB, le=1 << 40)
+    threads: int | None = Field(None, ge=1, le=4096)
 
 
 def _rate(bytes_per_s: float | None) -> str:
@@ -92,6 +107,12 @@ def format_calibration(c: CalibrationIn) -> list[str]:
     return lines
 
 
+def format_result(c: CalibrationIn) -> list[str]:
+    from planner.probe.validate import validation_lines
+
+    return [*format_calibration(c), *validation_lines(c)]
+
+
 def _report_failed(detail: str, status: int = 502) -> NoReturn:
     from planner.api.problems import make_problem
 
@@ -138,6 +159,42 @@ def report(
     return stored
 
 
+@contextmanager
+def in_process_link() -> Iterator[PlannerLink]:
+    """The app in this process, with a throw-away store: the HTTP path without a server.
+
+    Where the web stack is not installed (a bare GPU image with torch but no FastAPI), core
+    `plan()` with the calibration read back from a throw-away store, and the report says so.
+    """
+    from planner.probe.validate import core_link, http_link
+
+    with tempfile.TemporaryDirectory(prefix="kvplan-validate-") as tmp:
+        try:
+            from starlette.testclient import TestClient
+
+            from planner.app import create_app
+            from planner.settings import load_settings
+        except ImportError:
+            from planner.store import Store
+
+            store = Store(Path(tmp))
+            try:
+                yield core_link(
+                    store, "plan() with the stored calibration_id (no web stack installed)"
+                )
+            finally:
+                store.close()
+            return
+        token = secrets.token_urlsafe(24)
+        settings = load_settings(data_dir=Path(tmp), admin_token=token, database_url=None)
+        with TestClient(create_app(settings)) as client:
+            yield http_link(
+                client,
+                token,
+                label="POST /api/v1/plan with calibration_id (in-process app, temporary store)",
+            )
+
+
 def probe(
     device: Annotated[
         str, typer.Option(metavar="auto|cuda|cpu", help="Backend; auto picks CUDA if present.")
@@ -161,6 +218,18 @@ def probe(
         str | None,
         typer.Option(metavar="T", envvar="KVPLAN_ADMIN_TOKEN", help="Admin token for --report."),
     ] = None,
+    validate_model: Annotated[
+        bool,
+        typer.Option(
+            "--validate",
+            help="Then time a real model's decode steps and compare with the planner's estimate "
+            "(CPU: a small Llama shape; CUDA: the Llama-3.1-8B shape in bf16).",
+        ),
+    ] = False,
+    threads: Annotated[
+        str | None,
+        typer.Option(metavar="N", help="CPU threads for the probe and model (--validate: 1)."),
+    ] = None,
 ) -> None:
     """Measure copy ceiling, decode-attention BW_eff and t0 on this host (Llama-3.1-8B shape)."""
     try:
@@ -168,6 +237,16 @@ def probe(
         endpoint = _check_report_target(report_url, token) if report_url else None
     except FieldError as exc:
         fail(exc)
+    shape_flags = (num_q_heads, num_kv_heads, head_dim, dtype)
+    if validate_model and shape_flags != ("32", "8", "128", "bf16"):
+        fail(
+            FieldError(
+                "attention_shape",
+                "--validate probes the validation model's own shape and dtype (CPU: 16 q / 4 KV "
+                "heads, d 64, fp32; CUDA: 32 / 8 / 128, bf16); drop --num-q-heads, "
+                "--num-kv-heads, --head-dim and --dtype",
+            )
+        )
     try:
         options = ProbeOptions.model_validate(
             {
@@ -180,12 +259,16 @@ def probe(
                 },
                 "dtype": dtype,
                 "max_memory_bytes": memory,
+                "threads": threads,
             }
         )
     except ValidationError as exc:
         emit_problem(exc)
     from planner.probe.run import run_probe  # NumPy and the backends load only when probing
 
+    if validate_model:
+        validated(options, as_json=as_json, report_url=report_url, token=token)
+        return
     try:
         calibration = run_probe(
             options.device,
@@ -193,6 +276,7 @@ def probe(
             shape=options.attention_shape,
             dtype=options.dtype,
             max_memory_bytes=options.max_memory_bytes,
+            cpu_config=_cpu_config(options.threads),
         )
     except ProbeUnavailable as exc:
         fail(FieldError("device", str(exc)))
@@ -205,6 +289,55 @@ def probe(
     if endpoint is not None and token:
         stored = report(endpoint, token, calibration)
         typer.echo(f"reported to {endpoint}: id {stored.get('id')}", err=True)
+
+
+def _cpu_config(threads: int | None) -> Any:
+    if threads is None:
+        return None
+    from planner.probe.cpu import CpuConfig
+
+    return CpuConfig(threads=threads)
+
+
+def validated(
+    options: ProbeOptions, *, as_json: bool, report_url: str | None, token: str | None
+) -> None:
+    """`--validate`: probe with the validation model's shape, then time and plan its steps."""
+    from planner.probe.validate import PlannerError, http_link, probe_and_validate
+
+    def run(link: PlannerLink) -> ValidationResult:
+        return probe_and_validate(
+            options.device,
+            link,
+            max_seconds=options.max_seconds,
+            max_memory_bytes=options.max_memory_bytes,
+            threads=options.threads,
+        )
+
+    try:
+        if report_url is not None and token:
+            base = report_url.rstrip("/")
+            with httpx.Client(timeout=REPORT_TIMEOUT_SECONDS) as client:
+                label = f"POST {base}/api/v1/plan with calibration_id"
+                result = run(http_link(client, token, base, label=label))
+        else:
+            with in_process_link() as link:
+                result = run(link)
+    except ProbeUnavailable as exc:
+        fail(FieldError("device", str(exc)))
+    except ProbeFailed as exc:
+        fail(FieldError("max_seconds", str(exc)))
+    except (PlannerError, httpx.HTTPError) as exc:
+        _report_failed(f"validation could not use the planner: {exc}")
+    stored = result.calibration
+    if as_json:
+        typer.echo(stored.model_dump_json(indent=2, exclude_none=True))
+    else:
+        typer.echo("\n".join(format_result(stored)))
+    where = report_url or "a temporary in-process store"
+    typer.echo(
+        f"stored in {where}: probe {result.probe.id}, validated calibration {stored.id}", err=True
+    )
 
 
 def register(app: typer.Typer) -> None:

@@ -13,15 +13,15 @@ from typing import Annotated, Any
 import typer
 from pydantic import ValidationError
 
-from planner.cli.output import emit_problem, fail, read_json_source
+from planner.cli.output import emit_problem, error_style, fail, read_json_source
 from planner.core.errors import FieldError, PlanError
 from planner.core.recommend_schema import MAX_MIX_CLASSES, Recommendation, RecommendRequest
+from planner.quantities import QuantityError, read_duration, read_tokens
 from planner.service import recommend
 
 _ITEM = re.compile(
     r"\s{0,4}([0-9]{1,3}(?:\.[0-9]{1,6})?)(%?)\s{0,4}[:@]\s{0,4}([0-9]{1,9})([kKmM]?)\s{0,4}"
 )
-_SECONDS = re.compile(r"\s{0,4}([0-9]{1,6}(?:\.[0-9]{1,9})?)\s{0,4}(ms|s)?\s{0,4}")
 
 
 def parse_mix(text: str) -> list[dict[str, Any]]:
@@ -44,12 +44,35 @@ def parse_mix(text: str) -> list[dict[str, Any]]:
 
 
 def parse_seconds(text: str) -> float:
-    """ "50ms" → 0.05, "0.05" or "0.05s" → 0.05."""
-    m = _SECONDS.fullmatch(text)
-    if not m:
-        raise FieldError("tpot_seconds", f"cannot read {text!r}; write e.g. 50ms or 0.05")
-    value = float(m.group(1))
-    return value / 1000 if m.group(2) == "ms" else value
+    """ "50ms" → 0.05, "0.05s" → 0.05; a bare "50" is refused (50 seconds or 50 ms?)."""
+    try:
+        return read_duration(text)
+    except QuantityError as exc:
+        raise FieldError("tpot_seconds", f"{exc}; write e.g. 50ms or 0.05s") from None
+
+
+def parse_tokens(text: str, field: str) -> int:
+    """ "32768", "32k" → tokens (k = 1024)."""
+    try:
+        return read_tokens(text)
+    except QuantityError as exc:
+        raise FieldError(field, f"{exc}; write tokens, e.g. 32768 or 32k (k = 1024)") from None
+
+
+FLAGS: dict[str, str] = {
+    "model": "--model",
+    "gpu": "--gpu",
+    "gpu_count": "--gpus",
+    "engine": "--engine",
+    "context_mix": "--mix",
+    "max_model_len": "--max-model-len",
+    "concurrency": "--concurrency",
+    "tpot_seconds": "--tpot",
+    "kv_cache_dtype": "--dtype",
+    "allow_fp8_kv": "--no-fp8",
+    "gpu_memory_utilization": "--util",
+    "tail_quantile": "--tail",
+}
 
 
 def human(r: Recommendation) -> str:
@@ -110,19 +133,25 @@ def register(app: typer.Typer) -> None:
             typer.Option(help="length mix share:tokens, e.g. 70%:2k,20%:8k,10%:32k (k = 1024)"),
         ] = None,
         max_model_len: Annotated[
-            int | None, typer.Option(help="longest request in tokens; default: the mix's longest")
+            str | None,
+            typer.Option(help="longest request in tokens, e.g. 32k; default: the mix's longest"),
         ] = None,
         concurrency: Annotated[
             int | None, typer.Option(help="concurrent requests to hold (required)")
         ] = None,
-        tpot: Annotated[str | None, typer.Option(help="TPOT target, e.g. 50ms")] = None,
+        tpot: Annotated[
+            str | None, typer.Option(help="TPOT target with its unit, e.g. 50ms or 0.05s")
+        ] = None,
         dtype: Annotated[str | None, typer.Option(help="fix kv_cache_dtype")] = None,
         no_fp8: Annotated[bool, typer.Option("--no-fp8", help="never suggest fp8 KV")] = False,
         util: Annotated[float | None, typer.Option(help="memory fraction")] = None,
         tail: Annotated[float, typer.Option(help="tail quantile")] = 0.95,
-        as_json: Annotated[bool, typer.Option("--json", help="print the result JSON")] = False,
+        as_json: Annotated[
+            bool, typer.Option("--json", help="print the result JSON (and errors as problem+json)")
+        ] = False,
     ) -> None:
         """Recommend engine settings and flags that hold a workload."""
+        error_style("kvplan recommend", FLAGS if request is None else {}, as_json=as_json)
         try:
             if request is not None:
                 body: Any = read_json_source(request)
@@ -136,9 +165,10 @@ def register(app: typer.Typer) -> None:
                 if model is not None:
                     is_file = model.endswith(".json") or Path(model).is_file()
                     body["model"] = read_json_source(model) if is_file else model
+                if max_model_len is not None:
+                    body["max_model_len"] = parse_tokens(max_model_len, "max_model_len")
                 for key, value in (
                     ("gpu", gpu),
-                    ("max_model_len", max_model_len),
                     ("concurrency", concurrency),
                     ("kv_cache_dtype", dtype),
                     ("gpu_memory_utilization", util),

@@ -13,12 +13,29 @@ from typing import Annotated, Any
 import typer
 from pydantic import ValidationError
 
-from planner.cli.output import emit_problem, fail, read_json_source
+from planner.cli.output import emit_problem, error_style, fail, read_json_source
+from planner.core.engines import DEFAULT_ENGINE, engine_class, log_engines
 from planner.core.errors import FieldError, PlanError
 from planner.core.logs import MAX_LOG_BYTES
 from planner.core.reconcile_schema import ReconcileRequest, ReconcileResult
+from planner.quantities import QuantityError, read_tokens
 from planner.service import reconcile
 
+FLAGS: dict[str, str] = {
+    "log": "LOGFILE",
+    "model": "--model",
+    "engine": "--engine",
+    "settings": "--settings",
+    "settings.tensor_parallel_size": "--tp",
+    "settings.pipeline_parallel_size": "--pp",
+    "settings.block_size": "--block-size",
+    "settings.kv_cache_dtype": "--dtype",
+    "settings.max_model_len": "--max-model-len",
+    "settings.gpu": "--gpu",
+    "settings.gpu_memory_utilization": "--util",
+    "settings.mem_fraction_static": "--util",
+    "settings.free_gpu_memory_fraction": "--util",
+}
 _MARK = {"equal": "=", "consistent": "≈", "different": "≠", "not_recomputable": "?"}
 
 
@@ -47,6 +64,15 @@ def read_log(source: str) -> str:
         raise FieldError(
             "log", "the file is not UTF-8 text (binary?); pass the engine's text log"
         ) from None
+
+
+def _tokens(text: str | None) -> int | None:
+    if text is None:
+        return None
+    try:
+        return read_tokens(text)
+    except QuantityError as exc:
+        raise FieldError(("settings", "max_model_len"), f"{exc}; write e.g. 32768 or 32k") from None
 
 
 def _fmt(value: float | None, unit: str) -> str:
@@ -120,7 +146,9 @@ def register(app: typer.Typer) -> None:
             int | None, typer.Option(help="block_size / page_size / tokens_per_block")
         ] = None,
         dtype: Annotated[str | None, typer.Option(help="kv_cache_dtype")] = None,
-        max_model_len: Annotated[int | None, typer.Option(help="max_model_len")] = None,
+        max_model_len: Annotated[
+            str | None, typer.Option(help="max_model_len in tokens, e.g. 32k (k = 1024)")
+        ] = None,
         gpu: Annotated[str | None, typer.Option(help="GPU catalog id (for reserves)")] = None,
         util: Annotated[
             float | None, typer.Option(help="gpu_memory_utilization / memory fraction")
@@ -128,9 +156,12 @@ def register(app: typer.Typer) -> None:
         settings: Annotated[
             str | None, typer.Option(help="JSON file with more settings (see the API)")
         ] = None,
-        as_json: Annotated[bool, typer.Option("--json", help="print the result JSON")] = False,
+        as_json: Annotated[
+            bool, typer.Option("--json", help="print the result JSON (and errors as problem+json)")
+        ] = False,
     ) -> None:
         """Reconcile an engine's start-up log (vLLM, SGLang, TensorRT-LLM) with kvplan."""
+        error_style("kvplan reconcile", FLAGS, as_json=as_json)
         try:
             text = read_log(logfile)
             st: dict[str, Any] = {}
@@ -139,16 +170,15 @@ def register(app: typer.Typer) -> None:
                 if not isinstance(loaded, dict):
                     raise FieldError("settings", "the settings file must hold a JSON object")
                 st.update(loaded)
-            fraction_key = {
-                "sglang": "mem_fraction_static",
-                "trtllm": "free_gpu_memory_fraction",
-            }.get(engine or "", "gpu_memory_utilization")
+            fraction_key = engine_class(
+                engine if engine in log_engines() else DEFAULT_ENGINE
+            ).fraction_setting
             for key, value in (
                 ("tensor_parallel_size", tp),
                 ("pipeline_parallel_size", pp),
                 ("block_size", block_size),
                 ("kv_cache_dtype", dtype),
-                ("max_model_len", max_model_len),
+                ("max_model_len", _tokens(max_model_len)),
                 ("gpu", gpu),
                 (fraction_key, util),
             ):

@@ -18,10 +18,12 @@ from planner.core import schema as s
 from planner.core.capacity import Pool
 from planner.core.fit import build_pool
 from planner.core.inputs import Inputs
+from planner.core.moe import decode_weight_read
 from planner.core.notes import Note, note
 from planner.core.parallel import RankLayout
 from planner.core.sizing import stage_kv_bytes
-from planner.core.units import fmt_tbps
+from planner.core.speculative_schema import SpeculativeBoundsOut
+from planner.core.units import fmt_gib, fmt_tbps
 
 
 def read_seconds(n_bytes: int, bandwidth_bytes_per_s: float) -> float:
@@ -114,6 +116,33 @@ def _iso(value: Any) -> str:
     return str(value)
 
 
+def _weights_read(inp: Inputs, batch_tokens: int) -> tuple[int, Note | None]:
+    """Weight bytes one decode step streams (all ranks): all of them but what a step only
+    indexes (the input embedding table, a vision tower that does not run) and, for
+    mixture-of-experts, the experts the batch does not touch."""
+    total = inp.weights_bytes or 0
+    split = inp.model.weight_split
+    if split is None or not total or split.total <= 0:
+        return total, None
+    # The split's proportions, scaled to the size given (a checkpoint's or the request's).
+    scale = total / split.total
+    skipped = (split.dense - split.dense_read) * scale
+    if not split.num_experts:
+        return max(0, round(total - skipped)), None
+    read = decode_weight_read(split, batch_tokens)
+    untouched = split.moe_layers * (split.num_experts - read.experts_per_layer) * split.expert
+    streamed = max(0, round(total - skipped - untouched * scale))
+    return streamed, note(
+        "bounds.moe_active_weights",
+        batch=batch_tokens,
+        experts=read.experts_per_layer,
+        num_experts=split.num_experts,
+        top_k=split.top_k,
+        read_gib=fmt_gib(streamed),
+        total_gib=fmt_gib(total),
+    )
+
+
 def decode_bounds(
     inp: Inputs,
     layouts: list[RankLayout],
@@ -150,16 +179,24 @@ def decode_bounds(
         n = capacity.max_running_requests if capacity and capacity.max_running_requests else 1
         batch, batch_shared = [s.RequestMix(context_tokens=ctx, count=n)], [0]
     n_batch = sum(m.count for m in batch)
-    weights = inp.weights_bytes or 0
     tp, pp = inp.tp, inp.pp
-    weights_stage = weights / (tp * pp)
+    read_bytes, moe_note = _weights_read(inp, n_batch)
+    if moe_note is not None:
+        notes.append(moe_note)
+    weights_rank = read_bytes / tp  # one token passes every stage: the stages' reads add up
 
     def kv_read_bytes(mix: Sequence[s.RequestMix], sh: Sequence[int]) -> int:
         """One decode step reads every stage's KV of every request once."""
         return sum(stage_kv_bytes(lay, dtype, mix, policy, sh) for lay in layouts)
 
+    # Every layer of every stage with its bytes per token, for the sweep's many lengths.
+    weighted = [(x, n * x.bytes_per_token(dtype)) for lay in layouts for x, n in lay.stack]
+
+    def kv_at(length: int, count: int) -> int:
+        return count * sum(w * x.tokens_kept(length, policy) for x, w in weighted)
+
     def floor_for(kv: int) -> StepFloor:
-        return StepFloor(read_seconds(kv, bw), read_seconds(round(weights_stage * pp), bw))
+        return StepFloor(read_seconds(kv, bw), read_seconds(round(weights_rank), bw))
 
     batch_kv = kv_read_bytes(batch, batch_shared)
     floor = floor_for(batch_kv)
@@ -180,9 +217,12 @@ def decode_bounds(
     mha = 2.0 / dtype.bytes_per_element
 
     pf_flops = pf_seconds = None
-    if inp.model.num_parameters:
+    # Prefill multiplies every token by the weights it is routed through (MoE: active only;
+    # the input embedding is a lookup).
+    pf_params = inp.model.prefill_parameters or inp.model.num_parameters
+    if pf_params:
         pf_flops = prefill_flops(
-            num_parameters=inp.model.num_parameters,
+            num_parameters=pf_params,
             prompt_tokens=ctx,
             layers=shape.num_hidden_layers,
             query_heads=shape.num_attention_heads,
@@ -197,7 +237,7 @@ def decode_bounds(
         est = (
             calls * calibration.fixed_overhead_seconds
             + batch_kv / calibration.decode_bandwidth_bytes_per_s
-            + weights_stage * pp / calibration.copy_bandwidth_bytes_per_s
+            + weights_rank / calibration.copy_bandwidth_bytes_per_s
         )
         calibrated = s.CalibratedOut(
             calibration_id=str(calibration.id),
@@ -224,7 +264,7 @@ def decode_bounds(
     top = max(ctx, inp.max_model_len or ctx, 1024)
     length = 1024
     while length <= min(top, 1 << 20) and len(sweep) < 12:
-        pt = floor_for(kv_read_bytes([s.RequestMix(context_tokens=length, count=n_batch)], [0]))
+        pt = floor_for(kv_at(length, n_batch))
         sweep.append(
             s.SweepPointOut(
                 context_tokens=length,
@@ -251,7 +291,7 @@ def decode_bounds(
     step = floor.step_seconds
     speculative = None
     if inp.speculation is not None:
-        speculative, more = _speculative_bound(inp, batch, batch_kv, weights_stage * pp, bw)
+        speculative, more = _speculative_bound(inp, batch, batch_kv, weights_rank, bw)
         notes.extend(more)
     out = s.BoundsOut(
         bandwidth_bytes_per_s=bw,
@@ -277,7 +317,7 @@ def decode_bounds(
 
 def _speculative_bound(
     inp: Inputs, batch: Sequence[s.RequestMix], batch_kv: int, weights: float, bw: float
-) -> tuple[s.SpeculativeBoundsOut, list[Note]]:
+) -> tuple[SpeculativeBoundsOut, list[Note]]:
     """One speculative step: k draft steps (each reads the draft's KV and weights), then one
     target step that verifies the k drafts of every request with one read of its weights and
     KV. Per accepted token: that step over the tokens it yields, 1 + a + … + a^k."""
@@ -303,7 +343,7 @@ def _speculative_bound(
     if tokens is not None and sp.acceptance_rate is not None:
         notes.append(note("speculative.bound", k=k, rate=sp.acceptance_rate, tokens=tokens))
     return (
-        s.SpeculativeBoundsOut(
+        SpeculativeBoundsOut(
             num_speculative_tokens=k,
             acceptance_rate=sp.acceptance_rate,
             tokens_per_step=tokens,

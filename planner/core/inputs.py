@@ -7,23 +7,28 @@ The core never imports the catalog or the Hub: the front ends pass a `Catalog` (
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from planner.core import schema as s
 from planner.core.engines import Engine, Scheduling, get_engine
-from planner.core.errors import FieldError, UnknownIdError
+from planner.core.errors import FieldError, ModelConfigError, UnknownIdError
 from planner.core.hardware import Gpu
-from planner.core.model import ModelShape, estimate_parameters, shape_from_config, with_windows
+from planner.core.model import ModelShape, shape_from_config, with_windows
 from planner.core.notes import Note, note
-from planner.core.specs import IndexerSpec, WindowPolicy
+from planner.core.params import parameter_counts
+from planner.core.quant import WeightBytes, weight_bytes
+from planner.core.sharing import layer_form_notes
+from planner.core.specs import WindowPolicy
 from planner.core.speculative import (
     Speculation,
     apply_speculation,
     draft_shape_of,
     resolve_speculation,
 )
+from planner.core.speculative_schema import SpeculativeConfig
 from planner.core.units import KVDtype, kv_dtype
 
 
@@ -37,6 +42,9 @@ class ResolvedModel:
     weights_source: str | None = None  # "safetensors" | "parameter_count" | "request"
     notes: tuple[Note, ...] = ()
     config: Mapping[str, Any] | None = None  # the config.json it came from, when known
+    active_parameters: int | None = None  # per token (MoE: the experts a token uses)
+    prefill_parameters: int | None = None  # active, less the indexed input embedding
+    weight_split: WeightBytes | None = None  # dense part and per-expert bytes, as stored
 
 
 class Catalog(Protocol):
@@ -101,16 +109,40 @@ def resolve_model_of(request: s.PlanRequest, catalog: Catalog) -> ResolvedModel:
     return model_from_config(request.model)
 
 
-def model_from_config(config: Mapping[str, Any], model_id: str | None = None) -> ResolvedModel:
-    """A pasted config: shape from it, weights from a parameter-count estimate."""
-    shape = shape_from_config(config, model_id=model_id)
-    params = estimate_parameters(shape)
-    notes: tuple[Note, ...] = ()
-    if params is not None:
-        notes = (note("model.parameters_estimated", parameters=params),)
-    weights = params * 2 if params is not None else None
+def model_from_config(
+    config: Mapping[str, Any],
+    model_id: str | None = None,
+    *,
+    num_parameters: int | None = None,
+    weights_bytes: int | None = None,
+    weights_source: str | None = None,
+    notes: tuple[Note, ...] = (),
+) -> ResolvedModel:
+    """A model from its config.json: its shape, and its parameters and weights counted from
+    the config (every routed expert once, quantized layers as stored) unless given."""
+    counts = split = None
+    with contextlib.suppress(ModelConfigError):
+        counts = parameter_counts(config)
+    with contextlib.suppress(ModelConfigError):
+        split = weight_bytes(config)
+    params = num_parameters or (counts.total if counts is not None else None)
+    shape = shape_from_config(config, model_id=model_id, num_parameters=params)
+    out_notes = list(notes)
+    if weights_bytes is None and split is not None:
+        weights_bytes, weights_source = split.total, "parameter_count"
+        out_notes.append(note("model.weights_counted", weights=split.total))
+    if split is not None and weights_bytes is not None and weights_bytes != split.total:
+        split = split.scaled_to(weights_bytes)
     return ResolvedModel(
-        shape, params, weights, "parameter_count" if weights else None, notes, config
+        shape=shape,
+        num_parameters=params,
+        weights_bytes=weights_bytes,
+        weights_source=weights_source if weights_bytes is not None else None,
+        notes=tuple(out_notes),
+        config=config,
+        active_parameters=counts.active_per_token if counts is not None else None,
+        prefill_parameters=counts.active_without_embedding_lookup if counts else None,
+        weight_split=split,
     )
 
 
@@ -137,7 +169,7 @@ def _context(request: s.PlanRequest, max_model_len: int | None) -> int:
 
 
 def _kv_dtype(
-    request: s.PlanRequest, engine: Engine, shape: ModelShape, model_dtype: str
+    request: s.PlanRequest, shape: ModelShape, model_dtype: str
 ) -> tuple[KVDtype, list[Note]]:
     if request.kv_cache_dtype.strip().lower() != "auto":
         return kv_dtype(request.kv_cache_dtype), []
@@ -177,7 +209,7 @@ def resolve(
     notes: list[Note] = list(model.notes)
     tp, pp = request.tensor_parallel_size, request.pipeline_parallel_size
     model_dtype, dtype_notes = engine.model_dtype(shape, request.dtype)
-    kv, more = _kv_dtype(request, engine, shape, model_dtype)
+    kv, more = _kv_dtype(request, shape, model_dtype)
     dtype_notes += more
     engine.validate(shape, tp, pp, kv, model_dtype)
     notes.extend(layer_form_notes(shape))
@@ -201,6 +233,11 @@ def resolve(
     if kv.note_code:
         notes.append(note(kv.note_code))
 
+    if request.async_scheduling is not None and not engine.takes_async_scheduling:
+        raise FieldError(
+            "async_scheduling",
+            f"{engine.label} has no async_scheduling setting (a vLLM flag); omit the field",
+        )
     block, block_notes = engine.block_size(request.block_size, shape)
     notes.extend(block_notes)
     sched = engine.scheduling(request.max_num_batched_tokens, request.async_scheduling, gpu, pp)
@@ -235,6 +272,15 @@ def resolve(
     max_len = engine.max_model_len(shape)
     ctx = _context(request, max_len)
     if max_len and ctx > max_len:
+        override = engine.long_context_override
+        if override and not request.allow_long_max_model_len:
+            field = "context_tokens" if request.context_tokens is not None else "requests"
+            raise FieldError(
+                field,
+                f"{ctx:,} tokens is more than the model's maximum length {max_len:,}, and "
+                f"{engine.label} refuses such a max_model_len unless {override} is set; plan "
+                f"at most {max_len:,} tokens, or set allow_long_max_model_len=true",
+            )
         notes.append(note("context.beyond_max_position", ctx=ctx, max_len=max_len))
     mixes = tuple(request.requests or [s.RequestMix(context_tokens=ctx)])
     prefix_on = (
@@ -271,23 +317,8 @@ def resolve(
     )
 
 
-def layer_form_notes(shape: ModelShape) -> list[Note]:
-    """Notes on layers without a cache of their own and on caches beside attention."""
-    out: list[Note] = []
-    shared = sum(1 for s in shape.layers if not s.owns_kv)
-    if shared:
-        n = shape.num_hidden_layers
-        out.append(note("model.kv_shared_layers", shared=shared, layers=n, owning=n - shared))
-    for g in shape.groups:
-        if isinstance(g.spec, IndexerSpec):
-            out.append(
-                note("model.sparse_mla_indexer", layers=g.layers, indexer_bytes=g.spec.head_size)
-            )
-    return out
-
-
 def resolve_draft(
-    spec: s.SpeculativeConfig,
+    spec: SpeculativeConfig,
     engine: Engine,
     model: ResolvedModel,
     catalog: Catalog,
@@ -318,11 +349,10 @@ def resolve_draft(
         elif spec.method == "mtp":
             target_config = spec.model
         else:
-            draft_shape = draft_shape_of(spec.model)
-            params = estimate_parameters(draft_shape)
-            if params is not None:
-                draft_weights = params * 2
-                notes.append(note("speculative.draft_weights_estimated", parameters=params))
+            draft_shape = draft_shape_of(spec.model)  # errors named under speculative_config
+            draft_weights = model_from_config(spec.model).weights_bytes
+            if draft_weights is not None:
+                notes.append(note("speculative.draft_weights_estimated", weights=draft_weights))
     if draft_shape is not None:
         try:
             engine.validate_parallel(draft_shape, tp, 1)

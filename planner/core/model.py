@@ -1,6 +1,6 @@
 """A model's KV-relevant shape, resolved from a Hugging Face `config.json` object.
 
-Rules (engine_rules.md §1.2, §4): explicit `head_dim` wins over `hidden_size // heads`; KV heads
+Rules (docs/engine-rules.md): explicit `head_dim` wins over `hidden_size // heads`; KV heads
 fall back to query heads; MLA (DeepSeek) caches one latent of `kv_lora_rank + qk_rope_head_dim`
 per layer-token with no ×2; per-layer windows come from `layer_types`, else Gemma-2/gpt-oss
 alternation, else `sliding_window_pattern`, else the model-level `sliding_window` on every layer
@@ -14,7 +14,6 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from planner.core.errors import ModelConfigError
-from planner.core.parameters import estimate_parameters
 from planner.core.sharing import apply_layer_forms, mlp_width
 from planner.core.specs import (
     ChunkedLocalSpec,
@@ -87,6 +86,9 @@ class ModelShape:
     groups: tuple[LayerGroup, ...] = ()
     # A speculative draft's KV layers, after the target's (they join its groups, last stage).
     draft_layers: tuple[LayerSpec, ...] = ()
+    # What engines derive the longest context from besides max_position_embeddings.
+    rope_scaling: tuple[str, float, int | None] | None = None  # (type, factor, original max)
+    model_max_length: int | None = None
 
     @property
     def stack(self) -> Stack:
@@ -312,6 +314,8 @@ def shape_from_config(
             shared_width = n_shared * expert_width
 
     return ModelShape(
+        rope_scaling=_rope_scaling(cfg),
+        model_max_length=_int_field(cfg, "model_max_length", hi=1 << 30),
         groups=group_layers(layers),
         id=model_id,
         model_type=model_type,
@@ -344,6 +348,20 @@ def _attention_spec(
     if kind == "chunked" and window is not None:
         return ChunkedLocalSpec(kv_heads, head_size, head_size_v, window)
     return FullAttentionSpec(kv_heads, head_size, head_size_v)
+
+
+def _rope_scaling(cfg: Mapping[str, Any]) -> tuple[str, float, int | None] | None:
+    """(rope type, factor, original_max_position_embeddings) of a config's RoPE scaling."""
+    raw = cfg.get("rope_scaling") or cfg.get("rope_parameters")
+    if not isinstance(raw, Mapping):
+        return None
+    kind = raw.get("rope_type", raw.get("type"))
+    factor = raw.get("factor")
+    if not isinstance(kind, str) or isinstance(factor, bool) or not isinstance(factor, int | float):
+        return None
+    original = raw.get("original_max_position_embeddings")
+    orig = original if isinstance(original, int) and not isinstance(original, bool) else None
+    return kind, float(factor), orig
 
 
 def group_layers(
@@ -385,7 +403,6 @@ __all__ = [
     "ModelShape",
     "Stack",
     "cdiv",
-    "estimate_parameters",
     "group_layers",
     "shape_from_config",
     "stack_of",

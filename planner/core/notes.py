@@ -69,6 +69,11 @@ TEMPLATES: dict[str, str] = {
         "{bytes_per_parameter:g} B."
     ),
     "model.catalog_weights": "Weights from the published checkpoint size: {weights:,} B.",
+    "model.weights_counted": (
+        "Weights counted from the config: {weights:,} B (every routed expert once, quantized "
+        "layers as stored); set weights_bytes if the checkpoint differs."
+    ),
+    "model.hub_weights": ("Weights from the checkpoint's safetensors ({source}): {weights:,} B."),
     # A catalog entry's own remark (its text is data, shipped with the entry).
     "model.catalog_note": "{text}",
     "dtype.auto_assumed_bf16": "The config gives no torch_dtype; kv_cache_dtype auto assumed bf16.",
@@ -111,8 +116,8 @@ TEMPLATES: dict[str, str] = {
         "(num_prefill_lookahead_tokens − 1) for re-prefill."
     ),
     "speculative.draft_weights_estimated": (
-        "Draft weights estimated from its config: {parameters:,} parameters × 2 B; the decode "
-        "bound reads them once per draft step."
+        "Draft weights counted from its config: {weights:,} B; the decode bound reads them once "
+        "per draft step."
     ),
     "speculative.draft_weights_unknown": (
         "Draft weights unknown: the decode bound's draft steps count the draft's KV reads only."
@@ -242,6 +247,12 @@ TEMPLATES: dict[str, str] = {
         "stages' reads."
     ),
     "bounds.weights_unknown": "Weights size unknown: the decode floor counts KV reads only.",
+    "bounds.moe_active_weights": (
+        "Mixture of experts: a decode step of {batch:,} tokens reads the dense weights and the "
+        "experts the batch touches, {experts:.1f} of {num_experts} per MoE layer (top-{top_k}; "
+        "uniform routing assumed: E·(1 − (1 − k/E)^B), k at batch 1, E at large batches), "
+        "{read_gib} of {total_gib} per step."
+    ),
     "bounds.calibrated": (
         "Calibrated estimate from {device} (measured {measured_at}): {calls} attention calls × "
         "t0 + KV bytes / {decode_tbps}; the datasheet floor at {floor_tbps} stays the hard "

@@ -25,6 +25,7 @@ from planner.core.notes import Notes
 from planner.core.parallel import rank_layouts
 from planner.core.sizing import workload
 from planner.core.specs import bytes_per_token
+from planner.core.speculative_schema import DraftOut
 from planner.core.units import KVDtype
 
 
@@ -134,6 +135,7 @@ def _model_out(inp: Inputs) -> s.ModelOut:
             "request" if inp.request.weights_bytes is not None else inp.model.weights_source
         ),
         num_parameters=inp.model.num_parameters,
+        active_parameters=inp.model.active_parameters,
         groups=[
             s.GroupOut(
                 kind=g.spec.kind,
@@ -151,11 +153,11 @@ def _model_out(inp: Inputs) -> s.ModelOut:
     )
 
 
-def _draft_out(inp: Inputs) -> s.DraftOut | None:
+def _draft_out(inp: Inputs) -> DraftOut | None:
     sp = inp.speculation
     if sp is None:
         return None
-    return s.DraftOut(
+    return DraftOut(
         method=sp.method,
         model=sp.model_label,
         num_speculative_tokens=sp.num_speculative_tokens,

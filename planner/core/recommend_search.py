@@ -4,7 +4,6 @@ needs, and the preferred candidate that holds the workload."""
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -12,9 +11,9 @@ from typing import Any
 from planner.core.engines import get_engine
 from planner.core.errors import FieldError, PlanError
 from planner.core.inputs import Catalog
-from planner.core.plan import plan
 from planner.core.recommend_schema import RecommendRequest
-from planner.core.schema import Plan, PlanRequest
+from planner.core.schema import Plan
+from planner.core.variants import Replanner
 from planner.core.workload import MixCapacity, mix_capacity
 
 
@@ -58,6 +57,9 @@ def _base(req: RecommendRequest, tp: int, dtype: str, util: float) -> dict[str, 
         "tensor_parallel_size": tp,
         "kv_cache_dtype": dtype,
         "gpu_memory_utilization": util,
+        # The search asks what memory holds; past the model's maximum length is reported by
+        # the plan's note, not by refusing every candidate.
+        "allow_long_max_model_len": True,
     }
     for key in ("block_size", "weights_bytes", "reserve_bytes", "max_num_batched_tokens"):
         value = getattr(req, key)
@@ -67,18 +69,14 @@ def _base(req: RecommendRequest, tp: int, dtype: str, util: float) -> dict[str, 
 
 
 class Planner:
-    """`plan()` with a memo: the search and its what-ifs ask the same questions repeatedly."""
+    """The search's plans: its candidates and what-ifs ask the same questions repeatedly, so
+    they go through one memoised `Replanner`."""
 
     def __init__(self, catalog: Catalog) -> None:
-        self.memo: dict[str, Plan] = {}
-        self.catalog = catalog
+        self.replan = Replanner(catalog)
 
     def __call__(self, body: dict[str, Any]) -> Plan:
-        key = json.dumps(body, sort_keys=True)
-        found = self.memo.get(key)
-        if found is None:
-            found = self.memo[key] = plan(PlanRequest.model_validate(body), catalog=self.catalog)
-        return found
+        return self.replan(body)
 
 
 def batch_counts(batch: int, shares: list[float], lengths: list[int]) -> list[int]:

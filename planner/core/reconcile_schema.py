@@ -10,13 +10,8 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validat
 
 from planner.core.engines import log_engines
 from planner.core.logs import MAX_LOG_BYTES
-from planner.core.schema import (
-    MAX_BYTES,
-    MAX_CONFIG_KEYS,
-    MAX_PARALLEL,
-    MAX_TOKENS,
-    SpeculativeConfig,
-)
+from planner.core.schema import MAX_BYTES, MAX_CONFIG_KEYS, MAX_PARALLEL, MAX_TOKENS
+from planner.core.speculative_schema import SpeculativeConfig
 
 
 def _log_engine(name: str) -> str:

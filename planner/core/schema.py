@@ -1,4 +1,4 @@
-"""The contract: `PlanRequest` in, `Plan` out (DESIGN.md, `/api/v1/plan`).
+"""The contract: `PlanRequest` in, `Plan` out (`POST /api/v1/plan`).
 
 Strict on the way in: unknown fields rejected, no bool→int or str→number coercion, finite floats,
 every integer and list bounded so no input can overflow or exhaust memory. Field names are the
@@ -12,9 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from planner.core.engines import DEFAULT_ENGINE, engine_names
-from planner.core.speculative_schema import DraftOut as DraftOut
-from planner.core.speculative_schema import SpeculativeBoundsOut as SpeculativeBoundsOut
-from planner.core.speculative_schema import SpeculativeConfig as SpeculativeConfig
+from planner.core.speculative_schema import LayerFormsOut, SpeculativeBoundsOut, SpeculativeConfig
 
 # Bounds chosen so nothing a client sends can overflow an int64 product or allocate much:
 # 2**24 tokens (16M) of context, 2**20 requests, 2**50 bytes (1 PiB) of memory.
@@ -92,6 +90,12 @@ class PlanRequest(_Strict):
     )
     enforce_eager: bool | None = Field(
         default=None, description="vLLM --enforce-eager (no CUDA graphs)."
+    )
+    allow_long_max_model_len: bool = Field(
+        default=False,
+        description="Plan a context beyond the model's maximum, as vLLM does with "
+        "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (SGLang: SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1); "
+        "otherwise such a request is refused as the engine refuses it.",
     )
     revision: Annotated[str, Field(min_length=1, max_length=100)] | None = Field(
         default=None, description="Hub revision when model is a Hub id."
@@ -195,9 +199,7 @@ class PlanRequest(_Strict):
     output_tokens: Annotated[int, Field(ge=0, le=MAX_TOKENS, strict=True)] | None = Field(
         default=None, description="Tokens to generate, for the prefill-vs-decode work count."
     )
-    speculative_config: SpeculativeConfig | None = Field(
-        default=None, description="vLLM --speculative-config (draft KV layers, lookahead)."
-    )
+    speculative_config: SpeculativeConfig | None = None  # vLLM --speculative-config
 
     @model_validator(mode="after")
     def _config_size(self) -> PlanRequest:
@@ -224,7 +226,7 @@ class GroupOut(_Out):
     head_size_v: int
 
 
-class ModelOut(_Out):
+class ModelOut(LayerFormsOut):
     id: str | None
     model_type: str | None
     num_hidden_layers: int
@@ -237,9 +239,8 @@ class ModelOut(_Out):
     weights_bytes: int | None = None
     weights_source: str | None = None
     num_parameters: int | None = None
+    active_parameters: int | None = None
     groups: list[GroupOut]
-    kv_shared_layers: list[int] = []  # layers reading another layer's cache (Gemma-3n)
-    draft: DraftOut | None = None
 
 
 class NoteOut(_Out):

@@ -13,10 +13,14 @@ are read (`model.shape_from_config` calls `apply_layer_forms` once).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from planner.core.errors import ModelConfigError
-from planner.core.specs import LayerSpec, MLASpec, SharedKVSpec, SparseMLASpec
+from planner.core.notes import Note, note
+from planner.core.specs import IndexerSpec, LayerSpec, MLASpec, SharedKVSpec, SparseMLASpec
+
+if TYPE_CHECKING:  # model.py imports this module
+    from planner.core.model import ModelShape
 
 # Model files that implement `num_kv_shared_layers` (vLLM gemma3n.py, gemma4.py; transformers'
 # Gemma3nTextConfig.kv_sharing_modes).
@@ -156,4 +160,19 @@ def _sparse_mla(cfg: Mapping[str, Any], layers: tuple[LayerSpec, ...]) -> tuple[
     return tuple(out)
 
 
-__all__ = ["apply_layer_forms", "mlp_width"]
+def layer_form_notes(shape: ModelShape) -> list[Note]:
+    """Notes on layers without a cache of their own and on caches beside attention."""
+    out: list[Note] = []
+    shared = sum(1 for s in shape.layers if not s.owns_kv)
+    if shared:
+        n = shape.num_hidden_layers
+        out.append(note("model.kv_shared_layers", shared=shared, layers=n, owning=n - shared))
+    for g in shape.groups:
+        if isinstance(g.spec, IndexerSpec):
+            out.append(
+                note("model.sparse_mla_indexer", layers=g.layers, indexer_bytes=g.spec.head_size)
+            )
+    return out
+
+
+__all__ = ["apply_layer_forms", "layer_form_notes", "mlp_width"]

@@ -26,7 +26,6 @@ from planner.core.model import (
     text_config,
     with_layers,
 )
-from planner.core.schema import SpeculativeConfig
 from planner.core.specs import (
     LayerSpec,
     SlidingWindowSpec,
@@ -34,6 +33,7 @@ from planner.core.specs import (
     cache_layers,
     stack_of,
 )
+from planner.core.speculative_schema import SpeculativeConfig
 from planner.core.units import KVDtype
 
 FIELD = "speculative_config"

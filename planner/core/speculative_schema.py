@@ -1,5 +1,6 @@
-"""The speculative-decoding parts of the plan contract: vLLM's `--speculative-config` in, the
-draft as sized and the decode bound per accepted token out (re-exported by `schema`)."""
+"""The speculative-decoding and layer-form parts of the plan contract: vLLM's
+`--speculative-config` in; the draft as sized, KV-sharing layers and the decode bound per
+accepted token out (used by `schema`)."""
 
 from __future__ import annotations
 
@@ -92,4 +93,17 @@ class SpeculativeBoundsOut(_Out):
     tokens_per_s: float | None  # the whole batch
 
 
-__all__ = ["DraftOut", "SpeculativeBoundsOut", "SpeculativeConfig", "SpeculativeMethod"]
+class LayerFormsOut(_Out):
+    """The model's layers beyond plain attention (the base of `schema.ModelOut`)."""
+
+    kv_shared_layers: list[int] = []  # layers reading another layer's cache (Gemma-3n)
+    draft: DraftOut | None = None  # a speculative draft's KV layers, when one is declared
+
+
+__all__ = [
+    "DraftOut",
+    "LayerFormsOut",
+    "SpeculativeBoundsOut",
+    "SpeculativeConfig",
+    "SpeculativeMethod",
+]

@@ -106,6 +106,90 @@ class FitSummary(_Strict):
     piecewise: list[PiecewiseFit] = Field(default_factory=list, max_length=4)
 
 
+class StepTerms(_Strict):
+    """A model's decode step beyond bytes / BW: fitted from the validation's training points.
+
+    The bytes-only estimate is `layers x t0 + KV bytes / BW_eff + weights / BW_copy`. A real
+    step also runs norms, kernel launches, sampling, and matmuls whose compute can outlast the
+    weight stream. Two terms cover that, fitted by relative-error least squares on training
+    points only: a fixed cost per layer, and a matmul rate F, with the weights term becoming
+    `max(weights / BW_copy, 2 x parameters x batch / F)`.
+    """
+
+    model: ShortText = Field(description="the model whose steps were timed, e.g. its shape")
+    per_layer_overhead_seconds: Annotated[
+        float, Field(ge=0, le=MAX_OVERHEAD_SECONDS, allow_inf_nan=False)
+    ]
+    matmul_flops_per_s: Annotated[float, Field(gt=0, le=1e18, allow_inf_nan=False)] | None = Field(
+        None, description="None: no training point was matmul-bound (term dropped)"
+    )
+    training_points: int = Field(ge=1, le=MAX_POINTS)
+    clamped: list[Annotated[str, StringConstraints(pattern=r"^[a-z_]{1,40}$")]] = Field(
+        default_factory=list,
+        max_length=2,
+        description="terms that fitted negative and were set to 0 (none, or per_layer)",
+    )
+
+
+class ValidationPoint(_Strict):
+    """One batch x context point: the measured step beside the planner's figures for it."""
+
+    batch: int = Field(ge=1, le=1 << 20)
+    context_tokens: int = Field(ge=1, le=1 << 24)
+    role: Literal["training", "held_out"]
+    measured_seconds: Seconds = Field(description="median step time (forward + greedy sampling)")
+    measured_best_seconds: Seconds
+    coefficient_of_variation: Ratio
+    pass_spread: Ratio
+    samples: int = Field(ge=1, le=1_000_000)
+    kv_read_bytes: ByteCount = Field(description="KV bytes one step reads (the plan's figure)")
+    weights_read_bytes: ByteCount
+    bytes_only_seconds: Seconds = Field(
+        description="the plan's calibrated estimate: layers x t0 + KV/BW_eff + weights/BW_copy"
+    )
+    calibrated_seconds: Seconds = Field(description="bytes_only_seconds + the fitted step terms")
+    floor_seconds: Seconds = Field(description="the plan's bytes / bandwidth floor")
+    bytes_only_error: float = Field(ge=-1e3, le=1e3, allow_inf_nan=False)
+    calibrated_error: float = Field(
+        ge=-1e3, le=1e3, allow_inf_nan=False, description="(estimate - measured) / measured"
+    )
+    floor_error: float = Field(ge=-1e3, le=1e3, allow_inf_nan=False)
+    kv_share: Ratio = Field(description="(layers x t0 + KV/BW_eff) / measured")
+    non_kv_share: Ratio = Field(
+        description="1 - kv_share: weights, matmuls, norms, MLP, launches and sampling"
+    )
+    residual_seconds: float = Field(
+        ge=-3600, le=3600, allow_inf_nan=False, description="measured - bytes_only_seconds"
+    )
+
+
+class ValidationSummary(_Strict):
+    """Predicted vs measured decode steps of a real model (random weights, transformers)."""
+
+    model: ShortText
+    framework: ShortText = Field(description="e.g. transformers 5.24.0 / torch 2.13.0, sdpa")
+    dtype: ShortText
+    device: ShortText
+    threads: int | None = Field(None, ge=1, le=4096)
+    launch_mode: ShortText = Field(description="eager, or cuda_graph when the step was captured")
+    layers: int = Field(ge=1, le=4096)
+    parameters: int = Field(ge=1, le=1 << 50)
+    weights_read_bytes: ByteCount = Field(
+        description="parameters a step reads: all but an untied input embedding table"
+    )
+    plan_path: ShortText = Field(description="how the points were planned (POST /api/v1/plan)")
+    plan_calibration_id: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_\-]{1,64}$")]
+    floor_label: ShortText = Field(description="what the floor's bandwidth is")
+    floor_bandwidth_bytes_per_s: Bandwidth
+    points: list[ValidationPoint] = Field(max_length=MAX_POINTS)
+    median_abs_error: Ratio = Field(description="held-out points, calibrated estimate")
+    max_abs_error: Ratio
+    bytes_only_median_abs_error: Ratio = Field(description="held-out points, no step terms")
+    bytes_only_max_abs_error: Ratio
+    floor_median_abs_error: Ratio
+    duration_seconds: Seconds
+
+
 class CalibrationIn(_Strict):
     """A calibration to store: the probe's result, or a record measured elsewhere (ingest)."""
 
@@ -139,6 +223,17 @@ class CalibrationIn(_Strict):
     notes: list[NoteText] = Field(default_factory=list, max_length=MAX_NOTES)
     environment: dict[EnvKey, EnvValue] = Field(default_factory=dict, max_length=MAX_ENV_KEYS)
     duration_seconds: Seconds | None = None
+    # A real model's step beyond bytes / BW (issue 17); absent on plain probe records.
+    per_layer_overhead_seconds: (
+        Annotated[float, Field(ge=0, le=MAX_OVERHEAD_SECONDS, allow_inf_nan=False)] | None
+    ) = Field(None, description="fixed cost per layer beyond t0 (norms, launches, MLP glue)")
+    matmul_flops_per_s: Annotated[float, Field(gt=0, le=1e18, allow_inf_nan=False)] | None = Field(
+        None,
+        description="matmul rate at decode batches: the weights term is "
+        "max(weights / BW_copy, 2 x params x batch / this)",
+    )
+    step_terms: StepTerms | None = None
+    validation: ValidationSummary | None = None
 
     @model_validator(mode="after")
     def _measured_at_is_aware(self) -> CalibrationIn:
@@ -173,6 +268,12 @@ class ProbeRequest(_Strict):
     )
     attention_shape: AttentionShape = Field(default_factory=AttentionShape)
     dtype: Literal["bf16", "fp16", "fp8"] = "bf16"
+    validate_model: bool = Field(
+        False,
+        alias="validate",
+        description="also time a real model's decode steps (random weights) and store the "
+        "calibration with fitted step terms and the predicted-vs-measured table",
+    )
 
 
 def utc_now() -> datetime:

@@ -6,12 +6,14 @@ templates turn a `Chart` into `<svg>` with autoescaped text, so no label can inj
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 WIDTH = 400
 TOP_PADDING = 18  # room for the value label above the tallest column
 AXIS_HEIGHT = 18  # room for the tick labels under the baseline
+Y_GUTTER = 40  # room for the y-axis labels left of the plot
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +42,8 @@ class Chart:
     rects: tuple[Rect, ...]
     labels: tuple[Label, ...]
     baseline_y: float | None = None
+    grid_y: tuple[float, ...] = ()
+    plot_x: float = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,18 +82,43 @@ def stacked_bar(parts: Sequence[Part], total: float, height: int = 36) -> Chart:
     return Chart(WIDTH, height, tuple(rects), ())
 
 
-def columns(cols: Sequence[Column], plot_height: int = 150) -> Chart:
-    """Vertical (stacked) columns with a value above each and a tick label below."""
+def nice_ticks(top: float, count: int = 4) -> list[float]:
+    """Round y-axis values from 0 up to at least `top`: steps of 1, 2 or 5 × 10^k."""
+    if top <= 0:
+        return [0.0]
+    raw = top / count
+    power = 10 ** math.floor(math.log10(raw))
+    step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
+    n = math.ceil(top / step - 1e-9)
+    return [i * step for i in range(n + 1)]
+
+
+def columns(
+    cols: Sequence[Column],
+    plot_height: int = 150,
+    y_label: Callable[[float], str] | None = None,
+) -> Chart:
+    """Vertical (stacked) columns with a value above each, a tick label below, and a y-axis
+    (gridlines at round values, labelled by `y_label`) in a gutter on the left."""
+    gutter = Y_GUTTER if y_label else 0
     n = max(len(cols), 1)
-    slot = WIDTH / n
+    slot = (WIDTH - gutter) / n
     bar_width = slot * 0.68
     top = max((sum(p.value for p in c.parts) for c in cols), default=0.0)
-    scale = plot_height / top if top > 0 else 0.0
+    ticks = nice_ticks(top) if y_label else []
+    axis_top = max(top, ticks[-1] if ticks else 0.0)
+    scale = plot_height / axis_top if axis_top > 0 else 0.0
     base = TOP_PADDING + plot_height
     rects: list[Rect] = []
     labels: list[Label] = []
+    grid: list[float] = []
+    if y_label is not None:
+        for value in ticks:
+            at = _r(base - value * scale)
+            grid.append(at)
+            labels.append(Label(gutter - 4, _r(at + 3.5), y_label(value), "ytick", "end"))
     for i, col in enumerate(cols):
-        x = i * slot + (slot - bar_width) / 2
+        x = gutter + i * slot + (slot - bar_width) / 2
         y: float = base
         state = " is-current" if col.highlight else " is-muted" if col.muted else ""
         for part in col.parts:
@@ -100,10 +129,18 @@ def columns(cols: Sequence[Column], plot_height: int = 150) -> Chart:
             rects.append(
                 Rect(_r(x), _r(y), _r(bar_width), _r(h), f"col-{part.cls}{state}", part.title)
             )
-        centre = _r(i * slot + slot / 2)
+        centre = _r(gutter + i * slot + slot / 2)
         labels.append(Label(centre, _r(y - 4), col.top_label, "value" + state))
         labels.append(Label(centre, base + 14, col.tick, "tick" + state))
-    return Chart(WIDTH, int(base + AXIS_HEIGHT), tuple(rects), tuple(labels), baseline_y=base)
+    return Chart(
+        WIDTH,
+        int(base + AXIS_HEIGHT),
+        tuple(rects),
+        tuple(labels),
+        baseline_y=base,
+        grid_y=tuple(grid),
+        plot_x=gutter,
+    )
 
 
 def tokens_tick(tokens: int) -> str:

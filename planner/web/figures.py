@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from planner.core.schema import Plan
+from planner.core.schema import MAX_COUNT, Plan
 from planner.web.charts import Chart, Column, Part, columns, stacked_bar, tokens_tick
 from planner.web.i18n import Numbers
 from planner.web.view import MemoryView
@@ -74,7 +74,7 @@ def capacity_figure(
         LegendItem("col-req", _("Requests that fit"), ""),
         LegendItem("col-req is-current", _("Your context length"), fmt.num(current_tokens)),
     )
-    return Figure(columns(cols), legend)
+    return Figure(columns(cols, y_label=lambda v: fmt.num(round(v))), legend)
 
 
 def _short_ms(seconds: float) -> str:
@@ -83,33 +83,40 @@ def _short_ms(seconds: float) -> str:
 
 
 def decode_figure(plan: Plan, capacity: dict[int, int], fmt: Numbers, _: Gettext) -> Figure | None:
+    """Decode-step floor per context length. Without a workload each column's batch is the one
+    that runs at that length (as many as fit, up to the engine's cap on running requests): a
+    column for a batch that cannot be in memory would set the scale with a step that never
+    happens. The KV read of a batch is linear in its size: the sweep's figure × n / batch."""
     bounds = plan.bounds
     if bounds is None or len(bounds.context_sweep) < 2:
         return None
     batch = bounds.batch_requests
-    current = plan.capacity.context_tokens if plan.capacity else None
+    cap = plan.capacity
+    current = cap.context_tokens if cap else None
+    per_length = cap is not None and cap.workload_fits is None and bool(capacity)
+    limit = cap.max_num_seqs if cap is not None and cap.max_num_seqs else MAX_COUNT
     cols = []
     for point in bounds.context_sweep:
         ctx = point.context_tokens
         fits = capacity.get(ctx)
+        n = min(fits, limit) if per_length and fits is not None else batch
+        kv = point.kv_read_seconds * n / batch if batch else 0.0
+        weights = point.weights_read_seconds if n > 0 else 0.0
+        title = ngettext_batch(_, n, fmt)
         cols.append(
             Column(
                 tokens_tick(ctx),
                 (
                     Part(
                         "weights",
-                        point.weights_read_seconds,
-                        _("Weights read: %(t)s") % {"t": fmt.ms(point.weights_read_seconds)},
+                        weights,
+                        _("Weights read: %(t)s") % {"t": fmt.ms(weights)} + title,
                     ),
-                    Part(
-                        "kv",
-                        point.kv_read_seconds,
-                        _("KV read: %(t)s") % {"t": fmt.ms(point.kv_read_seconds)},
-                    ),
+                    Part("kv", kv, _("KV read: %(t)s") % {"t": fmt.ms(kv)} + title),
                 ),
-                _short_ms(point.kv_read_seconds + point.weights_read_seconds),
+                _short_ms(kv + weights) if n > 0 else "—",
                 highlight=ctx == current,
-                muted=fits is not None and fits < batch,
+                muted=not per_length and fits is not None and fits < batch,
             )
         )
     legend = [
@@ -118,4 +125,11 @@ def decode_figure(plan: Plan, capacity: dict[int, int], fmt: Numbers, _: Gettext
     ]
     if any(c.muted for c in cols):
         legend.append(LegendItem("col-kv is-muted", _("This batch would not fit in memory"), ""))
-    return Figure(columns(cols), tuple(legend))
+    top_ms = max((sum(p.value for p in c.parts) for c in cols), default=0.0) * 1e3
+    digits = 0 if top_ms >= 10 else 1 if top_ms >= 1 else 2  # one precision for the whole axis
+    return Figure(columns(cols, y_label=lambda v: fmt.dec(v * 1e3, digits)), tuple(legend))
+
+
+def ngettext_batch(_: Gettext, n: int, fmt: Numbers) -> str:
+    """` (batch of N)` for a column's tooltip."""
+    return " · " + _("batch of %(num)s") % {"num": fmt.num(n)}

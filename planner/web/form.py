@@ -9,7 +9,6 @@ Every value goes through `PlanRequest` afterwards, exactly like API input.
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ from urllib.parse import urlencode
 
 from pydantic import ValidationError
 
+from planner.catalog import get_gpu
 from planner.core.errors import FieldProblem, ModelConfigError, PlanError, UnknownIdError
 from planner.core.schema import (
     ENGINES,
@@ -29,6 +29,8 @@ from planner.core.schema import (
     MAX_TOKENS,
     PlanRequest,
 )
+from planner.quantities import QuantityError, read_number, read_rate, read_size, read_tokens
+from planner.resolve.errors import HubUnavailableError
 
 Gettext = Callable[[str], str]
 
@@ -52,6 +54,7 @@ QUERY_FIELDS: tuple[str, ...] = (
     "pipeline_parallel_size",
     "block_size",
     "max_num_batched_tokens",
+    "max_num_seqs",
     "weights_gib",
     "bandwidth_tbps",
     "calibration_id",
@@ -63,6 +66,7 @@ DEFAULTS: dict[str, str] = {"engine": "vllm", "kv_cache_dtype": "auto"}
 ADVANCED_FIELDS: tuple[str, ...] = (
     "block_size",
     "max_num_batched_tokens",
+    "max_num_seqs",
     "weights_gib",
     "bandwidth_tbps",
     "calibration_id",
@@ -74,7 +78,10 @@ _INT_FIELDS: dict[str, tuple[int, int]] = {
     "pipeline_parallel_size": (1, MAX_PARALLEL),
     "block_size": (1, 1 << 16),
     "max_num_batched_tokens": (1, MAX_TOKENS),
+    "max_num_seqs": (1, MAX_COUNT),
 }
+# Token counts accept k and M (8k = 8192), as the chart ticks print them.
+_TOKEN_FIELDS = frozenset({"context_tokens", "max_num_batched_tokens"})
 _GIB_FIELDS: dict[str, str] = {"kv_budget_gib": "kv_budget_bytes", "weights_gib": "weights_bytes"}
 # API field → form field, for errors the core or pydantic report.
 _API_TO_FORM: dict[str, str] = {
@@ -82,8 +89,7 @@ _API_TO_FORM: dict[str, str] = {
     "weights_bytes": "weights_gib",
     "bandwidth_bytes_per_s": "bandwidth_tbps",
 }
-_GROUPING = re.compile(r"[\s,_\u202f\u00a0]")
-_MIX_ITEM = re.compile(r"^(\d+)(?:[x×*](\d+))?$", re.IGNORECASE)
+_MIX_SPLIT = re.compile(r"\s*[x×*]\s*", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +106,7 @@ class FormState:
     values: dict[str, str]
     errors: dict[str, list[FieldMessage]] = field(default_factory=dict)
     request: PlanRequest | None = None
+    partial: PlanRequest | None = None
 
     @property
     def submitted(self) -> bool:
@@ -145,41 +152,71 @@ def raw_values(source: Mapping[str, Any], *, allow_config: bool) -> dict[str, st
     return out
 
 
-def _parse_int(text: str, lo: int, hi: int, _: Gettext) -> tuple[int | None, str | None]:
-    digits = _GROUPING.sub("", text)
-    if not digits.isdigit():
-        return None, _("Enter a whole number, e.g. %(example)s.") % {"example": "8192"}
-    value = int(digits[:20])
-    if not lo <= value <= hi:
-        return None, _("Enter a number from %(lo)s to %(hi)s.") % {"lo": f"{lo:,}", "hi": f"{hi:,}"}
-    return value, None
+def quantity_message(error: QuantityError, _: Gettext, fallback: str) -> str:
+    """A reading error in the user's language (the codes are planner.quantities'); `fallback`
+    says what the field wants when the text is not a number at all."""
+    if error.code == "decimal_comma":
+        return _(
+            "%(text)s is ambiguous: write a dot for decimals (%(dot)s) or whole groups of "
+            "three digits (1,500)."
+        ) % {"text": error.text.strip(), "dot": error.text.strip().replace(",", ".")}
+    if error.code == "unknown_unit":
+        return _("Unknown unit in %(text)s: use %(units)s.") % {
+            "text": error.text.strip(),
+            "units": ", ".join(error.units),
+        }
+    return fallback
 
 
-def _parse_float(text: str, _: Gettext) -> tuple[float | None, str | None]:
-    cleaned = _GROUPING.sub("", text)
+def _range(lo: float, hi: float, unit: str, _: Gettext) -> str:
+    return _("Enter a number from %(lo)s to %(hi)s.") % {
+        "lo": f"{lo:,g}" + unit,
+        "hi": f"{hi:,.0f}" + unit,
+    }
+
+
+def _parse_int(name: str, text: str, lo: int, hi: int, _: Gettext) -> tuple[int | None, str | None]:
+    """A count: tokens may carry k/M (8k = 8192); TP, PP and block size are plain numbers."""
+    if name in _TOKEN_FIELDS:
+        fallback = _("Enter a whole number of tokens, e.g. %(example)s.") % {"example": "8192, 8k"}
+    else:
+        fallback = _("Enter a whole number, e.g. %(example)s.") % {"example": "2"}
+    if text.lstrip().startswith("-"):
+        return None, _range(lo, hi, "", _)
     try:
-        value = float(cleaned)
-    except ValueError:
-        return None, _("Enter a number, e.g. %(example)s.") % {"example": "48"}
-    if not math.isfinite(value):
-        return None, _("Enter a finite number.")
+        if name in _TOKEN_FIELDS:
+            value = read_tokens(text)
+        else:
+            number = read_number(text)
+            if number != int(number) or "%" in text:
+                return None, fallback
+            value = int(number)
+    except QuantityError as error:
+        return None, quantity_message(error, _, fallback)
+    if not lo <= value <= hi:
+        return None, _range(lo, hi, "", _)
     return value, None
 
 
 def _parse_mix(text: str, _: Gettext) -> tuple[list[dict[str, int]] | None, str | None]:
-    items = [part.strip() for part in re.split(r"[,;\n]+", text) if part.strip()]
+    items = [part.strip() for part in re.split(r"[,;\n]+", text)]
+    items = [item for item in items if item]
     if not items:
         return None, None
     if len(items) > MAX_REQUEST_ENTRIES:
         return None, _("At most %(n)s entries.") % {"n": MAX_REQUEST_ENTRIES}
     mix: list[dict[str, int]] = []
     for item in items:
-        match = _MIX_ITEM.match(re.sub(r"[\s_\u202f\u00a0]", "", item))
-        if match is None:
+        parts = _MIX_SPLIT.split(item)
+        try:
+            if len(parts) > 2 or not all(parts):
+                raise QuantityError("not_a_number", item)
+            tokens = read_tokens(parts[0])
+            count = read_tokens(parts[1]) if len(parts) == 2 else 1
+        except QuantityError:
             return None, _("Cannot read %(item)s: write tokens × count, e.g. 8192x10, 2048x30.") % {
                 "item": repr(item[:40])
             }
-        tokens, count = int(match.group(1)[:20]), int((match.group(2) or "1")[:20])
         if not 1 <= tokens <= MAX_TOKENS or not 1 <= count <= MAX_COUNT:
             return None, _(
                 "Each entry needs 1 to %(tokens)s tokens and 1 to %(count)s requests."
@@ -209,37 +246,63 @@ def _numbers(values: Mapping[str, str], state: FormState, _: Gettext) -> dict[st
     body: dict[str, Any] = {}
     for name, (lo, hi) in _INT_FIELDS.items():
         if values.get(name):
-            number, error = _parse_int(values[name], lo, hi, _)
+            number, error = _parse_int(name, values[name], lo, hi, _)
             if error:
                 state.add(name, FieldMessage(error))
             else:
                 body[name] = number
     for name, api_name in _GIB_FIELDS.items():
         if values.get(name):
-            gib, error = _parse_float(values[name], _)
-            if error is None and gib is not None and not 0 <= gib * GiB <= MAX_BYTES:
-                error = _("Enter GiB from 0 to %(hi)s.") % {"hi": f"{MAX_BYTES // GiB:,}"}
-            if error or gib is None:
-                state.add(name, FieldMessage(error or ""))
+            fallback = _("Enter a size, e.g. %(example)s.") % {"example": "48, 48GiB, 80GB"}
+            try:
+                if values[name].lstrip().startswith("-"):
+                    raise QuantityError("too_large", values[name])
+                size = read_size(values[name], default_unit="GiB")
+            except QuantityError as exc:
+                if exc.code == "too_large":
+                    state.add(
+                        name,
+                        FieldMessage(
+                            _("Enter GiB from 0 to %(hi)s.") % {"hi": f"{MAX_BYTES // GiB:,}"}
+                        ),
+                    )
+                else:
+                    state.add(name, FieldMessage(quantity_message(exc, _, fallback)))
+                continue
+            if not 0 <= size <= MAX_BYTES:
+                state.add(
+                    name,
+                    FieldMessage(
+                        _("Enter GiB from 0 to %(hi)s.") % {"hi": f"{MAX_BYTES // GiB:,}"}
+                    ),
+                )
             else:
-                body[api_name] = round(gib * GiB)
+                body[api_name] = size
     if values.get("bandwidth_tbps"):
-        tbps, error = _parse_float(values["bandwidth_tbps"], _)
         hi_tbps = MAX_BANDWIDTH_BYTES_PER_S / TB
-        if error is None and tbps is not None and not 0 < tbps <= hi_tbps:
-            error = _("Enter TB/s above 0 and at most %(hi)s.") % {"hi": f"{hi_tbps:,.0f}"}
-        if error or tbps is None:
-            state.add("bandwidth_tbps", FieldMessage(error or ""))
+        try:
+            rate = read_rate(values["bandwidth_tbps"], default_unit="TB/s")
+        except QuantityError as exc:
+            fallback = _("Enter a number, e.g. %(example)s.") % {"example": "3.35"}
+            state.add("bandwidth_tbps", FieldMessage(quantity_message(exc, _, fallback)))
         else:
-            body["bandwidth_bytes_per_s"] = tbps * TB
+            if not 0 < rate <= MAX_BANDWIDTH_BYTES_PER_S:
+                message = _("Enter TB/s above 0 and at most %(hi)s.") % {"hi": f"{hi_tbps:,.0f}"}
+                state.add("bandwidth_tbps", FieldMessage(message))
+            else:
+                body["bandwidth_bytes_per_s"] = rate
     if values.get("gpu_memory_utilization"):
-        util, error = _parse_float(values["gpu_memory_utilization"], _)
-        if error is None and util is not None and not 0 < util <= 1:
-            error = _("Enter a fraction above 0 and at most 1, e.g. 0.9.")
-        if error or util is None:
-            state.add("gpu_memory_utilization", FieldMessage(error or ""))
+        try:
+            util = read_number(values["gpu_memory_utilization"])
+        except QuantityError as exc:
+            fallback = _("Enter a fraction above 0 and at most 1, e.g. 0.9.")
+            state.add("gpu_memory_utilization", FieldMessage(quantity_message(exc, _, fallback)))
         else:
-            body["gpu_memory_utilization"] = util
+            if not 0 < util <= 1:
+                message = _("Enter a fraction above 0 and at most 1, e.g. 0.9.")
+                state.add("gpu_memory_utilization", FieldMessage(message))
+            else:
+                body["gpu_memory_utilization"] = util
     return body
 
 
@@ -299,18 +362,64 @@ def _pydantic_text(error: Mapping[str, Any], _: Gettext) -> str:
 
 
 def core_message(error: PlanError, problem: FieldProblem, _: Gettext) -> FieldMessage:
-    """A core error as a field message: a lead in the user's language, the core's detail."""
+    """A core error as a field message: a lead in the user's language, the core's detail.
+
+    A config error names the config field it is about (the core's `msg` starts after it); an
+    unknown catalog id points at what a person on the page can do, not at the API."""
+    head = str(problem.loc[0]) if problem.loc else ""
     if isinstance(error, ModelConfigError):
-        lead = _("This config.json cannot be used.")
-    elif isinstance(error, UnknownIdError):
-        lead = _("Not found.")
-    else:
-        lead = _("This value cannot be planned.")
-    return FieldMessage(lead, problem.msg)
+        inner = FieldProblem(problem.loc[1:], problem.msg).field if head == "model" else ""
+        return FieldMessage(
+            _("This config.json cannot be used:"),
+            f"{inner} {problem.msg}" if inner else problem.msg,
+        )
+    if isinstance(error, UnknownIdError | HubUnavailableError):
+        if head == "model":
+            return FieldMessage(
+                _("Not in the catalog: pick a model from the list, or paste its config.json.")
+            )
+        if head == "gpu":
+            return FieldMessage(_("Not in the catalog: pick a GPU from the list."))
+        return FieldMessage(_("Not found."), problem.msg)
+    return FieldMessage(_("This value cannot be planned."), problem.msg)
+
+
+def _budget_above_memory(body: Mapping[str, Any], state: FormState, _: Gettext) -> None:
+    """A per-GPU KV budget larger than the GPU itself is a typo, not a plan."""
+    budget, gpu = body.get("kv_budget_bytes"), body.get("gpu")
+    if not isinstance(budget, int) or not isinstance(gpu, str):
+        return
+    try:
+        entry = get_gpu(gpu)
+    except PlanError:
+        return  # the core names the unknown GPU
+    if budget > entry.usable_memory_bytes:
+        state.add(
+            "kv_budget_gib",
+            FieldMessage(
+                _("More than the %(gpu)s has (%(memory)s GiB): the budget is per GPU.")
+                % {"gpu": entry.id, "memory": f"{entry.usable_memory_bytes / GiB:,.1f}"}
+            ),
+        )
+
+
+def _validate(body: dict[str, Any], state: FormState, _: Gettext) -> PlanRequest | None:
+    try:
+        return PlanRequest.model_validate(body)
+    except ValidationError as error:
+        for item in error.errors(include_input=False):
+            loc = tuple(part if isinstance(part, int) else str(part) for part in item["loc"])
+            name = form_field(loc, has_config=state.has_config)
+            if name not in state.errors:
+                state.add(name, FieldMessage(_pydantic_text(item, _), item.get("msg")))
+        return None
 
 
 def parse(values: Mapping[str, str], _: Gettext) -> FormState:
-    """Validate the form; `state.request` is set only when every field is usable."""
+    """Validate the form; `state.request` is set only when every field is usable.
+
+    With mistakes, `state.partial` is the request from the usable fields alone, so the page
+    can ask the planner about those too and show every error at once."""
     state = FormState(values=dict(values))
     body: dict[str, Any] = {}
     body.update(_numbers(values, state, _))
@@ -323,13 +432,9 @@ def parse(values: Mapping[str, str], _: Gettext) -> FormState:
             body["model"] = config
     elif "model" not in body and "model" not in state.errors:
         state.add("model", FieldMessage(_("Choose a model from the list, or paste a config.json.")))
-    if state.errors:
-        return state
-    try:
-        state.request = PlanRequest.model_validate(body)
-    except ValidationError as error:
-        for item in error.errors(include_input=False):
-            loc = tuple(part if isinstance(part, int) else str(part) for part in item["loc"])
-            name = form_field(loc, has_config=state.has_config)
-            state.add(name, FieldMessage(_pydantic_text(item, _), item.get("msg")))
+    _budget_above_memory(body, state, _)
+    if not state.errors:
+        state.request = _validate(body, state, _)
+    elif "model" in body:
+        state.partial = _validate(body, state, _)
     return state

@@ -1,15 +1,19 @@
 """Languages of the page: message catalogs (gettext `.po`, compiled in memory at first use),
-negotiation from the cookie and `Accept-Language`, and locale-aware number formatting.
+negotiation from the cookie and `Accept-Language`, locale-aware number formatting, and the
+planner's notes in the page's language.
 
 English is the source language (msgids are English), so `en` needs no catalog. Catalogs are
-`planner/locale/<lang>/LC_MESSAGES/messages.po`; regenerate the template with
-`pybabel extract -F planner/locale/babel.cfg -o planner/locale/messages.pot .` and merge with
-`pybabel update -i planner/locale/messages.pot -d planner/locale`.
+`planner/locale/<lang>/LC_MESSAGES/messages.po`; `python scripts/update_locale.py` extracts the
+page's messages and every note template (planner.core.notes) into `messages.pot` and merges
+them into each catalog. A note's msgid is its English template; the page formats the
+translated template with the note's own params, so no English is parsed.
 """
 
 from __future__ import annotations
 
 import gettext
+import string
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
 from io import BytesIO
@@ -19,6 +23,8 @@ from babel.messages.pofile import read_po
 from babel.numbers import format_decimal
 from babel.support import Translations
 
+from planner.core.notes import TEMPLATES
+from planner.core.schema import NoteOut
 from planner.web.paths import locale_dir
 
 LANGUAGES: tuple[str, ...] = ("en", "zh")
@@ -126,3 +132,53 @@ class Numbers:
 
     def ratio(self, value: float, digits: int = 2) -> str:
         return self.dec(value, digits)
+
+
+# English strings the core passes as note params: translated like messages where they occur.
+NOTE_PARAM_MSGIDS: tuple[str, ...] = (", its default",)
+
+
+@dataclass(frozen=True, slots=True)
+class ShownNote:
+    """A note as the page shows it: `lang` is None when it is in the page's language, else the
+    language it is shown in (an untranslated note, or one whose text is data, stays English)."""
+
+    code: str
+    text: str
+    lang: str | None
+
+
+def _is_data(template: str) -> bool:
+    """A template that is only a parameter (a catalog entry's own remark) carries data."""
+    fields = [f for _, f, _, _ in string.Formatter().parse(template) if f is not None]
+    return len(fields) == 1 and template.strip() == "{" + fields[0] + "}"
+
+
+def show_note(item: NoteOut, lang: str) -> ShownNote:
+    if lang == DEFAULT_LANGUAGE:
+        return ShownNote(item.code, item.text, None)
+    template = TEMPLATES.get(item.code)
+    if template is None or _is_data(template):
+        return ShownNote(item.code, item.text, HTML_LANG[DEFAULT_LANGUAGE])
+    tr = translations(lang)
+    translated = tr.gettext(template)
+    if translated == template:
+        return ShownNote(item.code, item.text, HTML_LANG[DEFAULT_LANGUAGE])
+    params = {k: tr.gettext(v) if isinstance(v, str) else v for k, v in item.params.items()}
+    try:
+        return ShownNote(item.code, translated.format(**params), None)
+    except (KeyError, IndexError, ValueError):
+        # A catalog entry out of step with its template: the English text is still right.
+        return ShownNote(item.code, item.text, HTML_LANG[DEFAULT_LANGUAGE])
+
+
+def extract_notes(
+    fileobj: object, keywords: object, comment_tags: object, options: object
+) -> Iterator[tuple[int, None, str, list[str]]]:
+    """Babel extractor (planner/locale/babel.cfg): every note template, and the English params
+    the core passes, as messages."""
+    for template in TEMPLATES.values():
+        if not _is_data(template):
+            yield 0, None, template, []
+    for text in NOTE_PARAM_MSGIDS:
+        yield 0, None, text, []

@@ -20,14 +20,21 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
+from pydantic import ValidationError
 
 from planner.api.plan import calibration_for
 from planner.catalog import list_gpus, list_models
+from planner.core.engines.registry import (
+    engine_labels,
+    engine_names,
+    get_engine,
+    serving_engines,
+)
 from planner.core.errors import FieldProblem, PlanError
 from planner.core.inputs import CalibrationLike
+from planner.core.recommend_schema import Recommendation, RecommendRequest
 from planner.core.schema import ENGINES, Plan, PlanRequest
-from planner.core.units import DTYPE_NAMES
-from planner.service import plan
+from planner.service import plan, recommend
 from planner.web import form
 from planner.web.figures import Figure, capacity_figure, decode_figure, memory_figure
 from planner.web.i18n import (
@@ -37,7 +44,9 @@ from planner.web.i18n import (
     HTML_LANG,
     LANGUAGES,
     Numbers,
+    ShownNote,
     negotiate,
+    show_note,
     translations,
 )
 from planner.web.paths import templates_dir
@@ -54,12 +63,10 @@ from planner.web.view import (
 
 router = APIRouter(include_in_schema=False)
 
-ENGINE_LABELS: dict[str, str] = {
-    "vllm": "vLLM",
-    "sglang": "SGLang",
-    "trtllm": "TensorRT-LLM",
-    "transformers": "transformers",
-}
+# Names, labels and flags come from the engines registry (the only list of them).
+ENGINE_LABELS: dict[str, str] = engine_labels()
+# The flag that caps running requests, by engine (shown when it binds before memory).
+CAP_FLAGS: dict[str, str] = {name: get_engine(name).running_cap_flag for name in engine_names()}
 _MAX_FORM_FIELDS = 64
 
 
@@ -68,7 +75,7 @@ def environment(lang: str) -> Environment:
     """One Jinja environment per language (gettext is installed on the environment).
 
     `autoescape=True` for every template whatever its name: `select_autoescape` would skip
-    names not ending in .html (research B.8).
+    names not ending in .html.
     """
     env = Environment(
         loader=FileSystemLoader(templates_dir()),
@@ -120,6 +127,7 @@ def field_labels(_: form.Gettext) -> dict[str, str]:
         "pipeline_parallel_size": _("Pipeline parallel size (PP)"),
         "block_size": _("Block size (tokens)"),
         "max_num_batched_tokens": _("Max batched tokens"),
+        "max_num_seqs": _("Max running requests"),
         "weights_gib": _("Weights, whole model (GiB)"),
         "bandwidth_tbps": _("Memory bandwidth (TB/s)"),
         "calibration_id": _("Calibration id"),
@@ -134,18 +142,36 @@ def field_hints(_: form.Gettext) -> dict[str, str]:
         ),
         "engine": _("Whose allocator rules the numbers follow."),
         "kv_cache_dtype": _("auto = the model's own dtype; fp8 takes half the bytes of bf16."),
-        "context_tokens": _("Prompt plus generated tokens, e.g. 8192. Empty: the model's maximum."),
+        "context_tokens": _(
+            "Prompt plus generated tokens, e.g. 8192 or 8k (k = 1024). Empty: the model's maximum."
+        ),
         "requests": _("Tokens × count, comma-separated, e.g. 8192x10, 2048x30."),
-        "kv_budget_gib": _("1 GiB = 2^30 bytes. Leave empty to derive it from the GPU."),
-        "gpu": _("Gives the memory (less weights and a reserve) and the bandwidth."),
-        "gpu_memory_utilization": _("Fraction of the whole GPU; empty: the engine's default."),
-        "tensor_parallel_size": _("GPUs that split each layer's heads."),
-        "pipeline_parallel_size": _("GPUs that split the layers into stages."),
+        "kv_budget_gib": _(
+            "GiB unless you write a unit: 48, 48 GiB, 80GB (1 GiB = 2^30 bytes). Given, it "
+            "replaces the GPU's memory; empty: derived from the GPU."
+        ),
+        "gpu": _(
+            "Gives the bandwidth, and, without a budget, the memory (less weights and a reserve)."
+        ),
+        "gpu_memory_utilization": _(
+            "Fraction of the whole GPU, e.g. 0.9 or 90%; empty: the engine's default."
+        ),
+        "tensor_parallel_size": _("GPUs that split each layer's heads; empty: 1."),
+        "pipeline_parallel_size": _("GPUs that split the layers into stages; empty: 1."),
         "block_size": _("Tokens per KV block; empty: the engine's default."),
         "max_num_batched_tokens": _("Used by sliding-window admission; empty: the default."),
-        "weights_gib": _("0 means KV cache only; empty: from the model."),
-        "bandwidth_tbps": _("1 TB/s = 10^12 bytes per second; overrides the GPU's datasheet."),
-        "calibration_id": _("A stored GPU probe result (GET /api/v1/calibrations)."),
+        "max_num_seqs": _(
+            "The engine's cap on requests running at once (vLLM --max-num-seqs, SGLang "
+            "--max-running-requests, TensorRT-LLM max_batch_size); empty: its default."
+        ),
+        "weights_gib": _(
+            "GiB unless you write a unit; 0 means KV cache only; empty: from the model."
+        ),
+        "bandwidth_tbps": _(
+            "TB/s unless you write a unit (1 TB/s = 10^12 bytes per second); overrides the "
+            "GPU's datasheet."
+        ),
+        "calibration_id": _("The id `kvplan probe` printed when it stored a GPU measurement."),
     }
 
 
@@ -157,6 +183,7 @@ class Answer:
     blocks: BlockMath | None
     log_differs: bool
     symbolic: str | None
+    notes: tuple[ShownNote, ...]
 
 
 def compute(request: PlanRequest, calibration: CalibrationLike | None, lang: str) -> Answer:
@@ -188,7 +215,15 @@ def compute(request: PlanRequest, calibration: CalibrationLike | None, lang: str
         block_math(result),
         engine_log_differs(result),
         symbolic_formula(result),
+        tuple(show_note(n, lang) for n in result.notes_detail),
     )
+
+
+def dtype_names(engine: str | None) -> tuple[str, ...]:
+    """The KV cache dtypes the chosen engine offers (the registry's list), so the form never
+    offers a setup the engine cannot run."""
+    name = engine if engine in engine_names() else form.DEFAULTS["engine"]
+    return get_engine(name).kv_cache_dtypes
 
 
 def _count(request: Request, outcome: str) -> None:
@@ -197,20 +232,92 @@ def _count(request: Request, outcome: str) -> None:
         metrics.count_plan(outcome)
 
 
-async def render(request: Request, values: Mapping[str, str], lang: str) -> HTMLResponse:
+def _add_core_errors(state: form.FormState, error: PlanError, _: form.Gettext) -> None:
+    """The planner's objections, each next to its field; a field already marked keeps the
+    form's own message (the planner saw its default, not what was typed)."""
+    marked = set(state.errors)
+    for problem in error.problems or [FieldProblem((), error.detail)]:
+        name = form.form_field(problem.loc, has_config=state.has_config)
+        if name not in marked:
+            state.add(name, form.core_message(error, problem, _))
+
+
+def _check_partial(request: PlanRequest) -> PlanError | None:
+    try:
+        plan(request)
+    except PlanError as error:
+        return error
+    return None
+
+
+def launchable(request: PlanRequest, result: Plan) -> bool:
+    """A catalog GPU whose memory gives the budget, a serving engine and a request that runs:
+    recommend can say how (it sizes from the GPU; a budget typed in has no launch flag)."""
+    cap = result.capacity
+    return (
+        isinstance(request.gpu, str)
+        and request.engine in serving_engines()
+        and cap is not None
+        and cap.budget.source == "gpu"
+        and cap.max_running_requests > 0
+    )
+
+
+def launch_for(request: PlanRequest, result: Plan) -> Recommendation | None:
+    """The engine's launch flags for this answer (`POST /api/v1/recommend`): the same model,
+    GPUs, engine and settings, holding the requests that run at this context. Asked for by a
+    link, not on every answer: a recommendation searches many plans."""
+    cap = result.capacity
+    if cap is None or not launchable(request, result):
+        return None
+    body: dict[str, Any] = {
+        "model": request.model,
+        "gpu": request.gpu,
+        "gpu_count": request.tensor_parallel_size * request.pipeline_parallel_size,
+        "engine": request.engine,
+        "max_model_len": cap.context_tokens,
+        "concurrency": result.totals.requests if cap.workload_fits else cap.max_running_requests,
+        "allow_fp8_kv": False,
+    }
+    if request.kv_cache_dtype != "auto":
+        body["kv_cache_dtype"] = request.kv_cache_dtype
+    for name in (
+        "gpu_memory_utilization",
+        "block_size",
+        "max_num_batched_tokens",
+        "weights_bytes",
+        "reserve_bytes",
+    ):
+        if getattr(request, name) is not None:
+            body[name] = getattr(request, name)
+    try:
+        return recommend(RecommendRequest.model_validate(body))
+    except (PlanError, ValidationError):
+        return None
+
+
+async def render(
+    request: Request, values: Mapping[str, str], lang: str, *, launch: bool = False
+) -> HTMLResponse:
     _ = translations(lang).gettext
     state = form.parse(values, _) if form.is_question(values) else form.FormState(dict(values))
     answer: Answer | None = None
+    launch_plan: Recommendation | None = None
     if state.request is not None:
         try:
             calibration = await calibration_for(state.request, request)
             answer = await anyio.to_thread.run_sync(compute, state.request, calibration, lang)
         except PlanError as error:
-            for problem in error.problems or [FieldProblem((), error.detail)]:
-                name = form.form_field(problem.loc, has_config=state.has_config)
-                state.add(name, form.core_message(error, problem, _))
+            _add_core_errors(state, error, _)
+        if answer is not None and launch:
+            launch_plan = await anyio.to_thread.run_sync(launch_for, state.request, answer.plan)
         _count(request, "ok" if answer else "unplannable")
     elif state.submitted:
+        if state.partial is not None:
+            # Every mistake at once: what the planner says about the fields that did parse.
+            found = await anyio.to_thread.run_sync(_check_partial, state.partial)
+            if found is not None:
+                _add_core_errors(state, found, _)
         _count(request, "invalid")
     context: dict[str, Any] = {
         "fmt": Numbers(lang),
@@ -225,10 +332,18 @@ async def render(request: Request, values: Mapping[str, str], lang: str) -> HTML
         "models": [m.id for m in list_models()],
         "engine_options": [(e, ENGINE_LABELS.get(e, e)) for e in ENGINES],
         "engine_labels": ENGINE_LABELS,
-        "dtype_options": [(d, d) for d in DTYPE_NAMES],
+        "cap_flags": CAP_FLAGS,
+        "dtype_options": [(d, d) for d in dtype_names(state.values.get("engine"))],
         "gpu_options": [("", _("None")), *((g.id, g.id) for g in list_gpus())],
         "answer": answer,
         "share_url": "/?" + state.share_query() if answer and not state.has_config else None,
+        "launch": launch_plan,
+        "can_launch": bool(
+            answer
+            and state.request
+            and not state.has_config
+            and launchable(state.request, answer.plan)
+        ),
         "from_config": state.has_config,
     }
     # A pasted config may describe an unreleased model: keep it out of caches.
@@ -271,7 +386,8 @@ async def page(request: Request) -> Response:
         # A GET form submission lists empty fields too: answer at the tidy URL.
         return _redirect(form.raw_values(request.query_params, allow_config=False))
     values = form.raw_values(request.query_params, allow_config=False)
-    return await render(request, values, language_of(request))
+    launch = request.query_params.get("launch") == "1"
+    return await render(request, values, language_of(request), launch=launch)
 
 
 async def _form_values(request: Request) -> tuple[dict[str, str], str | None]:

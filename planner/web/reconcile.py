@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
@@ -20,11 +21,14 @@ from pydantic import ValidationError
 
 from planner.api.problems import field_of
 from planner.catalog import list_gpus, list_models
+from planner.core.engines import DEFAULT_ENGINE, engine_class, log_engines
 from planner.core.errors import FieldProblem, ModelConfigError, PlanError, UnknownIdError
 from planner.core.logs import MAX_LOG_BYTES
 from planner.core.reconcile import ENGINE_LABELS
 from planner.core.reconcile_schema import ReconcileRequest, ReconcileResult
-from planner.service import reconcile
+from planner.core.schema import PlanRequest
+from planner.resolve.errors import HubUnavailableError
+from planner.service import plan, reconcile
 from planner.web.form import FieldMessage, Gettext, core_message
 from planner.web.i18n import Numbers, translations
 from planner.web.page import language_of, remember_language, render_page, toggled_language
@@ -44,11 +48,8 @@ FIELDS: tuple[str, ...] = (
     "memory_fraction",
 )
 _INT_FIELDS = ("tensor_parallel_size", "pipeline_parallel_size", "block_size")
-_FRACTION = {
-    "vllm": "gpu_memory_utilization",
-    "sglang": "mem_fraction_static",
-    "trtllm": "free_gpu_memory_fraction",
-}
+# Each log engine's memory-fraction setting, as the reconcile settings name it.
+_FRACTION = {name: engine_class(name).fraction_setting for name in log_engines()}
 _MAX_FORM_FIELDS = 32
 _MAX_FIELD_CHARS = 256 * 1024
 
@@ -138,7 +139,7 @@ def parse(
     fraction = values.get("memory_fraction", "").strip()
     if fraction:
         try:
-            settings[_FRACTION.get(engine, "gpu_memory_utilization")] = float(fraction)
+            settings[_FRACTION.get(engine, _FRACTION[DEFAULT_ENGINE])] = float(fraction)
         except ValueError:
             add("memory_fraction", FieldMessage(_("Enter a fraction such as 0.9.")))
     for name in ("kv_cache_dtype", "gpu"):
@@ -176,7 +177,7 @@ def parse(
 def _message(error: PlanError, problem: FieldProblem, _: Gettext) -> FieldMessage:
     """A core error next to its field: the main page's lead for a config or an unknown id, a
     log's own otherwise; the core's detail."""
-    if isinstance(error, ModelConfigError | UnknownIdError):
+    if isinstance(error, ModelConfigError | UnknownIdError | HubUnavailableError):
         return core_message(error, problem, _)
     return FieldMessage(_("This log cannot be reconciled as given."), problem.msg)
 
@@ -203,6 +204,36 @@ def plan_link(result: ReconcileResult) -> str | None:
     return "/?" + urlencode(query)
 
 
+@dataclass(frozen=True, slots=True)
+class Fit:
+    """What the deployment the log describes holds: the planner's answer for its plan_request."""
+
+    requests: int
+    in_memory: int
+    context_tokens: int
+
+
+def fit_of(result: ReconcileResult) -> Fit | None:
+    """Plan the log's own deployment (its learned budget, model and settings): the headline
+    people grep the log for, "N requests of C tokens fit", from the core, not from the log."""
+    body = result.plan_request
+    if not body or "context_tokens" not in body or "kv_budget_bytes" not in body:
+        return None
+    try:
+        answer = plan(PlanRequest.model_validate(body))
+    except (PlanError, ValidationError):
+        return None
+    cap = answer.capacity
+    if cap is None:
+        return None
+    return Fit(cap.max_running_requests, cap.max_requests, cap.context_tokens)
+
+
+def _reconcile_and_fit(req: ReconcileRequest) -> tuple[ReconcileResult, Fit | None]:
+    result = reconcile(req)
+    return result, fit_of(result)
+
+
 def show(value: float | None, unit: str, fmt: Numbers) -> str:
     if value is None:
         return "—"
@@ -221,11 +252,12 @@ async def render(
     _ = translations(lang).gettext
     errors: dict[str, list[FieldMessage]] = {}
     result: ReconcileResult | None = None
+    fit: Fit | None = None
     if submitted:
         req, errors = parse(values, _)
         if req is not None:
             try:
-                result = await anyio.to_thread.run_sync(reconcile, req)
+                result, fit = await anyio.to_thread.run_sync(_reconcile_and_fit, req)
             except PlanError as error:
                 for problem in error.problems or [FieldProblem((), error.detail)]:
                     errors.setdefault(_form_field(problem.loc), []).append(
@@ -248,6 +280,7 @@ async def render(
         "gpu_options": [("", _("None")), *((g.id, g.id) for g in list_gpus())],
         "models": [m.id for m in list_models()],
         "result": result,
+        "fit": fit,
         "show": lambda value, unit: show(value, unit, fmt),
         "plan_link": plan_link(result) if result else None,
         "max_log_mib": MAX_LOG_BYTES >> 20,

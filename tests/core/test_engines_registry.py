@@ -95,3 +95,9 @@ def test_release_rules_switch_where_vllm_changed_them() -> None:
     assert get_engine("vllm", "0.26").scheduling(8192, None, None, 1).in_flight_tokens == 16384
     assert get_engine("vllm", "0.19").default_memory_utilization() == 0.9
     assert get_engine("vllm", "0.20").default_memory_utilization() == 0.92
+
+
+def test_vllm_only_settings_are_refused_for_other_engines() -> None:
+    with pytest.raises(FieldError) as exc:
+        run(model="meta-llama/Llama-3.1-8B", engine="sglang", async_scheduling=True)
+    assert exc.value.problems[0].loc == ("async_scheduling",)

@@ -92,14 +92,17 @@ def test_capacity_round_trip(cfg: dict[str, Any], n: int, budget: int, engine: s
 def test_longest_context_fits_and_one_more_token_does_not(
     cfg: dict[str, Any], budget: int, engine: str, bs: int
 ) -> None:
-    p = run(model=cfg, engine=engine, context_tokens=1, kv_budget_bytes=budget, block_size=bs)
+    p = run(model=cfg, engine=engine, context_tokens=1, kv_budget_bytes=budget, block_size=bs,
+            allow_long_max_model_len=True)
     assert p.capacity is not None
     longest = p.capacity.longest_context_tokens
     if longest == 0 or longest >= MAX_TOKENS:
         return
     at = run(model=cfg, engine=engine, context_tokens=longest, kv_budget_bytes=budget,
+             allow_long_max_model_len=True,
              block_size=bs)
     past = run(model=cfg, engine=engine, context_tokens=longest + 1, kv_budget_bytes=budget,
+               allow_long_max_model_len=True,
                block_size=bs)
     assert at.capacity is not None and past.capacity is not None
     assert at.capacity.max_requests >= 1

@@ -207,7 +207,9 @@ def draft_oracle(request: pytest.FixtureRequest) -> dict[str, dict[str, Any]]:
     python = _oracle_python(VERSION)
     if not python.exists():
         missing = f"the vLLM {VERSION} oracle virtualenv is missing ({python}); run `make oracle`"
-        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+        # `make test` sets KVPLAN_REQUIRE_ORACLE, as CI does: never skipped there.
+        required = (os.environ.get(k, "").lower() for k in ("CI", "KVPLAN_REQUIRE_ORACLE"))
+        if any(v in ("1", "true", "yes") for v in required):
             pytest.fail(missing)
         pytest.skip(missing)
     cache_dir = Path(request.config.rootpath) / ".pytest_cache" / "vllm-oracle"
@@ -294,7 +296,23 @@ def compare(c: dict[str, Any], r: dict[str, Any]) -> dict[str, str]:
         for fig, a in vllm_side.items():
             b = extra.get(fig)
             verdict[fig] = "ok" if a == b else f"vLLM {a!r} != planner {b!r}"
+        if "decoding_requests" in r:
+            n, ctx = r["decoding_requests"], r["decoding_context_tokens"]
+            verdict["decoding_requests"] = _decoding_verdict(body, n, ctx)
     return verdict
+
+
+def _decoding_verdict(body: dict[str, Any], n: int, ctx: int) -> str:
+    """vLLM's allocate_slots admitted n decoding requests of ctx tokens (drafts and lookahead
+    reserved): the planner's workload check must take n of them and refuse n + 1."""
+
+    def fits(count: int) -> bool | None:
+        mix = {"context_tokens": ctx, "count": count}
+        cap = plan(PlanRequest.model_validate({**body, "requests": [mix]})).capacity
+        return cap.workload_fits if cap is not None else None
+
+    ok = (n == 0 or fits(n)) and not fits(n + 1)
+    return "ok" if ok else f"vLLM admits {n} decoding requests of {ctx}; planner fits differ"
 
 
 AGREEMENT: dict[str, dict[str, Any]] = {}

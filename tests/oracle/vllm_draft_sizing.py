@@ -250,6 +250,7 @@ def _one(c: dict[str, Any], root: str) -> dict[str, Any]:
     for g, need in zip(out["groups"], per_group, strict=True):
         g["blocks_per_request"] = need
     bpr = sum(per_group)
+    out.update(decoding_admission(cfg, sched))
     out.update(
         accepted=True,
         num_blocks=sched.num_blocks,
@@ -259,6 +260,50 @@ def _one(c: dict[str, Any], root: str) -> dict[str, Any]:
         logged_concurrency=round(concurrency, 2),
     )
     return out
+
+
+def decoding_admission(cfg: Any, sched: Any) -> dict[str, Any]:
+    """With vLLM's own KVCacheManager: how many requests of about half max_model_len can decode
+    at once. Each is prefilled (`allocate_slots(L, num_lookahead_tokens)`), samples a token,
+    then schedules it with its k draft tokens (`allocate_slots(1 + k, num_lookahead_tokens)`),
+    as the scheduler does; requests are admitted until allocate_slots refuses. Full / MLA groups
+    only (a whole-prompt allocation of a window request takes every block), and only when
+    cheap."""
+    from vllm.sampling_params import SamplingParams
+    from vllm.v1.core.kv_cache_manager import KVCacheManager
+    from vllm.v1.request import Request
+
+    kinds = {base._kind_of(g.kv_cache_spec) for g in sched.kv_cache_groups}
+    max_len = cfg.model_config.max_model_len
+    k, lookahead = cfg.num_speculative_tokens, cfg.num_lookahead_tokens
+    bs = min(g.kv_cache_spec.block_size for g in sched.kv_cache_groups)
+    # About half max_model_len, with the request's own tokens ending on a block boundary, so
+    # any reserved slot past them takes one more block.
+    length = max(bs, max_len // 2 // bs * bs) - 1
+    rough = (sched.num_blocks - 1) // max(1, len(sched.kv_cache_groups) * cdiv(length, bs))
+    if not kinds <= {"full", "mla"} or rough > 48 or length * (rough + 1) > (1 << 22):
+        return {}
+    manager = KVCacheManager(
+        kv_cache_config=sched,
+        max_model_len=max_len,
+        scheduler_block_size=cfg.cache_config.block_size,
+        hash_block_size=cfg.cache_config.block_size,
+        max_in_flight_tokens=cfg.max_in_flight_tokens,
+        enable_caching=False,
+    )
+    admitted = 0
+    while admitted <= rough + 2:
+        req = Request(f"r{admitted}", [0] * length, SamplingParams(max_tokens=8), None)
+        if manager.allocate_slots(req, length, num_lookahead_tokens=lookahead) is None:
+            break
+        req.num_computed_tokens = length
+        req.append_output_token_ids(0)
+        req.spec_token_ids = [0] * k
+        if manager.allocate_slots(req, 1 + k, num_lookahead_tokens=lookahead) is None:
+            break
+        admitted += 1
+    # The request now holds length + 1 tokens of its own (prompt and one sampled).
+    return {"decoding_context_tokens": length + 1, "decoding_requests": admitted}
 
 
 def main() -> int:

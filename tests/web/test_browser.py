@@ -32,7 +32,7 @@ def test_fill_the_form_and_see_47(session: Session) -> None:
     wait_for_number(session, "47")
     answer = session.answer()
     assert "47 requests of 8,192 tokens fit in 48 GiB" in answer
-    assert "48.00x because one block is reserved" in answer
+    assert "48.00x, as it also counts the reserved block" in answer
     assert page.locator("svg.chart").count() >= 2
 
 

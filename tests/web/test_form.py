@@ -143,3 +143,55 @@ def test_defaults_are_not_a_question_and_not_in_the_url() -> None:
     assert form.canonical_query({"model": "m", "engine": "vllm", "kv_cache_dtype": "auto"}) == (
         "model=m"
     )
+
+
+@pytest.mark.parametrize(
+    ("text", "budget"),
+    [
+        ("48GiB", 48 * GiB),
+        ("48 GiB", 48 * GiB),
+        ("48G", 48 * GiB),
+        ("80GB", 80 * 10**9),
+        ("48", 48 * GiB),
+        ("0.5", GiB // 2),
+    ],
+)
+def test_budget_takes_the_units_the_cli_takes(text: str, budget: int) -> None:
+    state = form.parse({"model": "m", "kv_budget_gib": text}, _)
+    assert state.errors == {} and state.request is not None
+    assert state.request.kv_budget_bytes == budget
+
+
+def test_a_decimal_comma_is_refused_not_read_as_fifteen() -> None:
+    state = form.parse({"model": "m", "kv_budget_gib": "1,5"}, _)
+    assert state.request is None
+    assert "ambiguous" in state.errors["kv_budget_gib"][0].text
+    assert "1.5" in state.errors["kv_budget_gib"][0].text
+
+
+@pytest.mark.parametrize(("text", "tokens"), [("8k", 8192), ("8,192", 8192), ("1M", 1 << 20)])
+def test_context_takes_k_as_the_chart_ticks_print_it(text: str, tokens: int) -> None:
+    state = form.parse({"model": "m", "context_tokens": text, "max_num_batched_tokens": "2k"}, _)
+    assert state.request is not None and state.request.context_tokens == tokens
+    assert state.request.max_num_batched_tokens == 2048
+
+
+def test_mix_entries_take_k() -> None:
+    state = form.parse({"model": "m", "requests": "8k x 10, 2k"}, _)
+    assert state.request is not None and state.request.requests is not None
+    assert [(r.context_tokens, r.count) for r in state.request.requests] == [(8192, 10), (2048, 1)]
+
+
+def test_with_a_mistake_the_usable_fields_still_make_a_partial_request() -> None:
+    state = form.parse(
+        {"model": "meta-llama/Llama-3.1-8B", "context_tokens": "8x", "tensor_parallel_size": "3"},
+        _,
+    )
+    assert state.request is None and set(state.errors) == {"context_tokens"}
+    assert state.partial is not None and state.partial.tensor_parallel_size == 3
+
+
+def test_budget_above_the_gpu_is_refused() -> None:
+    state = form.parse({"model": "m", "gpu": "H100-SXM-80GB", "kv_budget_gib": "200"}, _)
+    assert state.request is None
+    assert "per GPU" in state.errors["kv_budget_gib"][0].text

@@ -88,7 +88,7 @@ def test_chinese(client: TestClient) -> None:
         ({"log": GRANITE_LOG, "engine": "sglang"}, "engine", "vLLM log"),
         ({"log": GRANITE_LOG, "tensor_parallel_size": "two"}, "tensor_parallel_size", "whole"),
         ({"log": GRANITE_LOG, "model_config": "{"}, "model_config", "JSON"),
-        ({"log": GRANITE_LOG, "model": "no/such-model"}, "model", "Not found"),
+        ({"log": GRANITE_LOG, "model": "no/such-model"}, "model", "paste its config.json"),
         ({"log": GRANITE_LOG, "memory_fraction": "2"}, "memory_fraction", "less than or equal"),
     ],
 )
@@ -142,3 +142,20 @@ def test_plan_link_for_a_catalog_model(client: TestClient) -> None:
     target = client.get(html.unescape(link.group(1)))
     # engine_rules.md §6.2: 40 GiB, 8k -> 40.00x, 39 requests with the null block.
     assert target.status_code == 200 and "39" in text_of(target.text, "answer-hero")
+
+
+def test_headline_says_how_many_requests_fit(client: TestClient) -> None:
+    # The line people grep for: "Maximum concurrency for 131,072 tokens per request: 3.13x".
+    # 3.13x is not on a block boundary, so the null block leaves floor(3.13) = 3 resident.
+    logged = re.search(
+        r"Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x", GRANITE_LOG
+    )
+    assert logged is not None
+    ctx, x = logged.group(1), float(logged.group(2))
+    response = client.post("/reconcile", data={"log": GRANITE_LOG, "model_config": GRANITE})
+    hero = text_of(response.text, "answer-hero", "</section>")
+    assert hero.startswith(f"{int(x)} requests of {ctx} tokens fit in the memory this log reports")
+    # The tally stays, below it; and /reconcile links back to the planner and vice versa.
+    assert "vLLM log: " in hero
+    zh = client.post("/reconcile", data={"log": GRANITE_LOG, "model_config": GRANITE}, headers=ZH)
+    assert f"可容纳 {int(x)} 个 {ctx} token 的请求" in text_of(zh.text, "answer-hero", "</section>")

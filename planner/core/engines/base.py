@@ -76,6 +76,10 @@ class Engine:
     serves: ClassVar[bool] = True  # has a server launch command (recommend)
     reads_logs: ClassVar[bool] = True  # its start-up logs can be reconciled
     takes_max_attention_window: ClassVar[bool] = False
+    takes_async_scheduling: ClassVar[bool] = False
+    # The setting that lets the engine serve past the model's maximum length, when it refuses
+    # to otherwise (None: the engine does not refuse).
+    long_context_override: ClassVar[str | None] = None
     serves_fp32: ClassVar[bool] = False  # whether fp32 checkpoints run in fp32
     # Whether kvplan models the engine's KV sharing across layers (Gemma-3n) and its
     # speculative-decoding draft layers; engines without either refuse such a request.

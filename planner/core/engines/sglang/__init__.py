@@ -90,6 +90,7 @@ class Sglang(Engine):
     running_cap_flag: ClassVar[str] = "--max-running-requests"
     prefix_granularity = "token"
     limited_by_memory: ClassVar[str] = "kv_tokens"
+    long_context_override: ClassVar[str | None] = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1"
     pp_extra_layers = "last"
     kv_cache_dtypes: ClassVar[tuple[str, ...]] = (
         "auto", "fp32", "fp16", "bf16", "fp8", "fp8_e4m3", "fp8_e5m2",

@@ -1,4 +1,4 @@
-"""SGLang: the token pool and its K/V sizes (engine_rules.md §2).
+"""SGLang: the token pool and its K/V sizes (docs/engine-rules.md).
 
 Budget = free memory after weights − free memory before weights × (1 − mem_fraction_static),
 both from the `Load weight begin/end … avail mem=X GB` lines; max_total_num_tokens =

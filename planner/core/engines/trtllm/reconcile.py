@@ -1,4 +1,4 @@
-"""TensorRT-LLM: blocks of the paged KV cache from free memory (engine_rules.md §3).
+"""TensorRT-LLM: blocks of the paged KV cache from free memory (docs/engine-rules.md).
 
 C++ runtime: `Memory usage when calculating max tokens in paged kv cache: total: T GiB,
 available: A GiB` → max_tokens = floor(A × free_gpu_memory_fraction / bytes per token), blocks =

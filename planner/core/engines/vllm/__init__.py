@@ -5,7 +5,6 @@ Sources are vLLM's own files at the tags named; docs/engine-rules.md lists them 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
@@ -29,6 +28,9 @@ from planner.core.engines.vllm.logs import (
     LOG_HINTS,
     LOG_RULES,
     LOG_VERSION_MARKERS,
+    V0_KINDS,
+    V1_KINDS,
+    version_from_log,
 )
 from planner.core.engines.vllm.rules import vllm_max_len_scope
 from planner.core.engines.vllm.start import vllm_estimate_max_model_len, vllm_start_check
@@ -68,26 +70,6 @@ BIG_GPU_16K_SINCE = (0, 28)
 GROUP_RATIO_125_SINCE = (0, 12)
 GROUP_RATIO_15_SINCE = (0, 18)
 
-# The line number of `gpu_worker.py … Available KV cache memory` identifies the release (the
-# line moves between releases); used when a log does not print its version.
-LOG_FINGERPRINTS = {
-    f"gpu_worker.py:{line}": version
-    for line, version in (
-        (227, "0.9.1"), (232, "0.9.2"), (276, "0.10.1"), (298, "0.11.0"), (359, "0.12"),
-        (358, "0.14"), (424, "0.17"), (456, "0.18"), (436, "0.19"), (440, "0.20"),
-        (462, "0.21"), (508, "0.24"), (538, "0.25"), (560, "0.26"), (563, "0.27"),
-        (578, "0.28"), (640, "0.30"), (772, "0.33"),
-    )
-}  # fmt: skip
-
-SEPARATE_LINES_ASSUMED = "0.19"
-# Fact kinds (engines/vllm/logs.py) only the V1 engine prints, and those of the older v0 engine.
-_V1_KINDS = frozenset({"available_kv", "kv_tokens", "v1_error", "padding", "v1_profile"})
-_V0_KINDS = frozenset(
-    {"v0_profile", "v0_breakdown", "v0_instance_memory", "v0_error", "num_blocks"}
-)
-_SOURCE_LINE = re.compile(r"gpu_worker\.py:(\d{1,5})")
-
 RELEASES = Releases(first=(0, 9, 0), last=(0, 33, 0), default=(0, 33, 0))
 
 # Architectures that refuse float16 as the model dtype (vLLM model files' supported dtypes).
@@ -120,6 +102,8 @@ class Vllm(Engine):
     running_cap_flag: ClassVar[str] = "--max-num-seqs"
     kv_sharing: ClassVar[bool] = True
     speculative_drafts: ClassVar[bool] = True
+    takes_async_scheduling: ClassVar[bool] = True
+    long_context_override: ClassVar[str | None] = "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1"
     kv_cache_dtypes: ClassVar[tuple[str, ...]] = (
         "auto", "fp32", "fp16", "bf16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc",
         "int8_per_token_head", "fp8_per_token_head",
@@ -290,6 +274,22 @@ class Vllm(Engine):
     def reports_max_num_batched_tokens(self) -> bool:
         return True
 
+    def max_model_len(self, shape: ModelShape) -> int | None:
+        """`_get_and_verify_max_len` (0.14+: derive_max_model_len_and_key): the config's
+        length scaled by RoPE scaling (not for su/longrope/llama3 types, nor Gemma-3, whose
+        length is already scaled; yarn scales its original length), and `model_max_length`
+        over both, even when larger."""
+        derived = shape.max_position_embeddings
+        rope = shape.rope_scaling
+        if derived is not None and rope is not None and "gemma3" not in (shape.model_type or ""):
+            kind, factor, original = rope
+            if kind not in ("su", "longrope", "llama3", "default", "mrope"):
+                base = original if kind == "yarn" and original else derived
+                derived = int(base * factor)
+        if shape.model_max_length is not None:
+            return shape.model_max_length
+        return derived
+
     # -- the memory budget -------------------------------------------------------------------
     def derive_budget(self, inp: Inputs, weights_per_rank: int) -> BudgetTerms:
         assert inp.gpu is not None
@@ -349,21 +349,12 @@ class Vllm(Engine):
 
     def generation_from_log(self, kinds: AbstractSet[str]) -> str | None:
         """v1 when any v1-only line is there, else v0 when a v0 line is, else v1."""
-        if kinds & _V1_KINDS:
+        if kinds & V1_KINDS:
             return "v1"
-        return "v0" if kinds & _V0_KINDS else "v1"
+        return "v0" if kinds & V0_KINDS else "v1"
 
     def version_from_log(self, facts: Sequence[Any]) -> tuple[str, str] | None:
-        for f in facts:
-            m = _SOURCE_LINE.search(f.text)
-            found = LOG_FINGERPRINTS.get(f"gpu_worker.py:{m.group(1)}") if m else None
-            if found:
-                return found, f"its line numbers (gpu_worker.py:{m.group(1) if m else ''})"
-        # From 0.28 "GPU KV cache size" and "Maximum concurrency" share one log line; a KV-size
-        # line without the concurrency is older, and most such logs come from 0.19.
-        if any(f.kind == "kv_tokens" and "concurrency" not in f.text.lower() for f in facts):
-            return SEPARATE_LINES_ASSUMED, "its KV-size line without the concurrency (before 0.28)"
-        return None
+        return version_from_log(facts)
 
     def reconcile_log(self, ctx: Any) -> str:
         from planner.core.engines.vllm.reconcile import reconcile_vllm

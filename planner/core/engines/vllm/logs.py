@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from typing import Any
 
 from planner.core.logs.lines import (
     INT,
@@ -199,4 +201,47 @@ LOG_VERSION_MARKERS = ("vllm api server version", "llm engine (", "vllm version"
 
 LOG_EXAMPLE = "'Available KV cache memory: 6.51 GiB' / 'GPU KV cache size: 42,656 tokens'"
 
-__all__ = ["LOG_EXAMPLE", "LOG_HINTS", "LOG_RULES", "LOG_VERSION_MARKERS"]
+
+# The line number of `gpu_worker.py … Available KV cache memory` identifies the release (the
+# line moves between releases); used when a log does not print its version.
+LOG_FINGERPRINTS = {
+    f"gpu_worker.py:{line}": version
+    for line, version in (
+        (227, "0.9.1"), (232, "0.9.2"), (276, "0.10.1"), (298, "0.11.0"), (359, "0.12"),
+        (358, "0.14"), (424, "0.17"), (456, "0.18"), (436, "0.19"), (440, "0.20"),
+        (462, "0.21"), (508, "0.24"), (538, "0.25"), (560, "0.26"), (563, "0.27"),
+        (578, "0.28"), (640, "0.30"), (772, "0.33"),
+    )
+}  # fmt: skip
+
+SEPARATE_LINES_ASSUMED = "0.19"
+# Fact kinds (engines/vllm/logs.py) only the V1 engine prints, and those of the older v0 engine.
+V1_KINDS = frozenset({"available_kv", "kv_tokens", "v1_error", "padding", "v1_profile"})
+V0_KINDS = frozenset({"v0_profile", "v0_breakdown", "v0_instance_memory", "v0_error", "num_blocks"})
+_SOURCE_LINE = re.compile(r"gpu_worker\.py:(\d{1,5})")
+
+
+def version_from_log(facts: Sequence[Any]) -> tuple[str, str] | None:
+    """(release, how it was inferred) from a vLLM log's own lines, where they tell."""
+    for f in facts:
+        m = _SOURCE_LINE.search(f.text)
+        found = LOG_FINGERPRINTS.get(f"gpu_worker.py:{m.group(1)}") if m else None
+        if found:
+            return found, f"its line numbers (gpu_worker.py:{m.group(1) if m else ''})"
+    # From 0.28 "GPU KV cache size" and "Maximum concurrency" share one log line; a KV-size
+    # line without the concurrency is older, and most such logs come from 0.19.
+    if any(f.kind == "kv_tokens" and "concurrency" not in f.text.lower() for f in facts):
+        return SEPARATE_LINES_ASSUMED, "its KV-size line without the concurrency (before 0.28)"
+    return None
+
+
+__all__ = [
+    "LOG_EXAMPLE",
+    "LOG_FINGERPRINTS",
+    "LOG_HINTS",
+    "LOG_RULES",
+    "LOG_VERSION_MARKERS",
+    "V0_KINDS",
+    "V1_KINDS",
+    "version_from_log",
+]

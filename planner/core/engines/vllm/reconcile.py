@@ -1,4 +1,4 @@
-"""vLLM: recompute every logged KV figure from the logged available memory (engine_rules.md §1.3).
+"""vLLM: recompute every logged KV figure from the logged available memory (docs/engine-rules.md).
 
 v1: `Available KV cache memory: A GiB` → num_blocks = A // (page × group_size) per worker, the
 minimum over workers (so over pipeline stages); `GPU KV cache size` = num_blocks // groups × bs;

@@ -1,0 +1,193 @@
+"""Every bundled config parses, and its KV bytes per token match a hand derivation from the
+published numbers in its config.json (the `config_source` of each entry, on the Hub).
+
+GQA/MHA: 2 (K and V) × layers × kv_heads × head_dim × 2 bytes (16-bit cache). MLA (DeepSeek,
+Kimi): one latent (kv_lora_rank + qk_rope_head_dim) per layer, no ×2, × 2 bytes. Sliding or
+chunked layers cost the same per token but only for the last W tokens; they are noted as
+(count, W) and checked too.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from planner.catalog import find_model, get_gpu, get_model, list_gpus, list_models, list_refused
+from planner.core.errors import ModelConfigError, UnknownIdError
+from planner.core.model import shape_from_config
+
+
+def gqa(layers: int, kv_heads: int, head_dim: int) -> int:
+    return 2 * layers * kv_heads * head_dim * 2
+
+
+def mla(layers: int, kv_lora_rank: int, rope_dim: int) -> int:
+    return (kv_lora_rank + rope_dim) * layers * 2
+
+
+# (id, bytes per token over all layers, (windowed layers, W) or None). Numbers: the published
+# config.json's num_hidden_layers, num_key_value_heads, head_dim (or hidden_size / heads),
+# kv_lora_rank, qk_rope_head_dim, sliding_window / attention_chunk_size and layer pattern.
+KV_TABLE: list[tuple[str, int, tuple[int, int] | None]] = [
+    ("meta-llama/Llama-3.1-8B", gqa(32, 8, 128), None),
+    ("meta-llama/Llama-3.1-70B", gqa(80, 8, 128), None),
+    ("meta-llama/Llama-3.1-405B", gqa(126, 8, 128), None),
+    ("meta-llama/Llama-3.2-1B", gqa(16, 8, 64), None),
+    ("meta-llama/Llama-3.2-3B", gqa(28, 8, 128), None),
+    ("meta-llama/Llama-3.3-70B-Instruct", gqa(80, 8, 128), None),
+    ("meta-llama/Llama-2-7b-hf", gqa(32, 32, 128), None),
+    ("meta-llama/Llama-2-13b-hf", gqa(40, 40, 128), None),
+    ("meta-llama/Llama-2-70b-hf", gqa(80, 8, 128), None),
+    # Llama-4: chunked local attention (8192) on RoPE layers, every 4th layer global (NoPE).
+    ("meta-llama/Llama-4-Scout-17B-16E-Instruct", gqa(48, 8, 128), (36, 8192)),
+    ("meta-llama/Llama-4-Maverick-17B-128E-Instruct", gqa(48, 8, 128), (36, 8192)),
+    ("mistralai/Mistral-7B-v0.1", gqa(32, 8, 128), (32, 4096)),
+    ("mistralai/Mixtral-8x7B-v0.1", gqa(32, 8, 128), None),
+    ("mistralai/Mixtral-8x22B-v0.1", gqa(56, 8, 128), None),
+    # Qwen2.5 publish sliding_window but use_sliding_window false: every layer full.
+    ("Qwen/Qwen2.5-1.5B", gqa(28, 2, 128), None),
+    ("Qwen/Qwen2.5-3B", gqa(36, 2, 128), None),
+    ("Qwen/Qwen2.5-7B", gqa(28, 4, 128), None),
+    ("Qwen/Qwen2.5-14B", gqa(48, 8, 128), None),
+    ("Qwen/Qwen2.5-32B", gqa(64, 8, 128), None),
+    ("Qwen/Qwen2.5-72B", gqa(80, 8, 128), None),
+    ("Qwen/Qwen3-0.6B", gqa(28, 8, 128), None),
+    ("Qwen/Qwen3-1.7B", gqa(28, 8, 128), None),
+    ("Qwen/Qwen3-4B", gqa(36, 8, 128), None),
+    ("Qwen/Qwen3-8B", gqa(36, 8, 128), None),
+    ("Qwen/Qwen3-14B", gqa(40, 8, 128), None),
+    ("Qwen/Qwen3-32B", gqa(64, 8, 128), None),
+    ("Qwen/Qwen3-32B-FP8", gqa(64, 8, 128), None),
+    ("Qwen/Qwen3-30B-A3B", gqa(48, 4, 128), None),
+    ("Qwen/Qwen3-30B-A3B-FP8", gqa(48, 4, 128), None),
+    ("Qwen/Qwen3-235B-A22B", gqa(94, 4, 128), None),
+    ("Qwen/Qwen3-235B-A22B-FP8", gqa(94, 4, 128), None),
+    # Gemma-2: alternating sliding (4096) / global. Gemma-3: 5 sliding (1024) per global.
+    ("google/gemma-2-9b", gqa(42, 8, 256), (21, 4096)),
+    ("google/gemma-2-27b", gqa(46, 16, 128), (23, 4096)),
+    ("google/gemma-3-27b-it", gqa(62, 16, 128), (52, 1024)),
+    ("deepseek-ai/DeepSeek-V3", mla(61, 512, 64), None),
+    ("deepseek-ai/DeepSeek-R1", mla(61, 512, 64), None),
+    ("moonshotai/Kimi-K2-Instruct", mla(61, 512, 64), None),
+    # gpt-oss: layer_types alternate sliding (128) and full.
+    ("openai/gpt-oss-20b", gqa(24, 8, 64), (12, 128)),
+    ("openai/gpt-oss-120b", gqa(36, 8, 64), (18, 128)),
+    ("microsoft/Phi-3-mini-4k-instruct", gqa(32, 32, 96), (32, 2047)),
+    ("MiniMaxAI/MiniMax-M2.5", gqa(62, 8, 128), None),
+    ("MiniMaxAI/MiniMax-M2.7", gqa(62, 8, 128), None),
+    ("XiaomiMiMo/MiMo-7B-Base", gqa(36, 8, 128), None),
+    ("deepseek-ai/DeepSeek-V2-Lite", mla(27, 512, 64), None),
+    ("TinyLlama/TinyLlama-1.1B-Chat-v1.0", gqa(22, 4, 64), None),
+    ("mistralai/Mistral-7B-Instruct-v0.3", gqa(32, 8, 128), None),
+    # Gemma-3 1B: 5 sliding (512) per global over 26 layers; Gemma-2 2B alternates (4096).
+    ("google/gemma-3-1b-it", gqa(26, 1, 256), (22, 512)),
+    ("google/gemma-2-2b-it", gqa(26, 4, 256), (13, 4096)),
+    # Phi-3.5 / Phi-4-mini publish sliding_window 262144, past their 131072 positions.
+    ("microsoft/Phi-4-mini-instruct", gqa(32, 8, 128), (32, 262144)),
+    ("microsoft/Phi-3.5-mini-instruct", gqa(32, 32, 96), (32, 262144)),
+    ("Qwen/Qwen2-7B-Instruct", gqa(28, 4, 128), None),
+    ("HuggingFaceTB/SmolLM2-135M-Instruct", gqa(30, 3, 64), None),
+    ("HuggingFaceTB/SmolLM2-360M-Instruct", gqa(32, 5, 64), None),
+    ("allenai/OLMo-2-1124-7B", gqa(32, 32, 128), None),
+    ("allenai/OLMo-2-1124-13B", gqa(40, 40, 128), None),
+    ("allenai/OLMo-2-0325-32B", gqa(64, 8, 128), None),
+    ("codellama/CodeLlama-7b-hf", gqa(32, 32, 128), None),
+    ("bigcode/starcoder2-7b", gqa(32, 4, 128), (32, 4096)),
+]
+REFUSED = {"deepseek-ai/DeepSeek-V3.2", "zai-org/GLM-5", "Qwen/Qwen3-Next-80B-A3B-Thinking"}
+
+
+def test_the_table_covers_every_sizeable_entry() -> None:
+    assert {m.id for m in list_models()} == {row[0] for row in KV_TABLE}
+    assert {m.id for m in list_refused()} == REFUSED
+
+
+@pytest.mark.parametrize(("model_id", "bytes_per_token", "windowed"), KV_TABLE)
+def test_kv_bytes_per_token_match_the_hand_derivation(
+    model_id: str, bytes_per_token: int, windowed: tuple[int, int] | None
+) -> None:
+    entry = get_model(model_id)
+    shape = shape_from_config(entry.config, model_id=entry.id)
+    assert sum(spec.elements_per_token for spec in shape.layers) * 2 == bytes_per_token
+    got = [s.window_tokens for s in shape.layers if s.kind in ("sliding", "chunked")]
+    if windowed is None:
+        assert got == []
+    else:
+        count, window = windowed
+        assert len(got) == count and set(got) == {window}
+
+
+def test_entries_say_where_their_numbers_come_from() -> None:
+    for m in [*list_models(), *list_refused()]:
+        assert m.config_source and m.config_source.startswith("https://huggingface.co/")
+        assert m.num_parameters_source
+        if m.weights_bytes is not None:
+            assert m.weights_bytes_source
+
+
+def test_aliases_point_at_configs() -> None:
+    for m in list_models():
+        if m.refused:
+            continue
+        for alias in m.aliases:
+            served = get_model(alias.id)
+            assert served.alias_of == m.id and served.id == alias.id
+            shape_from_config(served.config)
+
+
+def test_lookup_any_case_and_without_org() -> None:
+    hit = find_model("QWEN/QWEN3-8B")
+    assert hit is not None and hit[0].id == "Qwen/Qwen3-8B"
+    hit = find_model("Meta-Llama-3.1-405B-Instruct")
+    assert hit is not None and hit[0].id == "meta-llama/Llama-3.1-405B"
+    assert find_model("acme/unknown-model") is None
+
+
+def test_old_ids_still_resolve() -> None:
+    for model_id in (
+        "meta-llama/Llama-3.1-8B",
+        "google/gemma-3-27b-it",
+        "openai/gpt-oss-20b",
+        "Qwen/Qwen2.5-7B",
+        "microsoft/Phi-3-mini-4k-instruct",
+    ):
+        assert get_model(model_id).id == model_id
+
+
+def test_refused_entries_refuse_by_name() -> None:
+    for model_id in REFUSED:
+        with pytest.raises(ModelConfigError):
+            get_model(model_id)
+    with pytest.raises(UnknownIdError):
+        get_model("acme/unknown-model")
+
+
+# The cards of the issue: H20, H800, A800, L20, L40, B200, GB200, RTX PRO 6000, MI325X, MI355X,
+# Ascend 910B (ids are case-insensitive).
+NEW_GPUS = [
+    "h20-96gb",
+    "h800-sxm-80gb",
+    "a800-sxm-80gb",
+    "a800-pcie-80gb",
+    "l20-48gb",
+    "l40-48gb",
+    "b200-180gb",
+    "gb200-186gb",
+    "rtx-pro-6000-96gb",
+    "mi325x-256gb",
+    "mi355x-288gb",
+    "ascend-910b-64gb",
+]
+
+
+@pytest.mark.parametrize("gpu_id", NEW_GPUS)
+def test_new_gpus_are_listed_with_sources(gpu_id: str) -> None:
+    g = get_gpu(gpu_id)
+    assert g.source
+    if gpu_id not in ("l40-48gb", "b200-180gb", "mi325x-256gb"):  # listed before this catalog
+        assert "http" in g.source
+    assert g.memory_bytes > 0 and g.bandwidth_bytes_per_s > 0
+
+
+def test_gpu_ids_are_unique() -> None:
+    ids = [g.id for g in list_gpus()]
+    assert len(ids) == len(set(ids))
