@@ -46,7 +46,7 @@ VERSION = "0.33.0"
 HARNESS = "vllm_draft_sizing.py"
 SEED = 20261213
 GIB = 1 << 30
-BASE_CONFIGS = 90  # each in both scheduling modes
+BASE_CONFIGS = 105  # each in both scheduling modes
 
 
 @cache
@@ -60,12 +60,26 @@ def _config(model_id: str) -> dict[str, Any]:
     return drafts[model_id] if model_id in drafts else _planner_config(model_id)
 
 
+def _v32() -> dict[str, Any]:
+    """DeepSeek-V3.2's config: DeepSeek-V3's shape plus the published indexer fields."""
+    cfg = dict(_planner_config("deepseek-ai/DeepSeek-V3"))
+    cfg.update(
+        model_type="deepseek_v32",
+        architectures=["DeepseekV32ForCausalLM"],
+        index_head_dim=128,
+        index_n_heads=64,
+        index_topk=2048,
+    )
+    return cfg
+
+
 def _two_mtp_modules() -> dict[str, Any]:
     """DeepSeek-V3 with two MTP modules (multi-module MTP: min(n_predict, k) > 1)."""
     return dict(_planner_config("deepseek-ai/DeepSeek-V3"), num_nextn_predict_layers=2)
 
 
-# (target, method, draft id): "deepseek-v3-2mtp" is DeepSeek-V3 with two MTP modules
+# (target, method, draft id): "deepseek-v3-2mtp" is DeepSeek-V3 with two MTP modules,
+# "deepseek-v32" DeepSeek-V3.2 (sparse MLA with its indexer cache)
 SETUPS: tuple[tuple[str, str | None, str | None], ...] = (
     ("meta-llama/Llama-3.1-8B", "eagle", "yuhuili/EAGLE-LLaMA3.1-Instruct-8B"),
     ("meta-llama/Llama-3.1-8B", "eagle3", "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"),
@@ -79,6 +93,7 @@ SETUPS: tuple[tuple[str, str | None, str | None], ...] = (
     ("google/gemma-3n-E2B-it", None, None),
     ("google/gemma-3n-E4B-it", None, None),
     ("google/gemma-3n-E2B-it", "ngram", None),
+    ("deepseek-v32", None, None),
 )
 KV_DTYPES = ("auto", "auto", "fp8")
 BLOCK_SIZES = (None, 16, 32, 64)
@@ -91,7 +106,8 @@ KS = (1, 2, 3, 4, 5)
 
 
 def _target_config(model: str) -> dict[str, Any]:
-    return _two_mtp_modules() if model == "deepseek-v3-2mtp" else _config(model)
+    variants = {"deepseek-v3-2mtp": _two_mtp_modules, "deepseek-v32": _v32}
+    return variants[model]() if model in variants else _config(model)
 
 
 def _max_tokens(model: str) -> int:
@@ -138,15 +154,13 @@ def _generate() -> list[dict[str, Any]]:
                 "max_num_batched_tokens": rng.choice(MNBTS),
             }
         )
-    out = []
+    out: dict[str, dict[str, Any]] = {}
     for b in base:
         for async_on in (True, False):
             c = dict(b, async_scheduling=async_on, dtype="auto", vllm=VERSION)
             c["id"] = _case_id(c)
-            out.append(c)
-    ids = [c["id"] for c in out]
-    assert len(set(ids)) == len(ids), "generated ids must be unique"
-    return out
+            out.setdefault(c["id"], c)  # a draw repeating an earlier one adds nothing
+    return list(out.values())
 
 
 def _case_id(c: dict[str, Any]) -> str:
@@ -338,6 +352,8 @@ def test_draft_oracle_covers_every_method(draft_oracle: Any) -> None:
     gemma = [c for c in CASES if "gemma-3n" in c["model"] and draft_oracle[c["id"]]["accepted"]]
     assert gemma, "no Gemma-3n case accepted"
     assert all(draft_oracle[c["id"]]["kv_layers"] < 30 for c in gemma)
+    v32 = [draft_oracle[c["id"]] for c in CASES if c["model"] == "deepseek-v32"]
+    assert any(r["accepted"] and r["groups"][0]["layers"] == 122 for r in v32), "no V3.2 case"
     assert {c["async_scheduling"] for c in CASES} == {True, False}
     assert len(CASES) >= 150
 

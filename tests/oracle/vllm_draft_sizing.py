@@ -133,6 +133,74 @@ def _draft_plan(cfg: Any, tp: int) -> list[dict[str, Any]]:
     return layers
 
 
+def _sparse(cfg: Any) -> bool:
+    """DeepSeek sparse attention (V3.2): MLA layers with a lightning indexer."""
+    hf = cfg.model_config.hf_text_config
+    return bool(cfg.model_config.use_mla and getattr(hf, "index_topk", None))
+
+
+def _select_sparse_backend(cfg: Any, layer: dict[str, Any], user_bs: int | None) -> Any:
+    """The first SM90 sparse-MLA backend (in vLLM's priority order) whose declared support
+    fits, as `vllm_sizing._select_backend` does for the dense ones."""
+    cc, mc = cfg.cache_config, cfg.model_config
+    order = base._get_backend_priorities(
+        use_mla=True,
+        device_capability=base.SM90,
+        num_heads=layer["num_heads"],
+        kv_cache_dtype=cc.cache_dtype,
+        head_size=layer["head_size"],
+    )
+    reasons = {}
+    for backend in order:
+        if "SPARSE" not in backend.name:
+            continue
+        try:
+            cls = backend.get_class()
+        except (ImportError, OSError, AssertionError) as e:
+            reasons[backend.name] = f"unavailable on CPU: {type(e).__name__}"
+            continue
+        why = base._backend_ok(
+            cls,
+            kv_cache_dtype=cc.cache_dtype,
+            dtype=mc.dtype,
+            head_size=layer["head_size"],
+            block_size=user_bs,
+            has_sink=False,
+        )
+        if not why:
+            return cls
+        reasons[backend.name] = ", ".join(why)
+    raise ValueError(f"No valid sparse MLA backend for cuda (SM90). Reasons: {reasons}")
+
+
+def _indexer_cache(cfg: Any, name: str) -> Any:
+    """deepseek_v2.py's DeepseekV32IndexerCache as its constructor sets it up."""
+    import torch
+    from vllm.model_executor.models.deepseek_v2 import DeepseekV32IndexerCache
+
+    hf = cfg.model_config.hf_text_config
+    obj = DeepseekV32IndexerCache.__new__(DeepseekV32IndexerCache)
+    torch.nn.Module.__init__(obj)
+    obj.head_dim = hf.index_head_dim + hf.index_head_dim // 128 * 4  # quant_block_size 128
+    obj.dtype = torch.uint8
+    obj.prefix = name
+    obj.cache_config = cfg.cache_config
+    return obj
+
+
+def _make_sparse(obj: Any, cfg: Any, backend: Any) -> None:
+    """What MLAAttention.__init__ sets for a layer with an indexer: the canonical sparse cache
+    dtype (fp8 → fp8_ds_mla on FlashMLA-sparse) and the top-k buffer width."""
+    from vllm.model_executor.layers.attention.mla_attention import (
+        _canonicalize_sparse_mla_kv_cache_dtype,
+    )
+
+    dtype = _canonicalize_sparse_mla_kv_cache_dtype(backend, cfg.cache_config.cache_dtype)
+    obj.kv_cache_dtype = dtype
+    obj.indexer = object()
+    obj.topk_buffer_width = cfg.model_config.hf_text_config.index_topk
+
+
 def _one(c: dict[str, Any], root: str) -> dict[str, Any]:
     out: dict[str, Any] = {"id": c["id"], "accepted": False, "stage": None, "error": None}
     try:
@@ -163,8 +231,11 @@ def _one(c: dict[str, Any], root: str) -> dict[str, Any]:
     user_bs = cc.block_size if cc.user_specified_block_size else None
     try:
         backends = {}
+        sparse = _sparse(cfg)
         for layer in layers + draft:
             key = (layer["cls"] == "mla", layer.get("has_sink", False))
+            if key not in backends and sparse and key[0]:
+                backends[key] = _select_sparse_backend(cfg, layer, user_bs)
             if key not in backends:
                 backends[key] = base._select_backend(
                     use_mla=key[0],
@@ -176,6 +247,10 @@ def _one(c: dict[str, Any], root: str) -> dict[str, Any]:
                     has_sink=key[1],
                 )
         distinct = list(dict.fromkeys(backends.values()))
+        if sparse:
+            from vllm.model_executor.models.deepseek_v2 import DeepseekV32IndexerBackend
+
+            distinct.append(DeepseekV32IndexerBackend)
         if user_bs is None:
             cc.block_size = Platform._preferred_block_size_for_backends(
                 distinct, cc.block_size, cfg
@@ -196,7 +271,14 @@ def _one(c: dict[str, Any], root: str) -> dict[str, Any]:
                     continue  # attn_utils.get_kv_cache_spec: a KV-sharing layer has no spec
                 b = backends[(layer["cls"] == "mla", layer.get("has_sink", False))]
                 obj = base._make_layer(cfg, layer, b)
-                stage[f"model.layers.{layer['index']}.self_attn.attn"] = obj.get_kv_cache_spec(cfg)
+                name = f"model.layers.{layer['index']}.self_attn"
+                if sparse:
+                    _make_sparse(obj, cfg, b)
+                    indexer = _indexer_cache(cfg, f"{name}.indexer.k_cache")
+                    stage[f"{name}.attn"] = obj.get_kv_cache_spec(cfg)
+                    stage[f"{name}.indexer.k_cache"] = indexer.get_kv_cache_spec(cfg)
+                    continue
+                stage[f"{name}.attn"] = obj.get_kv_cache_spec(cfg)
             if rank == pp - 1:
                 for j, layer in enumerate(draft):
                     b = backends[(layer["cls"] == "mla", layer.get("has_sink", False))]
