@@ -210,7 +210,7 @@ def readings(ctx: Ctx, figure: Callable[[Scenario], Range | None]) -> list[Varia
         for k in (1, 2, 3):
             add(
                 f"matches with {k} speculative draft layer{'s' if k > 1 else ''} (EAGLE/MTP) "
-                f"in the KV cache: set draft_layers {k}",
+                f"in the KV cache: set speculative_config (or draft_layers {k})",
                 draft=k,
             )
     for t in (1, 2, 4, 8, 16):
