@@ -13,7 +13,7 @@ BASE="http://127.0.0.1:$PORT"
 SERVER_PID=""
 cleanup() {
   if [ -n "$SERVER_PID" ]; then kill "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; fi
-  rm -rf "$WORK"
+  [ -n "${KEEP_LOG:-}" ] && cp "$WORK/server.log" "$KEEP_LOG" 2>/dev/null; rm -rf "$WORK"
 }
 trap cleanup EXIT
 

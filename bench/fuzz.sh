@@ -6,7 +6,7 @@
 #   MAX_TIME=120 MAX_EXAMPLES=500 bash bench/fuzz.sh
 #   URL=http://127.0.0.1:8000 TOKEN=... bash bench/fuzz.sh   # an already running server
 #
-# All of schemathesis' default checks, every phase (examples, coverage, fuzzing, stateful), every
+# All of schemathesis' checks (`--checks all`, CHECKS to narrow), every phase (examples, coverage, fuzzing, stateful), every
 # operation except POST /api/v1/probe, which would run the real probe for up to 120 s a call and
 # one at a time (it is fuzzed in-process with a stub probe). The server gets an admin token (so
 # admin routes are exercised with and without it) and a lifted admin rate limit (fuzzing checks
@@ -40,7 +40,7 @@ set +e
 cd "$WORK"
 "$ST" --config-file "$CONFIG" run "$URL/api/v1/openapi.json" \
   --header "Authorization: Bearer $TOKEN" \
-  --exclude-operation-id run_probe \
+  --exclude-operation-id run_probe --checks "${CHECKS:-all}" \
   --max-time "$MAX_TIME" --max-examples "$MAX_EXAMPLES" --workers "$WORKERS" --seed "$SEED" \
   --suppress-health-check too_slow,filter_too_much \
   --report junit,ndjson --report-dir "$REPORT_DIR" \

@@ -8,8 +8,11 @@
 # Mix (per request, drawn by wrk's Lua): 60 % POST /api/v1/plan (the 48 GiB question, four
 # context lengths), 20 % POST /api/v1/sweep (4 x 4 = 16 points, below the big-sweep guard),
 # 20 % GET /api/v1/models. Reports requests/s, p50/p99, non-2xx and socket errors, and the
-# server's RSS (VmRSS) after start-up, after a warm-up, and after the run. Fails (exit 1) on any
-# non-2xx or socket error, or RSS growth over 10 % across the measured run (after warm-up).
+# server's RSS (VmRSS) after start-up, after a warm-up, and after the run. Side by side in the same
+# run, /healthz latency on its own (one connection, before the load) and under the load (one more
+# connection, the way a liveness probe sees it). Fails (exit 1) on any non-2xx or socket error,
+# RSS growth over 10 % across the measured run (after warm-up), or a /healthz p99 under load
+# above MAX_HEALTHZ_P99_RATIO (20) times its p99 alone.
 # Needs wrk (Debian: `apt-get update && apt-get install -y wrk`). Figures depend on the machine.
 set -euo pipefail
 
@@ -19,6 +22,7 @@ CONNECTIONS=${CONNECTIONS:-64}
 THREADS=${THREADS:-2}
 WARMUP=${WARMUP:-10}
 MAX_RSS_GROWTH_PERCENT=${MAX_RSS_GROWTH_PERCENT:-10}
+MAX_HEALTHZ_P99_RATIO=${MAX_HEALTHZ_P99_RATIO:-20}
 need_wrk
 
 cat > "$WORK/mix.lua" <<'LUA'
@@ -44,7 +48,7 @@ LUA
 
 rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$SERVER_PID/status"; }
 
-start_server KVPLAN_DATABASE_URL="${KVPLAN_DATABASE_URL:-}" KVPLAN_LOG_LEVEL=warning
+start_server KVPLAN_DATABASE_URL="${KVPLAN_DATABASE_URL:-}" KVPLAN_LOG_LEVEL="${KVPLAN_LOG_LEVEL:-warning}"
 # Each body must be a 200 before measuring: a wrong body would only show up as non-2xx.
 "$PY" - "$BASE" "$WORK/mix.lua" <<'PY'
 import json, sys, urllib.request
@@ -62,18 +66,29 @@ PY
 RSS_START=$(rss_kib)
 wrk -t"$THREADS" -c"$CONNECTIONS" -d"${WARMUP}s" -s "$WORK/mix.lua" "$BASE" >/dev/null
 RSS_BEFORE=$(rss_kib)
+# /healthz alone, then under the mix: the same probe-like client (one connection) both times.
+wrk -t1 -c1 -d"${HEALTHZ_SECONDS:-10}s" --latency "$BASE/healthz" >"$WORK/healthz_alone.txt"
+wrk -t1 -c1 -d"$((DURATION - 2))s" --latency "$BASE/healthz" >"$WORK/healthz_load.txt" &
+HEALTHZ_PID=$!
 wrk -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --latency -s "$WORK/mix.lua" "$BASE" >"$WORK/wrk.txt"
+wait "$HEALTHZ_PID"
 RSS_AFTER=$(rss_kib)
 
 "$PY" - "$WORK/wrk.txt" "$RSS_START" "$RSS_BEFORE" "$RSS_AFTER" "$MAX_RSS_GROWTH_PERCENT" \
-  "wrk -t$THREADS -c$CONNECTIONS -d${DURATION}s (after ${WARMUP}s warm-up), one kvplan serve process, $(nproc) CPUs" <<'PY'
+  "wrk -t$THREADS -c$CONNECTIONS -d${DURATION}s (after ${WARMUP}s warm-up), one kvplan serve process, $(nproc) CPUs" \
+  "$WORK/healthz_alone.txt" "$WORK/healthz_load.txt" "$MAX_HEALTHZ_P99_RATIO" <<'PY'
 import re, sys
 text = open(sys.argv[1]).read()
 rss_start, rss_before, rss_after = (int(x) for x in sys.argv[2:5])
 max_growth = float(sys.argv[5])
-def ms(label):
-    m = re.search(rf"^\s*{label}%\s+([\d.]+)(us|ms|s)\s*$", text, re.M)
+alone, loaded = open(sys.argv[7]).read(), open(sys.argv[8]).read()
+max_ratio = float(sys.argv[9])
+def ms(label, source=None):
+    m = re.search(rf"^\s*{label}%\s+([\d.]+)(us|ms|s)\s*$", source or text, re.M)
     return float(m.group(1)) * {"us": 1e-3, "ms": 1.0, "s": 1e3}[m.group(2)]
+def bad_of(source):
+    m = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", source)
+    return int(m.group(1)) if m else 0
 rps = float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))
 total = int(re.search(r"(\d+) requests in", text).group(1))
 non2xx = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", text)
@@ -88,7 +103,13 @@ print(f"non-2xx         {non2xx}")
 print(f"socket errors   {sum(sock_errors.values())} {sock_errors or ''}".rstrip())
 print(f"server RSS      {rss_start / 1024:.1f} MiB after start, {rss_before / 1024:.1f} MiB after warm-up, "
       f"{rss_after / 1024:.1f} MiB after the run ({growth:+.1f} %, target < {max_growth:g} %)")
-ok = non2xx == 0 and not any(sock_errors.values()) and growth < max_growth
+p99_alone, p99_load = ms(99, alone), ms(99, loaded)
+ratio = p99_load / p99_alone
+print(f"GET /healthz    alone p50 {ms(50, alone):.2f} ms, p99 {p99_alone:.2f} ms; under load "
+      f"p50 {ms(50, loaded):.2f} ms, p99 {p99_load:.2f} ms ({ratio:.1f}x, target <= {max_ratio:g}x)")
+health_bad = bad_of(alone) + bad_of(loaded)
+ok = (non2xx == 0 and not any(sock_errors.values()) and growth < max_growth
+      and ratio <= max_ratio and health_bad == 0)
 print("PASS" if ok else "FAIL")
 sys.exit(0 if ok else 1)
 PY

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import logging
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -34,6 +35,7 @@ from planner.api.openapi import install_openapi
 from planner.api.problems import install_problem_handlers, problem_responses
 from planner.api.schemas import Problem, SweepRequest
 from planner.api.security import SecurityHeadersMiddleware
+from planner.api.work import pool_of
 from planner.core.recommend_schema import RecommendRequest
 from planner.core.reconcile_schema import ReconcileRequest
 from planner.core.schema import PlanRequest
@@ -99,10 +101,16 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     logger.info("starting", extra={"config": settings.public_summary()})
     store = _open_store(settings)
     app.state.store = store
+    pool = pool_of(app)
+    if app.state.prestart_workers:
+        # Started beside serving: the first heavy request need not wait for the forkserver.
+        threading.Thread(target=pool.start, name="kvplan-pool-start", daemon=True).start()
     try:
         yield
     finally:
         app.state.store = None
+        pool.close()
+        app.state.work_pool = None
         close = getattr(store, "close", None)
         if callable(close):
             close()
@@ -127,6 +135,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.metrics = metrics
     app.state.store = None
+    app.state.work_pool = None
+    app.state.prestart_workers = False
     # /readyz requires the store once this build has one (opened by the lifespan).
     app.state.store_required = importlib.util.find_spec("planner.store") is not None
 
@@ -147,7 +157,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     # add_middleware wraps: the last added is the outermost.
     app.add_middleware(BodyLimitMiddleware, max_body_bytes=settings.max_body_bytes)
-    app.add_middleware(TimeoutMiddleware, timeout_seconds=settings.request_timeout_seconds)
+    app.add_middleware(
+        TimeoutMiddleware,
+        timeout_seconds=settings.request_timeout_seconds,
+        body_timeout_seconds=settings.body_timeout_seconds,
+    )
     app.add_middleware(InFlightLimitMiddleware, max_in_flight=settings.max_concurrent_requests)
     app.add_middleware(SecurityHeadersMiddleware)
     app.add_middleware(ObserveMiddleware, metrics=metrics, templates=templates)
@@ -169,5 +183,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
 
 def create_app_from_env() -> FastAPI:
-    """uvicorn factory (`--factory planner.app:create_app_from_env`)."""
-    return create_app(load_settings())
+    """uvicorn factory (`--factory planner.app:create_app_from_env`); starts the worker pool
+    with the server rather than on the first heavy request."""
+    settings = load_settings()
+    from planner import server
+
+    server.configure(
+        max_header_bytes=settings.max_header_bytes,
+        header_timeout_seconds=settings.header_timeout_seconds,
+        max_connections=settings.effective_max_connections(),
+    )
+    app = create_app(settings)
+    app.state.prestart_workers = True
+    return app

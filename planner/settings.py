@@ -53,6 +53,55 @@ class Settings(BaseSettings):
         default=2, description="Sweeps over 64 points running at once; the next gets 503."
     )
 
+    # Cost admission and the worker pool (planner/cost.py, planner/api/workers.py).
+    max_request_cost: Annotated[int, Field(ge=1_000, le=10**12)] = Field(
+        default=2_000_000,
+        description="Estimated work units (≈ µs of CPU) a request may cost; over it, 422.",
+    )
+    inline_cost: Annotated[int, Field(ge=0, le=10**9)] = Field(
+        default=2_000,
+        description="Requests estimated at or below this run on the event loop, not a worker.",
+    )
+    max_response_bytes: Annotated[int, Field(ge=64 << 10, le=1 << 30)] = Field(
+        default=8 << 20, description="Largest answer (estimated before work, checked after)."
+    )
+    workers: Annotated[int, Field(ge=1, le=64)] = Field(
+        default=2, description="Worker processes for plans, sweeps, recommend, reconcile, page."
+    )
+    work_queue: Annotated[int, Field(ge=0, le=10_000)] = Field(
+        default=64, description="Jobs that may wait for a free worker; the next gets 503."
+    )
+    work_deadline_seconds: Annotated[float, Field(gt=0, le=600)] = Field(
+        default=10.0, description="A job still running after this is killed; 503."
+    )
+    worker_max_rss_bytes: Annotated[int, Field(ge=32 << 20, le=1 << 40)] = Field(
+        default=256 << 20, description="A worker above this RSS after a job is replaced."
+    )
+    worker_memory_bytes: Annotated[int, Field(ge=0, le=1 << 44)] = Field(
+        default=2 << 30,
+        description="Address-space cap of each worker (RLIMIT_AS); 0 = none. Over it, 503.",
+    )
+    plan_cache_bytes: Annotated[int, Field(ge=0, le=1 << 34)] = Field(
+        default=32 << 20, description="Bytes (keys + answers) the plan memo may hold."
+    )
+    # Connection-level limits (planner/server.py, the uvicorn protocol kvplan serve runs).
+    max_header_bytes: Annotated[int, Field(ge=1024, le=1 << 20)] = Field(
+        default=64 << 10, description="Request line + headers; over it, 431 (414 for the URL)."
+    )
+    header_timeout_seconds: Annotated[float, Field(gt=0, le=600)] = Field(
+        default=10.0, description="Time to send the request line and headers; then 408."
+    )
+    body_timeout_seconds: Annotated[float, Field(gt=0, le=3600)] = Field(
+        default=10.0, description="Time to send the whole body once headers are in; then 408."
+    )
+    keep_alive_seconds: Annotated[int, Field(ge=1, le=600)] = Field(
+        default=5, description="An idle keep-alive connection is closed after this."
+    )
+    max_connections: Annotated[int, Field(ge=0, le=1_000_000)] = Field(
+        default=0,
+        description="Open connections at once (0: 2048, or less to stay 64 below the fd limit).",
+    )
+
     @field_validator("log_level", mode="before")
     @classmethod
     def _lower_level(cls, value: object) -> object:
@@ -92,7 +141,31 @@ class Settings(BaseSettings):
             "admin_rate_per_minute": self.admin_rate_per_minute,
             "admin_rate_burst": self.admin_rate_burst,
             "max_concurrent_big_sweeps": self.max_concurrent_big_sweeps,
+            "max_request_cost": self.max_request_cost,
+            "inline_cost": self.inline_cost,
+            "max_response_bytes": self.max_response_bytes,
+            "workers": self.workers,
+            "work_queue": self.work_queue,
+            "work_deadline_seconds": self.work_deadline_seconds,
+            "worker_max_rss_bytes": self.worker_max_rss_bytes,
+            "worker_memory_bytes": self.worker_memory_bytes,
+            "plan_cache_bytes": self.plan_cache_bytes,
+            "max_header_bytes": self.max_header_bytes,
+            "header_timeout_seconds": self.header_timeout_seconds,
+            "body_timeout_seconds": self.body_timeout_seconds,
+            "keep_alive_seconds": self.keep_alive_seconds,
+            "max_connections": self.effective_max_connections(),
         }
+
+    def effective_max_connections(self) -> int:
+        """`max_connections`, or 2048; never within 64 of this process's fd limit."""
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+        wanted = self.max_connections or 2048
+        if soft == resource.RLIM_INFINITY:
+            return wanted
+        return max(1, min(wanted, soft - 64))
 
 
 class SettingsError(Exception):

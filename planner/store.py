@@ -15,6 +15,7 @@ code is refused rather than misread.
 from __future__ import annotations
 
 import builtins
+import os
 import sqlite3
 import threading
 import uuid
@@ -53,6 +54,18 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
             "CREATE INDEX calibrations_device ON calibrations (device_name, measured_at)",
         ),
     ),
+    (
+        2,
+        (
+            # Idempotency-Key of POST /calibrations: a retried write returns the first record.
+            """CREATE TABLE idempotency_keys (
+                key TEXT PRIMARY KEY,
+                fingerprint TEXT NOT NULL,
+                calibration_id TEXT NOT NULL,
+                created_at TEXT NOT NULL
+            )""",
+        ),
+    ),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
@@ -61,12 +74,24 @@ class StoreError(RuntimeError):
     """The store cannot be opened, read or written; the message names the file and the fix."""
 
 
+class IdempotencyConflict(Exception):
+    """An idempotency key already stored with a different request body."""
+
+
 @runtime_checkable
 class CalibrationStore(Protocol):
     """What the API, CLI and planner need of a calibration store (SQLite or PostgreSQL)."""
 
     def add(self, record: CalibrationIn) -> Calibration:
         """Store durably (committed before returning); the result carries `id` and `measured_at`."""
+        ...
+
+    def add_once(
+        self, record: CalibrationIn, key: str, fingerprint: str
+    ) -> tuple[Calibration, bool]:
+        """`add` under an idempotency key: (the record, False) the first time; (the record
+        first stored under `key`, True) for the same `fingerprint` again;
+        `IdempotencyConflict` for another fingerprint. Key and record commit together."""
         ...
 
     def get(self, calibration_id: str) -> Calibration | None: ...
@@ -161,6 +186,7 @@ class Store:
             self._conn.execute("PRAGMA synchronous=FULL")
             self._conn.execute("PRAGMA foreign_keys=ON")
             self._migrate()
+            self._identity = self._file_identity()
         except (sqlite3.Error, OSError) as exc:
             raise StoreError(
                 f"cannot open the calibration store {self.path}: {exc}; check that "
@@ -204,29 +230,82 @@ class Store:
 
     # -- records ---------------------------------------------------------------------------
 
+    def _file_identity(self) -> tuple[int, int]:
+        st = os.stat(self.path)
+        return st.st_dev, st.st_ino
+
+    def _check_file(self) -> None:
+        """The open connection still writes to the file at `self.path`. SQLite keeps writing
+        to a deleted (unlinked) file without an error, and every such commit is lost at the next
+        start; a replaced file is not the one this process holds either."""
+        try:
+            identity = self._file_identity()
+        except OSError as exc:
+            raise StoreError(
+                f"the calibration store {self.path} has vanished ({exc.strerror}); writes made "
+                "now would be lost at restart. Restore the file (or KVPLAN_DATA_DIR) and "
+                "restart kvplan"
+            ) from None
+        if identity != self._identity:
+            raise StoreError(
+                f"the calibration store {self.path} was replaced by another file under this "
+                "process; restart kvplan to open it"
+            )
+        if not os.access(self.path, os.W_OK):
+            raise StoreError(f"the calibration store {self.path} is not writable by this user")
+
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None:
             raise StoreError(f"the calibration store {self.path} is closed")
         return self._conn
 
     def add(self, record: CalibrationIn) -> Calibration:
+        stored, _ = self._write(record, None, None)
+        return stored
+
+    def add_once(
+        self, record: CalibrationIn, key: str, fingerprint: str
+    ) -> tuple[Calibration, bool]:
+        return self._write(record, key, fingerprint)
+
+    def _write(
+        self, record: CalibrationIn, key: str | None, fingerprint: str | None
+    ) -> tuple[Calibration, bool]:
         stored, row = new_record_row(record)
         with self._lock:
             conn = self._connection()
+            self._check_file()
             try:
                 conn.execute("BEGIN IMMEDIATE")
+                if key is not None:
+                    found = conn.execute(
+                        "SELECT k.fingerprint, c.record FROM idempotency_keys k "
+                        "JOIN calibrations c ON c.id = k.calibration_id WHERE k.key = ?",
+                        (key,),
+                    ).fetchone()
+                    if found is not None:
+                        conn.execute("ROLLBACK")
+                        if found[0] != fingerprint:
+                            raise IdempotencyConflict(key)
+                        return self._load(key, found[1]), True
                 conn.execute(
                     "INSERT INTO calibrations (id, measured_at, stored_at, device_name, backend, "
                     "copy_bandwidth_bytes_per_s, decode_bandwidth_bytes_per_s, "
                     "fixed_overhead_seconds, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     row,
                 )
+                if key is not None:
+                    conn.execute(
+                        "INSERT INTO idempotency_keys (key, fingerprint, calibration_id, "
+                        "created_at) VALUES (?, ?, ?, ?)",
+                        (key, fingerprint, stored.id, row[2]),
+                    )
                 conn.execute("COMMIT")  # synchronous=FULL: fsynced before this returns
             except sqlite3.Error as exc:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise StoreError(f"cannot write to {self.path}: {exc}") from exc
-        return stored
+        return stored, False
 
     def _load(self, calibration_id: str, text: str) -> Calibration:
         try:
@@ -272,9 +351,12 @@ class Store:
         return value
 
     def ping(self) -> None:
+        """Readable, and still the file at `self.path` (writable): see `_check_file`."""
         with self._lock:
+            conn = self._connection()
+            self._check_file()
             try:
-                self._connection().execute("SELECT 1 FROM calibrations LIMIT 1").fetchall()
+                conn.execute("SELECT 1 FROM calibrations LIMIT 1").fetchall()
             except sqlite3.Error as exc:
                 raise StoreError(f"calibration store {self.path} does not answer: {exc}") from exc
 

@@ -30,6 +30,7 @@ from planner.probe.model import Calibration, CalibrationIn
 from planner.store import (
     MAX_LIST_LIMIT,
     SCHEMA_VERSION,
+    IdempotencyConflict,
     StoreError,
     apply_migrations,
     new_record_row,
@@ -60,6 +61,17 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
                 record TEXT NOT NULL
             )""",
             "CREATE INDEX calibrations_device ON calibrations (device_name, measured_at)",
+        ),
+    ),
+    (
+        2,
+        (
+            """CREATE TABLE idempotency_keys (
+                key TEXT PRIMARY KEY,
+                fingerprint TEXT NOT NULL,
+                calibration_id TEXT NOT NULL,
+                created_at TEXT NOT NULL
+            )""",
         ),
     ),
 )
@@ -187,6 +199,44 @@ class PgStore:
         with self._lock:
             self._run(insert, what="write to", retry=False)
         return stored
+
+    def add_once(
+        self, record: CalibrationIn, key: str, fingerprint: str
+    ) -> tuple[Calibration, bool]:
+        stored, row = new_record_row(record)
+
+        def insert_once(conn: psycopg.Connection[Any]) -> tuple[str, str] | None:
+            with conn.transaction():
+                # A concurrent insert of the same key waits here on the unique index until the
+                # first commits, then sees its row: exactly one record per key.
+                claimed = conn.execute(
+                    "INSERT INTO idempotency_keys (key, fingerprint, calibration_id, created_at) "
+                    "VALUES (%s, %s, %s, %s) ON CONFLICT (key) DO NOTHING RETURNING key",
+                    (key, fingerprint, stored.id, row[2]),
+                ).fetchone()
+                if claimed is None:
+                    found = conn.execute(
+                        "SELECT k.fingerprint, c.record FROM idempotency_keys k "
+                        "JOIN calibrations c ON c.id = k.calibration_id WHERE k.key = %s",
+                        (key,),
+                    ).fetchone()
+                    return (str(found[0]), str(found[1])) if found else ("", "")
+                conn.execute(
+                    "INSERT INTO calibrations (id, measured_at, stored_at, device_name, backend, "
+                    "copy_bandwidth_bytes_per_s, decode_bandwidth_bytes_per_s, "
+                    "fixed_overhead_seconds, record) "
+                    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                    row,
+                )
+                return None
+
+        with self._lock:
+            existing = self._run(insert_once, what="write to", retry=False)
+        if existing is None:
+            return stored, False
+        if existing[0] != fingerprint:
+            raise IdempotencyConflict(key)
+        return self._load(key, existing[1]), True
 
     def _load(self, calibration_id: str, text: str) -> Calibration:
         try:

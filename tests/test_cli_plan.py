@@ -159,6 +159,20 @@ def test_weights_and_reserve_flags_are_the_request_fields() -> None:
     assert r.exit_code == 2 and json.loads(r.stderr)["errors"][0]["field"] == "weights_bytes"
 
 
+def test_cli_error_contract_loads_without_fastapi() -> None:
+    """The CLI builds its problems with planner.contract, never the web stack."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; import planner.cli.output, planner.contract.strict_json; "
+        "bad = [m for m in ('fastapi', 'starlette', 'planner.api') if m in sys.modules]; "
+        "print(bad); sys.exit(1 if bad else 0)"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
 def test_speculative_config_flag_declares_the_draft(tmp_path: Any) -> None:
     # vllm#19996: Llama-3.1-8B + a 1-layer EAGLE head, 51.63 GiB, 131,072 tokens: 3.13x.
     head = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "num_hidden_layers": 1,

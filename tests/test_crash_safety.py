@@ -18,7 +18,7 @@ from starlette.testclient import TestClient
 
 from planner.app import create_app
 from planner.settings import Settings
-from planner.store import StoreError
+from planner.store import SCHEMA_VERSION, StoreError
 from tests.live_server import AUTH, LiveServer
 from tests.store_backends import Backend
 
@@ -141,7 +141,7 @@ def test_two_servers_on_one_postgresql_see_each_others_calibrations(
             for client in (ca, cb):
                 listed = [c["id"] for c in client.get("/api/v1/calibrations").json()["items"]]
                 assert listed == [from_b["id"], from_a["id"]]
-            assert backend.sql("SELECT COUNT(*) FROM schema_version") == [(1,)]
+            assert backend.sql("SELECT COUNT(*) FROM schema_version") == [(SCHEMA_VERSION,)]
     finally:
         for server in starters:
             server.stop()

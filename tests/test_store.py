@@ -69,7 +69,7 @@ def test_open_store_picks_the_backend(backend: Backend, store: Any) -> None:
 
 
 def test_schema_version(store: Any) -> None:
-    assert store.schema_version() == SCHEMA_VERSION == 1
+    assert store.schema_version() == SCHEMA_VERSION == 2  # calibrations, idempotency keys
 
 
 def test_same_tables_and_columns_in_both_backends(backend: Backend, store: Any) -> None:
@@ -91,7 +91,7 @@ def test_same_tables_and_columns_in_both_backends(backend: Backend, store: Any) 
                 "WHERE table_schema = current_schema()"
             )
         }
-    assert tables == {"schema_version", "calibrations"}
+    assert tables == {"schema_version", "calibrations", "idempotency_keys"}
     assert columns == [
         "seq",
         "id",
@@ -148,7 +148,7 @@ def test_restart_keeps_records(backend: Backend) -> None:
     again = backend.open()
     assert again.get(stored.id) == stored
     assert again.schema_version() == SCHEMA_VERSION  # migrations ran once
-    assert backend.sql("SELECT COUNT(*) FROM schema_version") == [(1,)]
+    assert backend.sql("SELECT COUNT(*) FROM schema_version") == [(SCHEMA_VERSION,)]
 
 
 def test_two_stores_on_one_database_see_each_other(backend: Backend) -> None:
@@ -283,3 +283,50 @@ def test_no_url_is_sqlite(tmp_path: Path) -> None:
         s.ping()
     with sqlite3.connect(tmp_path / DB_FILENAME) as conn:
         assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+
+
+# --- idempotency keys (both backends) and a vanished file (SQLite) ----------------------------
+
+
+def test_same_key_same_body_stores_once(backend: Backend, store: Any) -> None:
+    first, replayed = store.add_once(RECORD, "key-1", "fp-a")
+    assert not replayed
+    again, replayed = store.add_once(RECORD, "key-1", "fp-a")
+    assert replayed and again == first
+    assert [c.id for c in store.list()] == [first.id]
+    # The key survives a restart with its record.
+    reopened = backend.open()
+    assert reopened.add_once(RECORD, "key-1", "fp-a") == (first, True)
+
+
+def test_same_key_other_body_is_a_conflict(store: Any) -> None:
+    from planner.store import IdempotencyConflict
+
+    store.add_once(RECORD, "key-2", "fp-a")
+    with pytest.raises(IdempotencyConflict):
+        store.add_once(RECORD, "key-2", "fp-b")
+    assert len(store.list()) == 1
+    # Another key is another record.
+    store.add_once(RECORD, "key-3", "fp-b")
+    assert len(store.list()) == 2
+
+
+def test_deleted_file_refuses_writes_and_pings(sqlite_store: Store) -> None:
+    """SQLite keeps writing to an unlinked file without an error: every such write would be
+    lost at the next start. The store notices the path no longer holds its file."""
+    sqlite_store.add(RECORD)
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(sqlite_store.path) + suffix).unlink(missing_ok=True)
+    with pytest.raises(StoreError, match="vanished"):
+        sqlite_store.add(RECORD)
+    with pytest.raises(StoreError, match="vanished"):
+        sqlite_store.ping()
+
+
+def test_replaced_file_refuses_writes(sqlite_store: Store, tmp_path: Path) -> None:
+    other = Store(tmp_path / "elsewhere")
+    other.close()
+    sqlite_store.path.unlink()
+    os.replace(other.path, sqlite_store.path)
+    with pytest.raises(StoreError, match="replaced"):
+        sqlite_store.add(RECORD)

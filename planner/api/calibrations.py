@@ -4,7 +4,9 @@
   with `Retry-After`. Body bounds (`ProbeRequest`: max_seconds <= 120, memory <= 16 GiB, shapes
   bounded) turn oversize requests into 422 before anything is allocated. The probe and the store
   run in worker threads (`anyio.to_thread`), never on the event loop.
-- `POST /calibrations` (admin): ingest a `CalibrationIn`, validated; 201 with the stored record.
+- `POST /calibrations` (admin): ingest a `CalibrationIn`, validated; 201 with the stored record,
+  acknowledged only once committed durably. With `Idempotency-Key`, a retry of the same body
+  returns the first record (200) and a different body under the same key is a 422.
 - `GET /calibrations`, `GET /calibrations/{id}`: public reads; unknown id → 404.
 
 Expects `app.state.settings.admin_token` and `app.state.store` (a `planner.store` store).
@@ -12,6 +14,7 @@ Expects `app.state.settings.admin_token` and `app.state.store` (a `planner.store
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 import threading
@@ -20,7 +23,7 @@ from collections.abc import Callable
 from typing import Annotated
 
 import anyio.to_thread
-from fastapi import APIRouter, Depends, HTTPException, Query, Request, Response
+from fastapi import APIRouter, Depends, Header, HTTPException, Query, Request, Response
 
 from planner.api.auth import require_admin
 from planner.api.body import read_json_body
@@ -37,7 +40,7 @@ from planner.probe import (
     ProbeUnavailable,
     run_probe,
 )
-from planner.store import CalibrationStore, StoreError
+from planner.store import CalibrationStore, IdempotencyConflict, StoreError
 
 router = APIRouter(tags=["calibrations"])
 
@@ -46,6 +49,8 @@ MAX_LIST_LIMIT = 200
 _ID = re.compile(r"^[A-Za-z0-9_\-]{1,64}$")
 # Time after max_seconds the probe may still need (allocation, first touch, backend trial).
 _PROBE_SLACK_SECONDS = 10.0
+MAX_IDEMPOTENCY_KEY_CHARS = 255
+_IDEMPOTENCY_KEY_PATTERN = r"^[\x21-\x7e]+$"  # visible ASCII, e.g. a UUID
 # `validate`: model build plus the timed points (about a minute on CPU, a few on an H200).
 _VALIDATE_SECONDS = 300.0
 
@@ -186,14 +191,57 @@ async def post_probe(
     status_code=201,
     response_model=Calibration,
     dependencies=[Depends(require_admin)],
-    responses=ADMIN_ERRORS,
+    responses={
+        200: {"description": "Replay: the record first stored under this Idempotency-Key."},
+        **ADMIN_ERRORS,
+    },
     openapi_extra=json_body("CalibrationIn"),
 )
-async def post_calibration(request: Request, response: Response) -> Calibration:
+async def post_calibration(
+    request: Request,
+    response: Response,
+    idempotency_key: Annotated[
+        str | None,
+        Header(
+            min_length=1,
+            max_length=MAX_IDEMPOTENCY_KEY_CHARS,
+            pattern=_IDEMPOTENCY_KEY_PATTERN,
+            description="Retry-safe writes: the same key with the same body returns the first "
+            "record (200, `Idempotent-Replayed: true`); with a different body, 422.",
+        ),
+    ] = None,
+) -> Calibration:
     body = await read_json_body(request, CalibrationIn)
     store = _store(request)
     try:
-        stored = await anyio.to_thread.run_sync(store.add, body)
+        if idempotency_key is None:
+            stored = await anyio.to_thread.run_sync(store.add, body)
+        else:
+            fingerprint = hashlib.sha256(body.model_dump_json().encode()).hexdigest()
+            stored, replayed = await anyio.to_thread.run_sync(
+                store.add_once, body, idempotency_key, fingerprint
+            )
+            if replayed:
+                response.status_code = 200
+                response.headers["Idempotent-Replayed"] = "true"
+    except IdempotencyConflict:
+        msg = (
+            "this key was already used with a different body; use a new key for a new record, "
+            "or resend the first body unchanged"
+        )
+        raise ProblemException(
+            make_problem(
+                422,
+                f"Idempotency-Key: {msg}",
+                title="Idempotency key reused",
+                slug="idempotency-key-reused",
+                errors=[
+                    ProblemError(
+                        loc=["header", "Idempotency-Key"], field="Idempotency-Key", msg=msg
+                    )
+                ],
+            )
+        ) from None
     except StoreError as exc:
         raise _unavailable(exc) from None
     return _located(request, response, stored)

@@ -137,10 +137,17 @@ class InFlightLimitMiddleware:
         self.max_in_flight = max_in_flight
         self.in_flight = 0  # one event loop per process: no lock needed
 
+    @property
+    def saturated(self) -> bool:
+        return self.in_flight >= self.max_in_flight
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope.get("path") in UNGUARDED_PATHS:
             await self.app(scope, receive, send)
             return
+        app = scope.get("app")
+        if app is not None and getattr(app.state, "in_flight_guard", None) is not self:
+            app.state.in_flight_guard = self  # read by /readyz
         if self.in_flight >= self.max_in_flight:
             busy = _busy_response(
                 f"this server is answering {self.max_in_flight} requests already; retry in 1 s "
@@ -157,6 +164,16 @@ class InFlightLimitMiddleware:
             self.in_flight -= 1
 
 
+def _has_body(scope: Scope) -> bool:
+    """The head announces a body: a non-zero Content-Length, or any Transfer-Encoding."""
+    for name, value in scope.get("headers", []):
+        if name == b"transfer-encoding":
+            return True
+        if name == b"content-length":
+            return value.strip() not in (b"0", b"")
+    return False
+
+
 class TimeoutMiddleware:
     """A request still unanswered after `timeout_seconds` is cancelled: 408 if its body was
     still arriving (a slow or stalled client), else 503 with `Retry-After`.
@@ -166,9 +183,14 @@ class TimeoutMiddleware:
     A response already started cannot be replaced: the connection is then closed.
     """
 
-    def __init__(self, app: ASGIApp, *, timeout_seconds: float) -> None:
+    def __init__(
+        self, app: ASGIApp, *, timeout_seconds: float, body_timeout_seconds: float | None = None
+    ) -> None:
         self.app = app
         self.timeout_seconds = timeout_seconds
+        # The body has its own, shorter clock: a client trickling a body must not hold an
+        # in-flight slot for the whole request timeout.
+        self.body_timeout_seconds = min(body_timeout_seconds or timeout_seconds, timeout_seconds)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
@@ -179,31 +201,43 @@ class TimeoutMiddleware:
         ):
             await self.app(scope, receive, send)
             return
+        expect_body = _has_body(scope)
         body_done = False
         waiting_for_body = False
         started = False
+        begun = anyio.current_time()
+        # One cancel scope for both clocks: its deadline is the body's until the body is in,
+        # then moves to the request's (no scope per read on the fast path).
+        first = self.body_timeout_seconds if expect_body else self.timeout_seconds
+        with anyio.CancelScope(deadline=begun + first) as deadline:
 
-        async def tracking_receive() -> Message:
-            nonlocal body_done, waiting_for_body
-            waiting_for_body = not body_done
-            message = await receive()  # a timeout cancels here with the flag still set
-            waiting_for_body = False
-            if message["type"] != "http.request" or not message.get("more_body", False):
-                body_done = True
-            return message
+            async def tracking_receive() -> Message:
+                nonlocal body_done, waiting_for_body
+                waiting_for_body = not body_done
+                message = await receive()  # a timeout cancels here with the flag still set
+                waiting_for_body = False
+                if not body_done and (
+                    message["type"] != "http.request" or not message.get("more_body", False)
+                ):
+                    body_done = True
+                    deadline.deadline = begun + self.timeout_seconds
+                return message
 
-        async def tracking_send(message: Message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
+            async def tracking_send(message: Message) -> None:
+                nonlocal started
+                if message["type"] == "http.response.start":
+                    started = True
+                await send(message)
 
-        with anyio.move_on_after(self.timeout_seconds) as deadline:
             await self.app(scope, tracking_receive, tracking_send)
         if not deadline.cancelled_caught or started:
             return
-        limit = f"{self.timeout_seconds:g} s (KVPLAN_REQUEST_TIMEOUT_SECONDS)"
-        if waiting_for_body:  # cancelled while the client was still sending
+        body_late = expect_body and not body_done
+        if body_late:
+            limit = f"{self.body_timeout_seconds:g} s (KVPLAN_BODY_TIMEOUT_SECONDS)"
+        else:
+            limit = f"{self.timeout_seconds:g} s (KVPLAN_REQUEST_TIMEOUT_SECONDS)"
+        if waiting_for_body or body_late:  # cancelled while the client was still sending
             response = problem_response(
                 make_problem(
                     408,

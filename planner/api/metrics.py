@@ -13,6 +13,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, H
 from prometheus_client import generate_latest as _generate_latest
 
 PlanOutcome = Literal["ok", "invalid", "unplannable"]
+RefusedReason = Literal["cost", "busy", "deadline", "worker"]
 
 _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 # Sub-millisecond to seconds: a plan takes well under 10 ms, a sweep up to about a second.
@@ -46,6 +47,27 @@ class Metrics:
         )
         for outcome in ("ok", "invalid", "unplannable"):
             self.plans.labels(outcome)  # export zeros, so rates work from the first scrape
+        self.refused = Counter(
+            "kvplan_work_refused",
+            "Requests refused or stopped by the work limits, by reason: cost (over "
+            "KVPLAN_MAX_REQUEST_COST / KVPLAN_MAX_RESPONSE_BYTES), busy (queue full), deadline "
+            "(killed at KVPLAN_WORK_DEADLINE_SECONDS), worker (out of memory or exited).",
+            ("reason",),
+            registry=self.registry,
+        )
+        for reason in ("cost", "busy", "deadline", "worker"):
+            self.refused.labels(reason)
+        self.disconnects = Counter(
+            "kvplan_client_disconnects",
+            "Requests whose client went away before the answer was sent.",
+            registry=self.registry,
+        )
+
+    def count_refused(self, reason: RefusedReason) -> None:
+        self.refused.labels(reason).inc()
+
+    def count_disconnect(self) -> None:
+        self.disconnects.inc()
 
     def observe_request(self, method: str, route: str, status: int, seconds: float) -> None:
         method = method if method in _METHODS else "OTHER"

@@ -27,6 +27,26 @@ def json_body(schema_name: str) -> dict[str, Any]:
     }
 
 
+# Strings the handlers refuse when empty (the core answers "" with a 422 naming the field): the
+# schema says so too (`minLength`), so a client or fuzzer reading it never sends one as valid.
+NON_EMPTY_STRINGS: tuple[tuple[str, str], ...] = (
+    ("PlanRequest", "model"),
+    ("RecommendRequest", "model"),
+    ("ReconcileRequest", "model"),
+    ("ReconcileRequest", "log"),
+)
+
+
+def require_non_empty(components: dict[str, Any]) -> None:
+    for schema_name, prop in NON_EMPTY_STRINGS:
+        node = components.get(schema_name, {}).get("properties", {}).get(prop)
+        if node is None:
+            continue
+        for branch in [node, *node.get("anyOf", ())]:
+            if branch.get("type") == "string":
+                branch.setdefault("minLength", 1)
+
+
 def install_openapi(app: FastAPI, extra: list[tuple[type[BaseModel], JsonSchemaMode]]) -> None:
     def build() -> dict[str, Any]:
         if app.openapi_schema is None:
@@ -40,6 +60,7 @@ def install_openapi(app: FastAPI, extra: list[tuple[type[BaseModel], JsonSchemaM
             components = schema.setdefault("components", {}).setdefault("schemas", {})
             for name, definition in top.get("$defs", {}).items():
                 components.setdefault(name, definition)
+            require_non_empty(components)
             app.openapi_schema = schema
         return app.openapi_schema
 

@@ -11,10 +11,11 @@ import anyio.to_thread
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
-from planner import catalog
+from planner import catalog, server
 from planner.api.metrics import CONTENT_TYPE, Metrics
 from planner.api.problems import ProblemException, make_problem, problem_responses
 from planner.api.schemas import Health, ProblemError, Readiness
+from planner.store import StoreError
 
 router = APIRouter(tags=["ops"])
 
@@ -42,21 +43,45 @@ async def _store_check(request: Request) -> str | None:
     try:
         with anyio.fail_after(STORE_PING_TIMEOUT_SECONDS):
             await anyio.to_thread.run_sync(store.ping)
+    except StoreError as exc:  # its message names the store (password-free) and the fix
+        return f"calibration store unusable: {exc}"
     except Exception as exc:
         return f"calibration store unreachable: {type(exc).__name__}"
+    return None
+
+
+def _capacity_check(request: Request) -> str | None:
+    """Saturated (the balancer should send new traffic elsewhere): connections near
+    KVPLAN_MAX_CONNECTIONS, every in-flight slot taken, or every worker busy with a full queue."""
+    limits = server.LIMITS
+    if limits.saturated:
+        return (
+            f"{limits.open_connections} connections open, near the limit of "
+            f"{limits.max_connections} (KVPLAN_MAX_CONNECTIONS)"
+        )
+    guard = getattr(request.app.state, "in_flight_guard", None)
+    if guard is not None and guard.saturated:
+        return f"{guard.in_flight} requests in flight, the limit (KVPLAN_MAX_CONCURRENT_REQUESTS)"
+    pool = getattr(request.app.state, "work_pool", None)
+    if pool is not None and pool.saturated:
+        return "every worker is busy and the queue is full (KVPLAN_WORKERS, KVPLAN_WORK_QUEUE)"
     return None
 
 
 @router.get(
     "/readyz",
     operation_id="readyz",
-    summary="Readiness: catalog loaded and calibration store reachable",
+    summary="Readiness: catalog loaded, calibration store reachable and writable, not saturated",
     responses=problem_responses(503),
 )
 async def readyz(request: Request) -> Readiness:
     failures = {
         name: reason
-        for name, reason in (("catalog", _catalog_check()), ("store", await _store_check(request)))
+        for name, reason in (
+            ("catalog", _catalog_check()),
+            ("store", await _store_check(request)),
+            ("capacity", _capacity_check(request)),
+        )
         if reason is not None
     }
     if failures:
@@ -73,7 +98,11 @@ async def readyz(request: Request) -> Readiness:
             ),
             headers={"Retry-After": "5"},
         )
-    checks = {"catalog": "ok", "store": "ok" if request.app.state.store_required else "absent"}
+    checks = {
+        "catalog": "ok",
+        "store": "ok" if request.app.state.store_required else "absent",
+        "capacity": "ok",
+    }
     return Readiness(checks=checks)
 
 

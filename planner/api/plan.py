@@ -1,8 +1,9 @@
 """`POST /api/v1/plan`: the contract. Body → `PlanRequest` → `core.plan` → `Plan`.
 
 The response is `Plan.model_dump_json()` verbatim, the same bytes `kvplan plan --request` prints.
-The handler is `async def`: a plan is microseconds to a millisecond of pure CPU, and a thread hop
-would cost more than it (research B.4).
+The request's cost is estimated from its shape first (`planner.cost`): over budget is a 422; a
+typical plan (tens of microseconds) runs on the event loop, where a hand-off would cost more than
+the plan; anything heavier runs in the worker pool under a deadline (`planner.api.work`).
 """
 
 from __future__ import annotations
@@ -11,15 +12,17 @@ import anyio.to_thread
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
-from planner.api.body import _is_json_media_type, read_json_body
+from planner.api.body import is_json_media_type, read_json_body
+from planner.api.jobs import CalibrationSnapshot, plan_job
 from planner.api.metrics import Metrics
 from planner.api.openapi import json_body
-from planner.api.plan_cache import PlanCache
+from planner.api.plan_cache import DEFAULT_MAX_BYTES, PlanCache
 from planner.api.problems import ProblemException, problem_responses
-from planner.core.errors import PlanError, UnknownIdError
+from planner.api.work import admit, answer_response, run_job
+from planner.core.errors import UnknownIdError
 from planner.core.inputs import CalibrationLike
 from planner.core.schema import Plan, PlanRequest
-from planner.service import plan
+from planner.cost import plan_cost
 
 router = APIRouter(tags=["plan"])
 
@@ -39,7 +42,8 @@ async def calibration_for(request: PlanRequest, http_request: Request) -> Calibr
     found: CalibrationLike | None = await anyio.to_thread.run_sync(
         store.get, request.calibration_id
     )
-    return found
+    # A plain value: the plan may run in a worker process.
+    return CalibrationSnapshot.of(found) if found is not None else None
 
 
 @router.post(
@@ -56,8 +60,8 @@ async def calibration_for(request: PlanRequest, http_request: Request) -> Calibr
         "asked about (default: the longest in `requests`, else the model's maximum); "
         "`requests` (`context_tokens` × `count` entries) is a workload checked against the "
         "pool in `capacity.workload_fits`.\n\n"
-        "Example: `{\"model\": \"meta-llama/Llama-3.1-8B\", \"context_tokens\": 8192, "
-        "\"kv_budget_bytes\": 51539607552}` answers `capacity.max_requests` 47 (vLLM's log "
+        'Example: `{"model": "meta-llama/Llama-3.1-8B", "context_tokens": 8192, '
+        '"kv_budget_bytes": 51539607552}` answers `capacity.max_requests` 47 (vLLM\'s log '
         "says 48.00x: block 0 is reserved)."
     ),
     response_model=Plan,
@@ -68,8 +72,10 @@ async def post_plan(http_request: Request) -> Response:
     metrics: Metrics = http_request.app.state.metrics
     cache: PlanCache | None = getattr(http_request.app.state, "plan_cache", None)
     if cache is None:
-        cache = http_request.app.state.plan_cache = PlanCache()
-    if _is_json_media_type(http_request.headers.get("content-type")):
+        settings = getattr(http_request.app.state, "settings", None)
+        max_bytes = getattr(settings, "plan_cache_bytes", DEFAULT_MAX_BYTES)
+        cache = http_request.app.state.plan_cache = PlanCache(max_bytes=max_bytes)
+    if is_json_media_type(http_request.headers.get("content-type")):
         answer = cache.get(await http_request.body())
         if answer is not None:
             metrics.count_plan("ok")
@@ -79,13 +85,19 @@ async def post_plan(http_request: Request) -> Response:
     except ProblemException:
         metrics.count_plan("invalid")
         raise
-    try:
-        result = plan(request, calibration=await calibration_for(request, http_request))
-    except PlanError:
+    cost = plan_cost(request)
+    budget = admit(http_request.app, cost)
+    calibration = await calibration_for(request, http_request)
+    result = await run_job(
+        http_request, cost, plan_job, request, calibration, budget.max_response_bytes
+    )
+    if result.status != 200:
         metrics.count_plan("unplannable")
-        raise
+        return answer_response(result)
     metrics.count_plan("ok")
-    answer = result.model_dump_json().encode()
     if request.calibration_id is None:
-        cache.put(await http_request.body(), answer)
-    return Response(content=answer, media_type="application/json")
+        cache.put(await http_request.body(), result.body)
+    return answer_response(result)
+
+
+__all__ = ["BODY_ERRORS", "Plan", "calibration_for", "router"]

@@ -1,5 +1,8 @@
 """Every error the service answers, as `application/problem+json` (RFC 9457), mapped here once.
 
+The problem model and its builders live in `planner.contract.problems` (no FastAPI, shared with
+the CLI); this module adds the Starlette response and the app's exception handlers.
+
 Core errors (`PlanError` and subclasses), request validation, JSON syntax, HTTP errors (404,
 405, 413, 415, 503) and unexpected failures all leave through `problem_response`, so clients
 parse one shape: `type`, `title`, `status`, `detail`, and `errors[]` with `loc`, `field`, `msg`.
@@ -9,7 +12,7 @@ from __future__ import annotations
 
 import http
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -17,23 +20,24 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
-from planner.api.schemas import PROBLEM_MEDIA_TYPE, Problem, ProblemError
 from planner.api.security import SECURITY_HEADERS
-from planner.core.errors import FieldProblem, PlanError
+from planner.contract.problems import (
+    PROBLEM_MEDIA_TYPE,
+    Problem,
+    ProblemError,
+    ProblemException,
+    errors_from_pydantic,
+    field_of,
+    make_problem,
+    problem_from_plan_error,
+    problem_type,
+    validation_problem,
+)
+from planner.core.errors import PlanError
 
 logger = logging.getLogger("planner.api")
 
 _PROBLEM_REF = {"$ref": "#/components/schemas/Problem"}
-
-
-def problem_type(slug: str) -> str:
-    """Our problem types are URNs: stable names that promise no page behind them."""
-    return f"urn:kvplan:problem:{slug}"
-
-
-def field_of(loc: Sequence[str | int]) -> str:
-    """`("requests", 3, "count")` → `requests[3].count` (same rule as the CLI's errors)."""
-    return FieldProblem(tuple(loc), "").field
 
 
 def problem_response(problem: Problem, headers: Mapping[str, str] | None = None) -> Response:
@@ -43,114 +47,6 @@ def problem_response(problem: Problem, headers: Mapping[str, str] | None = None)
         media_type=PROBLEM_MEDIA_TYPE,
         headers=dict(headers or {}),
     )
-
-
-def make_problem(
-    status: int,
-    detail: str,
-    *,
-    title: str | None = None,
-    slug: str | None = None,
-    errors: Iterable[ProblemError] = (),
-) -> Problem:
-    """A problem; without `slug` the type is about:blank and the title the HTTP phrase."""
-    phrase = http.HTTPStatus(status).phrase
-    return Problem(
-        type=problem_type(slug) if slug else "about:blank",
-        title=title or phrase,
-        status=status,
-        detail=detail,
-        errors=list(errors),
-    )
-
-
-class ProblemException(Exception):
-    """Raise anywhere in a request to answer with this problem."""
-
-    def __init__(self, problem: Problem, headers: Mapping[str, str] | None = None) -> None:
-        super().__init__(problem.detail)
-        self.problem = problem
-        self.headers = dict(headers or {})
-
-
-_NO_NODE = object()
-
-
-def _strip_union_tags(loc: Sequence[str | int], error_type: str, body: Any) -> list[str | int]:
-    """Drop the union-member labels pydantic puts in `loc` (`model.str`, `gpu.GpuSpec.name`).
-
-    Walks `loc` through the request body: a string part that is not a key of the object at that
-    point is a label, unless it is the last part of a `missing` error (a required key absent).
-    """
-    out: list[str | int] = []
-    node: Any = body
-    for i, part in enumerate(loc):
-        is_last = i == len(loc) - 1
-        if isinstance(part, int):
-            out.append(part)
-            in_list = isinstance(node, list) and 0 <= part < len(node)
-            node = node[part] if in_list else _NO_NODE
-        elif isinstance(node, dict) and part in node:
-            out.append(part)
-            node = node[part]
-        elif isinstance(node, dict) and is_last and error_type == "missing":
-            out.append(part)
-        elif node is _NO_NODE:
-            out.append(part)
-        # else: a union label; the body has no such key here
-    return out
-
-
-def errors_from_pydantic(
-    errors: Iterable[Mapping[str, Any]], body: Any = _NO_NODE
-) -> list[ProblemError]:
-    """Pydantic error dicts → `errors[]`, never echoing the input (it may hold secrets).
-
-    With the parsed `body`, union labels are dropped from `loc` and the alternatives' messages
-    for one field are merged ("a valid string, or a valid dictionary").
-    """
-    merged: dict[tuple[str | int, ...], list[str]] = {}
-    for error in errors:
-        raw_loc = [part if isinstance(part, int) else str(part) for part in error.get("loc", ())]
-        error_type = str(error.get("type", ""))
-        loc = raw_loc if body is _NO_NODE else _strip_union_tags(raw_loc, error_type, body)
-        msg = str(error.get("msg", "invalid value"))
-        if error_type == "extra_forbidden":
-            msg = "unknown field; remove it (see the request schema for the accepted fields)"
-        elif error_type == "value_error":
-            # Pydantic prefixes a validator's own message with "Value error, ": drop the noise.
-            msg = msg.removeprefix("Value error, ")
-        messages = merged.setdefault(tuple(loc), [])
-        if msg not in messages:
-            messages.append(msg)
-    if body is not _NO_NODE:
-        # A union alternative that got further ("gpu.memory_bytes: Field required") says more
-        # than the one that failed at once ("gpu: Input should be a valid string").
-        deeper = {loc[:n] for loc in merged for n in range(len(loc))}
-        merged = {loc: m for loc, m in merged.items() if loc not in deeper}
-    return [
-        ProblemError(loc=list(loc), field=field_of(loc), msg="; or ".join(messages))
-        for loc, messages in merged.items()
-    ]
-
-
-def problem_from_plan_error(exc: PlanError, status: int = 422) -> Problem:
-    return make_problem(
-        status,
-        exc.detail,
-        title=exc.title,
-        slug=exc.type_slug,
-        errors=[ProblemError(loc=list(p.loc), field=p.field, msg=p.msg) for p in exc.problems],
-    )
-
-
-def validation_problem(errors: Iterable[Mapping[str, Any]], body: Any = _NO_NODE) -> Problem:
-    """422 for a request that parsed but failed validation; pass the parsed `body` when known."""
-    items = errors_from_pydantic(errors, body)
-    detail = "; ".join(f"{e.field or '(body)'}: {e.msg}" for e in items[:5])
-    if len(items) > 5:
-        detail += f"; and {len(items) - 5} more"
-    return make_problem(422, detail, title="Invalid request", slug="validation", errors=items)
 
 
 async def _on_plan_error(request: Request, exc: Exception) -> Response:
@@ -225,3 +121,20 @@ def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
         }
         for status in statuses
     }
+
+
+__all__ = [
+    "PROBLEM_MEDIA_TYPE",
+    "Problem",
+    "ProblemError",
+    "ProblemException",
+    "errors_from_pydantic",
+    "field_of",
+    "install_problem_handlers",
+    "make_problem",
+    "problem_from_plan_error",
+    "problem_response",
+    "problem_responses",
+    "problem_type",
+    "validation_problem",
+]

@@ -2,20 +2,22 @@
 
 Body `RecommendRequest` → `core.recommend` → `Recommendation`. An impossible target is a 200
 with `feasible: false`, the binding constraint and the nearest fits: it is an answer, not an
-error. The search plans a few dozen candidates, so it runs off the event loop.
+error. The search plans dozens of candidates: its cost is estimated first (`planner.cost`;
+over budget is a 422) and it runs in the worker pool under the work deadline.
 """
 
 from __future__ import annotations
 
-import anyio.to_thread
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from planner.api.body import read_json_body
+from planner.api.jobs import recommend_job
 from planner.api.openapi import json_body
 from planner.api.plan import BODY_ERRORS
+from planner.api.work import admit, answer_response, run_job
 from planner.core.recommend_schema import Recommendation, RecommendRequest
-from planner.service import recommend
+from planner.cost import recommend_cost
 
 router = APIRouter(tags=["recommend"])
 
@@ -30,5 +32,15 @@ router = APIRouter(tags=["recommend"])
 )
 async def post_recommend(http_request: Request) -> Response:
     request = await read_json_body(http_request, RecommendRequest)
-    result: Recommendation = await anyio.to_thread.run_sync(recommend, request)
-    return Response(content=result.model_dump_json(), media_type="application/json")
+    dtypes = 1 if request.kv_cache_dtype or not request.allow_fp8_kv else 2
+    cost = recommend_cost(
+        request.model,
+        gpu_count=request.gpu_count,
+        mix_classes=len(request.context_mix or ()) or 1,
+        dtypes=dtypes,
+    )
+    admit(http_request.app, cost)
+    return answer_response(await run_job(http_request, cost, recommend_job, request))
+
+
+__all__ = ["Recommendation", "router"]

@@ -7,15 +7,16 @@ with linear-time matching, never executed, and echoed back only as matched figur
 
 from __future__ import annotations
 
-import anyio.to_thread
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from planner.api.body import read_json_body
+from planner.api.jobs import reconcile_job
 from planner.api.openapi import json_body
 from planner.api.plan import BODY_ERRORS
+from planner.api.work import answer_response, run_job
 from planner.core.reconcile_schema import ReconcileRequest, ReconcileResult
-from planner.service import reconcile
+from planner.cost import Cost
 
 router = APIRouter(tags=["reconcile"])
 
@@ -30,6 +31,9 @@ router = APIRouter(tags=["reconcile"])
 )
 async def post_reconcile(http_request: Request) -> Response:
     request = await read_json_body(http_request, ReconcileRequest)
-    # Parsing up to 2 MiB of text is milliseconds, but off the event loop all the same.
-    result: ReconcileResult = await anyio.to_thread.run_sync(reconcile, request)
-    return Response(content=result.model_dump_json(), media_type="application/json")
+    # Linear in the log (≤ 2 MiB) plus one plan: never inline, always under the work deadline.
+    cost = Cost(work_units=len(request.log), response_bytes=0, plans=1)
+    return answer_response(await run_job(http_request, cost, reconcile_job, request, inline=False))
+
+
+__all__ = ["ReconcileResult", "router"]

@@ -1,6 +1,7 @@
 """Wire models the API adds around the core contract: problems and sweeps.
 
-Plain Pydantic, no FastAPI, so `planner.client` can import them without the server stack.
+The problem model is `planner.contract.problems` (re-exported here). Plain Pydantic, no
+FastAPI, so `planner.client` can import them without the server stack.
 """
 
 from __future__ import annotations
@@ -9,36 +10,12 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from planner.contract.problems import PROBLEM_MEDIA_TYPE, Problem, ProblemError
 from planner.core.schema import MAX_COUNT, MAX_PARALLEL, MAX_TOKENS, Plan, PlanRequest
-
-PROBLEM_MEDIA_TYPE = "application/problem+json"
 
 # A sweep runs one plan per grid point; 256 points keep the worst request well under a second.
 MAX_SWEEP_POINTS = 256
 MAX_SWEEP_AXIS = 64
-
-
-class ProblemError(BaseModel):
-    """One offending input: `loc` is the path into the request, `field` the same path dotted."""
-
-    model_config = ConfigDict(frozen=True)
-
-    loc: list[str | int]
-    field: str
-    msg: str
-
-
-class Problem(BaseModel):
-    """RFC 9457 problem details, plus `errors` listing each offending field."""
-
-    model_config = ConfigDict(frozen=True, extra="allow")
-
-    type: str = Field(description="URI reference naming the kind of problem; about:blank if none.")
-    title: str
-    status: int
-    detail: str
-    instance: str | None = None
-    errors: list[ProblemError] = Field(default_factory=list)
 
 
 class _StrictIn(BaseModel):
@@ -116,3 +93,17 @@ class Health(BaseModel):
 class Readiness(BaseModel):
     status: Literal["ready"] = "ready"
     checks: dict[str, str] = Field(description="Each dependency and its state.")
+
+
+__all__ = [
+    "MAX_SWEEP_AXIS",
+    "MAX_SWEEP_POINTS",
+    "PROBLEM_MEDIA_TYPE",
+    "Health",
+    "Problem",
+    "ProblemError",
+    "Readiness",
+    "SweepPoint",
+    "SweepRequest",
+    "SweepResponse",
+]

@@ -1,9 +1,10 @@
 """CLI edges: read JSON input safely, and report bad input on stderr with exit 2.
 
-The problem documents are built by the same functions the REST API uses (planner.api.problems),
-so a client sees one error shape whichever surface it calls. A command run with flags prints
-them as a readable message naming its flags (`--tp`, not `tensor_parallel_size`), unless it was
-given `--json`; `--request` input, being the API's JSON, gets the problem+json itself.
+The problem documents are built by the same functions the REST API uses
+(`planner.contract.problems`, `planner.contract.strict_json`: no FastAPI is loaded), so a client
+sees one error shape whichever surface it calls. A command run with flags prints them as a
+readable message naming its flags (`--tp`, not `tensor_parallel_size`), unless it was given
+`--json`; `--request` input, being the API's JSON, gets the problem+json itself.
 """
 
 from __future__ import annotations
@@ -20,6 +21,14 @@ import pydantic_core
 import typer
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from planner.contract.problems import (
+    ProblemError,
+    ProblemException,
+    make_problem,
+    problem_from_plan_error,
+    validation_problem,
+)
+from planner.contract.strict_json import non_finite_path, parse_json_body
 from planner.core.errors import FieldProblem, PlanError
 
 MAX_INPUT_BYTES = 16 << 20
@@ -88,24 +97,17 @@ def _write(problem_json: str) -> NoReturn:
 
 
 def fail(exc: PlanError) -> NoReturn:
-    from planner.api.problems import problem_from_plan_error
-
     _write(problem_from_plan_error(exc).model_dump_json(exclude_none=True))
 
 
 def emit_problem(exc: ValidationError, body: Any = None) -> NoReturn:
-    from planner.api.problems import validation_problem
-
     errors = exc.errors(include_url=False, include_input=False)
     problem = validation_problem(errors, body) if body is not None else validation_problem(errors)
     _write(problem.model_dump_json(exclude_none=True))
 
 
 def parse_body(raw: bytes, model: type[M]) -> M:
-    """Strict JSON → `model` with the API's exact rules (planner.api.body), problems on stderr."""
-    from planner.api.body import parse_json_body
-    from planner.api.problems import ProblemException
-
+    """Strict JSON → `model` with the API's exact rules (planner.contract), problems on stderr."""
     try:
         return parse_json_body(raw, model)
     except ProblemException as exc:
@@ -114,13 +116,11 @@ def parse_body(raw: bytes, model: type[M]) -> M:
 
 def parse_body_list(raw: bytes, adapter: TypeAdapter[list[M]]) -> list[M]:
     """A JSON list of request objects, validated all-or-nothing; errors located by index."""
-    from planner.api.body import _non_finite_path
-
     try:
         tree = pydantic_core.from_json(raw, allow_inf_nan=False)
     except ValueError as exc:
         _bad_input(f"invalid JSON ({exc}); send JSON without NaN/Infinity or trailing characters")
-    where = _non_finite_path(tree)
+    where = non_finite_path(tree)
     if where is not None:
         _bad_input(f"{where}: number is not finite in a double; send a finite number")
     try:
@@ -148,9 +148,6 @@ def read_source_bytes(source: str, field: str = "request") -> bytes:
 
 
 def _bad_input(detail: str, field: str = "request") -> NoReturn:
-    from planner.api.problems import make_problem
-    from planner.api.schemas import ProblemError
-
     problem = make_problem(
         400,
         detail,

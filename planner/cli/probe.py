@@ -114,7 +114,7 @@ def format_result(c: CalibrationIn) -> list[str]:
 
 
 def _report_failed(detail: str, status: int = 502) -> NoReturn:
-    from planner.api.problems import make_problem
+    from planner.contract.problems import make_problem
 
     problem = make_problem(status, detail, title="Report failed", slug="report-failed")
     sys.stderr.write(problem.model_dump_json(exclude_none=True) + "\n")

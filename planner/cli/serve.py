@@ -83,6 +83,10 @@ def serve(
         server_header=False,
         proxy_headers=False,
         timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
+        # Head size and time, a connection cap below the fd limit (planner/server.py).
+        http="planner.server:BoundedHttpToolsProtocol",
+        timeout_keep_alive=settings.keep_alive_seconds,
+        limit_concurrency=settings.effective_max_connections() + 1,
     )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 from planner.core.specs import LayerSpec, Stack, WindowPolicy, cdiv
 from planner.core.units import KVDtype
@@ -72,6 +73,18 @@ class Pool(ABC):
         usable = self.usable_blocks
         need = self.blocks_per_request(ctx)
         return usable // need if usable > 0 and need else 0
+
+    # Whether requests sharing a prefix hold its blocks once in this pool's admission.
+    shares_prefix: ClassVar[bool] = True
+
+    def max_requests_sharing(self, ctx: int, shared_tokens: int) -> int:
+        """Requests of `ctx` tokens that fit at once when they share `shared_tokens` of prefix:
+        the first holds every block, each further one all but the shared ones."""
+        need, saved = self.blocks_per_request(ctx), self.shared_units(shared_tokens)
+        if not self.shares_prefix or saved <= 0 or saved >= need:
+            return self.max_requests(ctx)
+        usable = self.usable_blocks
+        return 0 if usable < need else 1 + (usable - need) // (need - saved)
 
     def shared_units(self, shared_tokens: int) -> int:
         """Allocation units a shared prefix of `shared_tokens` saves per extra request: its

@@ -27,7 +27,23 @@ def capacity(
     engine, ctx = inp.engine, inp.context_tokens
     notes: list[Note] = []
     pool = build_pool(inp, budget.kv_budget_bytes)
-    max_req = pool.max_requests(ctx)
+    # Requests of the planned length that share a prefix (a system prompt) hold it once.
+    shared = next(
+        (sh for m, sh in zip(inp.mixes, inp.shared_prefix_tokens, strict=True)
+         if m.context_tokens == ctx and sh),
+        0,
+    )  # fmt: skip
+    max_req = pool.max_requests_sharing(ctx, shared) if shared else pool.max_requests(ctx)
+    if shared and max_req != pool.max_requests(ctx):
+        notes.append(
+            note(
+                "capacity.prefix_shared",
+                shared=shared,
+                fit=max_req,
+                alone=pool.max_requests(ctx),
+                ctx=ctx,
+            )
+        )
     reported = pool.reported_concurrency(ctx)
     max_len = inp.max_model_len
     if max_req == 0:
@@ -116,6 +132,9 @@ def capacity(
         engine_starts=verdict.starts,
         start_error=verdict.error_text,
         estimated_max_model_len=verdict.estimated_max_model_len,
+        engine_max_model_len_estimate=engine.max_model_len_estimate(
+            inp, budget.kv_budget_bytes, pool
+        ),
     )
     return out, pool, notes
 

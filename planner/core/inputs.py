@@ -238,7 +238,7 @@ def resolve(
             "async_scheduling",
             f"{engine.label} has no async_scheduling setting (a vLLM flag); omit the field",
         )
-    block, block_notes = engine.block_size(request.block_size, shape)
+    block, block_notes = engine.block_size(request.block_size, shape, kv)
     notes.extend(block_notes)
     sched = engine.scheduling(request.max_num_batched_tokens, request.async_scheduling, gpu, pp)
     if speculation is not None and speculation.reserved_tokens:

@@ -89,6 +89,7 @@ class ModelShape:
     # What engines derive the longest context from besides max_position_embeddings.
     rope_scaling: tuple[str, float, int | None] | None = None  # (type, factor, original max)
     model_max_length: int | None = None
+    quant_method: str | None = None  # the checkpoint's quantization_config.quant_method
 
     @property
     def stack(self) -> Stack:
@@ -316,6 +317,7 @@ def shape_from_config(
     return ModelShape(
         rope_scaling=_rope_scaling(cfg),
         model_max_length=_int_field(cfg, "model_max_length", hi=1 << 30),
+        quant_method=_quant_method(config),
         groups=group_layers(layers),
         id=model_id,
         model_type=model_type,
@@ -348,6 +350,12 @@ def _attention_spec(
     if kind == "chunked" and window is not None:
         return ChunkedLocalSpec(kv_heads, head_size, head_size_v, window)
     return FullAttentionSpec(kv_heads, head_size, head_size_v)
+
+
+def _quant_method(config: Mapping[str, Any]) -> str | None:
+    qc = config.get("quantization_config")
+    method = qc.get("quant_method") if isinstance(qc, Mapping) else None
+    return method.lower() if isinstance(method, str) else None
 
 
 def _rope_scaling(cfg: Mapping[str, Any]) -> tuple[str, float, int | None] | None:

@@ -224,6 +224,10 @@ TEMPLATES: dict[str, str] = {
         "ignores the reserved null block (block 0); with that block kept back, {fit:,} "
         "request(s) of {ctx:,} tokens can hold all their blocks at once."
     ),
+    "capacity.prefix_shared": (
+        "Requests of {ctx:,} tokens sharing a {shared:,}-token prefix hold its blocks once: "
+        "{fit:,} fit at once instead of {alone:,}."
+    ),
     "capacity.no_memory": (
         "No memory is left for the KV cache after weights and reserves: use more GPUs "
         "(tensor_parallel_size), a larger GPU, or quantized weights."

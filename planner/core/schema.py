@@ -11,8 +11,57 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+# The response models live in planner.core.answer; the contract is read from here too.
+from planner.core.answer import (
+    BoundsOut as BoundsOut,
+)
+from planner.core.answer import (
+    BudgetOut as BudgetOut,
+)
+from planner.core.answer import (
+    BudgetTermOut as BudgetTermOut,
+)
+from planner.core.answer import (
+    CalibratedOut as CalibratedOut,
+)
+from planner.core.answer import (
+    CapacityOut as CapacityOut,
+)
+from planner.core.answer import (
+    GenerationOut as GenerationOut,
+)
+from planner.core.answer import (
+    GroupOut as GroupOut,
+)
+from planner.core.answer import (
+    KVGroupOut as KVGroupOut,
+)
+from planner.core.answer import (
+    ModelOut as ModelOut,
+)
+from planner.core.answer import (
+    NoteOut as NoteOut,
+)
+from planner.core.answer import (
+    PerRankOut as PerRankOut,
+)
+from planner.core.answer import (
+    Plan as Plan,
+)
+from planner.core.answer import (
+    RequestOut as RequestOut,
+)
+from planner.core.answer import (
+    SweepPointOut as SweepPointOut,
+)
+from planner.core.answer import (
+    TotalsOut as TotalsOut,
+)
+from planner.core.answer import (
+    WhatIfOut as WhatIfOut,
+)
 from planner.core.engines import DEFAULT_ENGINE, engine_names
-from planner.core.speculative_schema import LayerFormsOut, SpeculativeBoundsOut, SpeculativeConfig
+from planner.core.speculative_schema import SpeculativeConfig
 
 # Bounds chosen so nothing a client sends can overflow an int64 product or allocate much:
 # 2**24 tokens (16M) of context, 2**20 requests, 2**50 bytes (1 PiB) of memory.
@@ -22,6 +71,7 @@ MAX_BYTES = 1 << 50
 MAX_PARALLEL = 1024
 MAX_REQUEST_ENTRIES = 256
 MAX_BANDWIDTH_BYTES_PER_S = 1e15
+MIN_BANDWIDTH_BYTES_PER_S = 1e6  # below it a decode step can overflow a double (null)
 MAX_CONFIG_KEYS = 512
 
 # The registry is the one list of engine names; the schema only advertises it.
@@ -33,6 +83,7 @@ Count = Annotated[int, Field(ge=1, le=MAX_COUNT, strict=True)]
 Bytes = Annotated[int, Field(ge=0, le=MAX_BYTES, strict=True)]
 PositiveBytes = Annotated[int, Field(ge=1, le=MAX_BYTES, strict=True)]
 Parallel = Annotated[int, Field(ge=1, le=MAX_PARALLEL, strict=True)]
+Bandwidth = Annotated[float, Field(ge=MIN_BANDWIDTH_BYTES_PER_S, le=MAX_BANDWIDTH_BYTES_PER_S)]
 
 
 class _Strict(BaseModel):
@@ -62,7 +113,7 @@ class GpuSpec(_Strict):
 
     name: Annotated[str, Field(min_length=1, max_length=100)] = "custom"
     memory_bytes: PositiveBytes
-    bandwidth_bytes_per_s: Annotated[float, Field(gt=0, le=MAX_BANDWIDTH_BYTES_PER_S)]
+    bandwidth_bytes_per_s: Bandwidth
     bf16_dense_flops: Annotated[float, Field(gt=0, le=1e18)] | None = None
 
 
@@ -160,12 +211,10 @@ class PlanRequest(_Strict):
     cuda_graph_bytes: Bytes | None = Field(
         default=None, description="Override the CUDA-graph memory per GPU (vLLM's estimate)."
     )
-    bandwidth_bytes_per_s: Annotated[float, Field(gt=0, le=MAX_BANDWIDTH_BYTES_PER_S)] | None = (
-        Field(
-            default=None,
-            description="Memory bandwidth in decimal bytes/s for the decode floor; overrides "
-            "the GPU's datasheet figure.",
-        )
+    bandwidth_bytes_per_s: Bandwidth | None = Field(
+        default=None,
+        description="Memory bandwidth in decimal bytes/s for the decode floor; overrides "
+        "the GPU's datasheet figure.",
     )
     calibration_id: Annotated[str, Field(min_length=1, max_length=64)] | None = Field(
         default=None,
@@ -199,222 +248,15 @@ class PlanRequest(_Strict):
     output_tokens: Annotated[int, Field(ge=0, le=MAX_TOKENS, strict=True)] | None = Field(
         default=None, description="Tokens to generate, for the prefill-vs-decode work count."
     )
-    speculative_config: SpeculativeConfig | None = None  # vLLM --speculative-config
+    speculative_config: SpeculativeConfig | None = Field(
+        default=None,
+        description="vLLM --speculative-config: the draft's KV layers join the cache, each "
+        "decoding request reserves its draft and lookahead tokens, and the decode bound counts "
+        "accepted tokens.",
+    )
 
     @model_validator(mode="after")
     def _config_size(self) -> PlanRequest:
         if isinstance(self.model, dict) and len(self.model) > MAX_CONFIG_KEYS:
             raise ValueError(f"model config has more than {MAX_CONFIG_KEYS} keys")
         return self
-
-
-# ---------------------------------------------------------------------------------------------
-# Response
-
-
-class _Out(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-
-class GroupOut(_Out):
-    kind: Literal["full", "sliding", "chunked", "mla", "indexer"]
-    layers: int
-    layer_indices: list[int]
-    window_tokens: int | None
-    kv_heads: int
-    head_size_k: int
-    head_size_v: int
-
-
-class ModelOut(LayerFormsOut):
-    id: str | None
-    model_type: str | None
-    num_hidden_layers: int
-    num_attention_heads: int
-    num_key_value_heads: int
-    head_dim: int
-    max_position_embeddings: int | None
-    max_model_len: int | None = None
-    dtype: str
-    weights_bytes: int | None = None
-    weights_source: str | None = None
-    num_parameters: int | None = None
-    active_parameters: int | None = None
-    groups: list[GroupOut]
-
-
-class NoteOut(_Out):
-    """One note: a stable `code`, its `params`, and the English `text` they make."""
-
-    code: str
-    params: dict[str, str | int | float | bool]
-    text: str
-
-
-class PerRankOut(_Out):
-    kv_heads: int
-    replication: int
-    layers: int
-    kv_bytes_per_token: int
-    page_bytes: int
-    pipeline_stage_layers: list[int]
-
-
-class RequestOut(_Out):
-    context_tokens: int
-    count: int
-    prefix_tokens: int
-    kv_bytes: int
-    blocks: int
-    paged_kv_bytes: int
-
-
-class TotalsOut(_Out):
-    kv_bytes: int
-    paged_kv_bytes: int
-    padded_kv_bytes: int
-    per_rank_kv_bytes: int
-    physical_kv_bytes: int
-    prefix_shared_bytes_saved: int
-    requests: int
-
-
-class KVGroupOut(_Out):
-    """One KV-cache group as the engine builds it (vLLM: layers sharing a block table)."""
-
-    kind: str
-    layers: int
-    padding_layers: int
-    window_tokens: int | None
-    block_size: int
-    blocks_per_request: int
-
-
-class BudgetTermOut(_Out):
-    """One line of the memory split, with where its bytes come from."""
-
-    name: str
-    bytes: int
-    derivation: str
-    source: str  # model | input | override | engine_rule | not_applicable
-
-
-class BudgetOut(_Out):
-    source: Literal["explicit", "gpu"]
-    gpu: str | None
-    gpu_memory_bytes: int | None
-    gpu_memory_utilization: float | None
-    weights_bytes_per_rank: int | None
-    reserve_bytes: int | None
-    kv_budget_bytes: int
-    derivation: str
-    activation_peak_bytes: int | None = None
-    non_torch_bytes: int | None = None
-    cuda_graph_bytes: int | None = None
-    cuda_graph_subtracted: bool | None = None
-    requested_bytes: int | None = None
-    # The engine's own figure, which can be negative ("Available KV cache memory: -2.14 GiB");
-    # kv_budget_bytes is that figure floored at 0.
-    engine_available_bytes: int | None = None
-    terms: list[BudgetTermOut] = []
-
-
-class CapacityOut(_Out):
-    kv_budget_bytes: int
-    num_blocks: int
-    reserved_blocks: int
-    blocks_per_request: int
-    max_requests: int
-    max_num_seqs: int | None
-    max_running_requests: int
-    max_tokens: int
-    engine_reported_concurrency: float | None
-    engine_reported_tokens: int | None
-    context_tokens: int
-    limited_by: str
-    longest_context_tokens: int
-    kv_groups: list[KVGroupOut]
-    budget: BudgetOut
-    workload_fits: bool | None
-    engine_starts: bool | None = None
-    start_error: str | None = None
-    estimated_max_model_len: int | None = None
-
-
-class CalibratedOut(_Out):
-    calibration_id: str
-    device_name: str
-    measured_at: str
-    decode_bandwidth_bytes_per_s: float
-    fixed_overhead_seconds: float
-    attention_calls: int
-    decode_step_seconds: float
-    decode_tokens_per_s: float
-
-
-class SweepPointOut(_Out):
-    context_tokens: int
-    kv_read_seconds: float
-    weights_read_seconds: float
-    attention_share: float
-
-
-class WhatIfOut(_Out):
-    kv_compression_ratio: float
-    attention_share: float
-    decode_step_seconds: float
-    speedup: float
-    max_requests: int | None
-
-
-class BoundsOut(_Out):
-    bandwidth_bytes_per_s: float
-    source: Literal["request", "gpu", "calibration"]
-    bandwidth_source: Literal["request", "gpu", "calibration"]
-    batch_requests: int
-    kv_read_seconds: float
-    weights_read_seconds: float
-    decode_step_seconds: float
-    decode_tokens_per_s: float
-    arithmetic_intensity_flops_per_byte: float
-    arithmetic_intensity_mha_flops_per_byte: float
-    attention_share: float
-    prefill_flops: float | None
-    prefill_compute_seconds: float | None
-    calibrated: CalibratedOut | None
-    context_sweep: list[SweepPointOut]
-    what_if: WhatIfOut | None
-    speculative: SpeculativeBoundsOut | None = None
-
-
-class GenerationOut(_Out):
-    prompt_tokens: int
-    output_tokens: int
-    positions_without_cache: int
-    positions_with_cache: int
-    decode_steps: int
-
-
-class Plan(_Out):
-    engine: str
-    engine_version: str
-    async_scheduling: bool | None = None
-    dtype: str
-    kv_cache_dtype: str
-    bytes_per_element: float
-    bits_per_element: int
-    block_size: int
-    tensor_parallel_size: int
-    pipeline_parallel_size: int
-    max_num_batched_tokens: int | None
-    kv_bytes_per_token: int
-    kv_bytes_per_token_formula: str
-    model: ModelOut
-    per_rank: PerRankOut
-    requests: list[RequestOut]
-    totals: TotalsOut
-    capacity: CapacityOut | None
-    bounds: BoundsOut | None
-    generation: GenerationOut | None
-    notes: list[str]
-    notes_detail: list[NoteOut]

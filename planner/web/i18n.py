@@ -12,6 +12,7 @@ translated template with the note's own params, so no English is parsed.
 from __future__ import annotations
 
 import gettext
+import math
 import string
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ from io import BytesIO
 
 from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po
-from babel.numbers import format_decimal
+from babel.numbers import format_decimal, format_scientific
 from babel.support import Translations
 
 from planner.core.notes import TEMPLATES
@@ -82,6 +83,10 @@ def negotiate(cookie: str | None, accept_language: str | None) -> str:
     return DEFAULT_LANGUAGE
 
 
+# Fixed-point digits a page number may show; larger magnitudes print as 1.23E30.
+_SCIENTIFIC_FROM = 1e15
+
+
 @dataclass(frozen=True, slots=True)
 class Numbers:
     """Numbers as the page prints them: grouped per locale, units always labelled."""
@@ -89,6 +94,13 @@ class Numbers:
     lang: str
 
     def _dec(self, value: float, pattern: str) -> str:
+        """Grouped decimal; scientific from 10^15 up, where babel's fixed-point rounding
+        needs more than the 28 digits of decimal's context (InvalidOperation: tiny
+        bandwidths give decode times of 10^30 ms), and a dash for a non-finite value."""
+        if not math.isfinite(value):
+            return "—"
+        if abs(value) >= _SCIENTIFIC_FROM:
+            return format_scientific(value, format="0.00E0", locale=_BABEL_LOCALE[self.lang])
         return format_decimal(value, format=pattern, locale=_BABEL_LOCALE[self.lang])
 
     def num(self, value: int) -> str:

@@ -15,14 +15,16 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-import anyio.to_thread
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 from pydantic import ValidationError
 
+from planner.api.jobs import CalibrationSnapshot, CarriedPlanError
 from planner.api.plan import calibration_for
+from planner.api.problems import ProblemException
+from planner.api.work import budget_of, run_job
 from planner.catalog import list_gpus, list_models
 from planner.core.engines.registry import (
     engine_labels,
@@ -30,10 +32,11 @@ from planner.core.engines.registry import (
     get_engine,
     serving_engines,
 )
-from planner.core.errors import FieldProblem, PlanError
+from planner.core.errors import FieldError, FieldProblem, PlanError
 from planner.core.inputs import CalibrationLike
 from planner.core.recommend_schema import Recommendation, RecommendRequest
 from planner.core.schema import ENGINES, Plan, PlanRequest
+from planner.cost import page_cost, plan_cost, recommend_cost
 from planner.service import plan, recommend
 from planner.web import form
 from planner.web.figures import Figure, capacity_figure, decode_figure, memory_figure
@@ -219,6 +222,35 @@ def compute(request: PlanRequest, calibration: CalibrationLike | None, lang: str
     )
 
 
+async def answer_for(
+    request: Request, question: PlanRequest, calibration: CalibrationLike | None, lang: str
+) -> Answer:
+    """`compute` under the API's admission and work limits (`planner.api.work`): over budget
+    is a form error on the model, heavy work runs in the worker pool under its deadline."""
+    cost = page_cost(question)
+    reason = budget_of(request.app).refusal(cost)
+    if reason is not None:
+        raise FieldError(("model",), reason)
+    portable = CalibrationSnapshot.of(calibration) if calibration is not None else None
+    try:
+        found = await run_job(request, cost, compute_or_error, question, portable, lang)
+    except ProblemException as exc:  # busy or past the deadline: said next to the form
+        raise PlanError(exc.problem.detail) from None
+    if isinstance(found, CarriedPlanError):
+        raise found.rebuild()
+    return found
+
+
+def compute_or_error(
+    question: PlanRequest, calibration: CalibrationLike | None, lang: str
+) -> Answer | CarriedPlanError:
+    """`compute`, for a worker process: a core error comes back as a value, not raised."""
+    try:
+        return compute(question, calibration, lang)
+    except PlanError as exc:
+        return CarriedPlanError.of(exc)
+
+
 def dtype_names(engine: str | None) -> tuple[str, ...]:
     """The KV cache dtypes the chosen engine offers (the registry's list), so the form never
     offers a setup the engine cannot run."""
@@ -296,6 +328,54 @@ def launch_for(request: PlanRequest, result: Plan) -> Recommendation | None:
         return None
 
 
+def launch_job(question: PlanRequest, result: Plan) -> Recommendation | CarriedPlanError | None:
+    """`launch_for`, for a worker process: a core error comes back as a value."""
+    try:
+        return launch_for(question, result)
+    except PlanError as exc:
+        return CarriedPlanError.of(exc)
+
+
+async def _launch_plan(
+    request: Request, question: PlanRequest, result: Plan
+) -> Recommendation | None:
+    """The launch flags under the API's limits: a recommendation searches many plans, so it
+    runs in the worker pool, and one over the cost budget is not offered."""
+    cost = recommend_cost(
+        question.model,
+        gpu_count=question.tensor_parallel_size * question.pipeline_parallel_size,
+        mix_classes=1,
+        dtypes=1,
+    )
+    if budget_of(request.app).refusal(cost) is not None:
+        return None
+    try:
+        found = await run_job(request, cost, launch_job, question, result, inline=False)
+    except ProblemException:  # busy or past the deadline: the answer stands without flags
+        return None
+    if isinstance(found, CarriedPlanError):
+        raise found.rebuild()
+    return found
+
+
+async def _partial_errors(request: Request, partial: PlanRequest) -> PlanError | None:
+    """What the planner says about the fields that parsed, under the same limits as an
+    answer (skipped when it would cost more than the budget: the form errors stand)."""
+    cost = plan_cost(partial)
+    if budget_of(request.app).refusal(cost) is not None:
+        return None
+    try:
+        found = await run_job(request, cost, partial_job, partial)
+    except ProblemException:
+        return None
+    return found.rebuild() if found is not None else None
+
+
+def partial_job(partial: PlanRequest) -> CarriedPlanError | None:
+    found = _check_partial(partial)
+    return CarriedPlanError.of(found) if found is not None else None
+
+
 async def render(
     request: Request, values: Mapping[str, str], lang: str, *, launch: bool = False
 ) -> HTMLResponse:
@@ -306,16 +386,16 @@ async def render(
     if state.request is not None:
         try:
             calibration = await calibration_for(state.request, request)
-            answer = await anyio.to_thread.run_sync(compute, state.request, calibration, lang)
+            answer = await answer_for(request, state.request, calibration, lang)
         except PlanError as error:
             _add_core_errors(state, error, _)
         if answer is not None and launch:
-            launch_plan = await anyio.to_thread.run_sync(launch_for, state.request, answer.plan)
+            launch_plan = await _launch_plan(request, state.request, answer.plan)
         _count(request, "ok" if answer else "unplannable")
     elif state.submitted:
         if state.partial is not None:
             # Every mistake at once: what the planner says about the fields that did parse.
-            found = await anyio.to_thread.run_sync(_check_partial, state.partial)
+            found = await _partial_errors(request, state.partial)
             if found is not None:
                 _add_core_errors(state, found, _)
         _count(request, "invalid")

@@ -14,12 +14,13 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
-import anyio.to_thread
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import ValidationError
 
-from planner.api.problems import field_of
+from planner.api.jobs import CarriedPlanError
+from planner.api.problems import ProblemException, field_of
+from planner.api.work import run_job
 from planner.catalog import list_gpus, list_models
 from planner.core.engines import DEFAULT_ENGINE, engine_class, log_engines
 from planner.core.errors import FieldProblem, ModelConfigError, PlanError, UnknownIdError
@@ -27,6 +28,7 @@ from planner.core.logs import MAX_LOG_BYTES
 from planner.core.reconcile import ENGINE_LABELS
 from planner.core.reconcile_schema import ReconcileRequest, ReconcileResult
 from planner.core.schema import PlanRequest
+from planner.cost import Cost
 from planner.resolve.errors import HubUnavailableError
 from planner.service import plan, reconcile
 from planner.web.form import FieldMessage, Gettext, core_message
@@ -234,6 +236,16 @@ def _reconcile_and_fit(req: ReconcileRequest) -> tuple[ReconcileResult, Fit | No
     return result, fit_of(result)
 
 
+def reconcile_and_fit_job(
+    req: ReconcileRequest,
+) -> tuple[ReconcileResult, Fit | None] | CarriedPlanError:
+    """`_reconcile_and_fit` for a worker process: a core error comes back as a value."""
+    try:
+        return _reconcile_and_fit(req)
+    except PlanError as exc:
+        return CarriedPlanError.of(exc)
+
+
 def show(value: float | None, unit: str, fmt: Numbers) -> str:
     if value is None:
         return "—"
@@ -244,6 +256,21 @@ def show(value: float | None, unit: str, fmt: Numbers) -> str:
     if float(value).is_integer():
         return fmt.num(int(value))
     return fmt.dec(value, 4)
+
+
+async def _reconciled(
+    request: Request, req: ReconcileRequest
+) -> tuple[ReconcileResult, Fit | None]:
+    """The reconciliation and its fit in the API's worker pool, under its deadline
+    (`planner.api.work`)."""
+    cost = Cost(work_units=len(req.log), response_bytes=0, plans=1)
+    try:
+        found = await run_job(request, cost, reconcile_and_fit_job, req, inline=False)
+    except ProblemException as exc:  # busy or past the deadline: said next to the form
+        raise PlanError(exc.problem.detail) from None
+    if isinstance(found, CarriedPlanError):
+        raise found.rebuild()
+    return found
 
 
 async def render(
@@ -257,7 +284,7 @@ async def render(
         req, errors = parse(values, _)
         if req is not None:
             try:
-                result, fit = await anyio.to_thread.run_sync(_reconcile_and_fit, req)
+                result, fit = await _reconciled(request, req)
             except PlanError as error:
                 for problem in error.problems or [FieldProblem((), error.detail)]:
                     errors.setdefault(_form_field(problem.loc), []).append(

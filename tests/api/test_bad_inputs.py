@@ -74,6 +74,7 @@ def test_bad_plan_body(client: TestClient, body: bytes, status: int, field: str 
     problem = response.json()
     assert problem["status"] == status
     assert problem["title"] and problem["detail"] and problem["type"]
+    assert problem["errors"], "every 4xx names what was wrong in errors[]"
     if field is not None:
         fields = [e["field"] for e in problem["errors"]]
         assert field in fields, fields
@@ -180,3 +181,46 @@ def test_validator_message_without_pydantic_prefix(client: TestClient) -> None:
     error = r.json()["errors"][0]
     assert error["field"] == "requests[0]"
     assert error["msg"] == "prefix_tokens must not exceed context_tokens"
+
+
+def test_malformed_json_error_names_the_body_line_and_column(client: TestClient) -> None:
+    response = client.post(
+        "/api/v1/plan", content=b'{\n  "model": ,\n}', headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 400
+    (error,) = response.json()["errors"]
+    assert error["loc"] == ["body"] and error["field"] == "body"
+    # The parser's own position: line 2, column 12 (the comma where a value should be).
+    assert (error["line"], error["column"]) == (2, 12)
+
+
+def test_config_with_too_many_keys_names_model(client: TestClient) -> None:
+    config = {f"k{i}": i for i in range(513)}
+    response = client.post("/api/v1/plan", json={"model": config})
+    assert response.status_code == 422
+    assert [e["field"] for e in response.json()["errors"]] == ["model"]
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "headers", "status"),
+    [
+        ("GET", "/api/v1/nowhere", {}, 404),
+        ("DELETE", "/api/v1/plan", {}, 405),
+        ("POST", "/api/v1/plan", {"content-type": "text/plain"}, 415),
+        (
+            "POST",
+            "/api/v1/plan",
+            {"content-type": "application/json", "content-length": "9999999"},
+            413,
+        ),
+        ("GET", "/api/v1/calibrations/does-not-exist", {}, 404),
+    ],
+)
+def test_every_4xx_has_errors(
+    client: TestClient, method: str, path: str, headers: dict[str, str], status: int
+) -> None:
+    response = client.request(method, path, headers=headers, content=b"{}")
+    assert response.status_code == status
+    assert response.headers["content-type"] == PROBLEM
+    errors = response.json()["errors"]
+    assert errors and all(e["loc"] and e["msg"] for e in errors)

@@ -260,3 +260,29 @@ def test_no_store_is_503(tmp_path: Path) -> None:
     app.state.store = None
     resp = TestClient(app, raise_server_exceptions=False).get("/api/v1/calibrations")
     assert resp.status_code == 503
+
+
+def test_idempotency_key_replays_the_first_record(client: TestClient) -> None:
+    headers = {**AUTH, "Idempotency-Key": "retry-0001"}
+    first = client.post("/api/v1/calibrations", json=RECORD, headers=headers)
+    assert first.status_code == 201
+    again = client.post("/api/v1/calibrations", json=RECORD, headers=headers)
+    assert again.status_code == 200
+    assert again.headers["Idempotent-Replayed"] == "true"
+    assert again.json() == first.json()
+    listed = client.get("/api/v1/calibrations").json()["items"]
+    assert [c["id"] for c in listed] == [first.json()["id"]]
+    changed = client.post(
+        "/api/v1/calibrations", json={**RECORD, "device_name": "other"}, headers=headers
+    )
+    assert changed.status_code == 422
+    assert changed.json()["errors"][0]["field"] == "Idempotency-Key"
+
+
+def test_deleted_database_is_503_not_a_lost_201(app: FastAPI, client: TestClient) -> None:
+    path = app.state.store.path
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(path) + suffix).unlink(missing_ok=True)
+    response = client.post("/api/v1/calibrations", json=RECORD, headers=AUTH)
+    assert response.status_code == 503
+    assert "vanished" in response.json()["detail"]

@@ -252,14 +252,14 @@ async def test_big_sweeps_beyond_the_slots_get_503(
     from planner.api import sweep as sweep_api
 
     release, entered = threading.Event(), threading.Semaphore(0)
-    real = sweep_api.run_sweep
+    real = sweep_api.run_job
 
-    def held(*args: Any) -> Any:
+    async def held(*args: Any, **kwargs: Any) -> Any:
         entered.release()
-        release.wait(30)
-        return real(*args)
+        await anyio.to_thread.run_sync(release.wait, 30)
+        return await real(*args, **kwargs)
 
-    monkeypatch.setattr(sweep_api, "run_sweep", held)
+    monkeypatch.setattr(sweep_api, "run_job", held)
     app = create_app(Settings(data_dir=tmp_path, max_concurrent_big_sweeps=1))
     transport = httpx.ASGITransport(app=app)
     async with (

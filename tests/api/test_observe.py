@@ -71,3 +71,42 @@ def test_health_probes_are_not_logged(client: TestClient, log_lines: io.StringIO
     client.get("/readyz")
     client.get("/metrics")
     assert log_lines.getvalue() == ""
+
+
+async def test_client_disconnect_is_one_info_line_and_counted(log_lines: io.StringIO) -> None:
+    """An aborted upload: the client goes away while the body is read. No ERROR, no traceback."""
+    from planner.app import create_app
+    from planner.settings import Settings
+
+    app = create_app(Settings())
+    sent: list[dict[str, object]] = []
+    messages = [
+        {"type": "http.request", "body": b'{"model": ', "more_body": True},
+        {"type": "http.disconnect"},
+    ]
+
+    async def receive() -> dict[str, object]:
+        return messages.pop(0) if messages else {"type": "http.disconnect"}
+
+    async def send(message: dict[str, object]) -> None:
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "path": "/api/v1/plan",
+        "raw_path": b"/api/v1/plan",
+        "query_string": b"",
+        "headers": [(b"content-type", b"application/json"), (b"host", b"test")],
+        "client": ("127.0.0.1", 1),
+        "server": ("127.0.0.1", 80),
+        "scheme": "http",
+        "root_path": "",
+    }
+    await app(scope, receive, send)  # type: ignore[arg-type]
+    records = [json.loads(line) for line in log_lines.getvalue().splitlines()]
+    assert [r["msg"] for r in records] == ["client disconnected"]
+    assert records[0]["level"] == "info" and "traceback" not in log_lines.getvalue().lower()
+    assert "kvplan_client_disconnects_total 1.0" in app.state.metrics.exposition().decode()

@@ -28,7 +28,8 @@ def test_healthz(client: TestClient) -> None:
 def test_readyz_ready_after_startup(client: TestClient) -> None:
     response = client.get("/readyz")
     assert response.status_code == 200
-    assert response.json() == {"status": "ready", "checks": {"catalog": "ok", "store": "ok"}}
+    checks = {"catalog": "ok", "store": "ok", "capacity": "ok"}
+    assert response.json() == {"status": "ready", "checks": checks}
 
 
 def test_readyz_503_when_store_fails(client: TestClient, app: FastAPI) -> None:
@@ -103,3 +104,12 @@ def test_each_app_has_its_own_registry(app: FastAPI) -> None:
 
     other = create_app(app.state.settings)
     assert other.state.metrics.registry is not app.state.metrics.registry
+
+
+def test_readyz_503_when_the_database_file_vanished(client: TestClient, app: FastAPI) -> None:
+    path = app.state.store.path
+    for suffix in ("", "-wal", "-shm"):
+        path.with_name(path.name + suffix).unlink(missing_ok=True)
+    response = client.get("/readyz")
+    assert response.status_code == 503
+    assert "vanished" in response.json()["detail"]

@@ -30,3 +30,19 @@ def test_lru_is_bounded() -> None:
     for key in (b"a", b"b", b"c"):
         cache.put(key, key.upper())
     assert len(cache) == 2 and cache.get(b"a") is None and cache.get(b"c") == b"C"
+
+
+def test_memo_is_bounded_in_bytes() -> None:
+    """1,100 distinct bodies with 703 KB answers (the issue's measurement: +727 MiB that
+    stayed): the memo holds at most its byte bound, and never one answer over 1/8 of it."""
+    from planner.api.plan_cache import PlanCache
+
+    cache = PlanCache(max_bytes=8 << 20)
+    answer = b"x" * 703_000
+    for i in range(1100):
+        cache.put(b'{"n": %d}' % i, answer)
+    assert cache.bytes <= 8 << 20
+    assert 0 < len(cache) <= (8 << 20) // 703_000
+    assert cache.get(b'{"n": 1099}') == answer  # the newest are kept
+    cache.put(b'{"big": 1}', b"y" * (2 << 20))  # over 1/8 of the bound: not kept
+    assert cache.get(b'{"big": 1}') is None

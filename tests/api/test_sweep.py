@@ -51,7 +51,8 @@ def test_sweep_reports_bad_points_and_keeps_good_ones(client: TestClient) -> Non
     }
     points = client.post("/api/v1/sweep", json=body).json()["points"]
     assert points[0]["error"] is None and points[0]["plan"]["tensor_parallel_size"] == 2
-    assert points[1]["error"]["errors"][0]["field"] == "tensor_parallel_size"
+    # The offending TP size came from the sweep's axis, so the error names the axis.
+    assert points[1]["error"]["errors"][0]["field"] == "tensor_parallel_sizes"
 
 
 def test_sweep_all_points_failing_is_422(client: TestClient) -> None:
@@ -59,4 +60,5 @@ def test_sweep_all_points_failing_is_422(client: TestClient) -> None:
         "/api/v1/sweep", json={"base": {"model": "no/such"}, "context_tokens": [8, 16]}
     )
     assert response.status_code == 422
-    assert response.json()["errors"][0]["field"] == "model"
+    # Located in the sweep request: the model is `base.model` (as validation errors say).
+    assert response.json()["errors"][0]["field"] == "base.model"

@@ -53,3 +53,26 @@ def test_shared_prefix_blocks_count_once_for_admission() -> None:
     assert shared.capacity is not None and alone.capacity is not None
     assert shared.capacity.workload_fits is True
     assert alone.capacity.workload_fits is False
+
+
+def test_max_requests_counts_a_shared_prefix_once() -> None:
+    # Llama-3.1-8B, 48 GiB: 24,576 blocks, 24,575 usable (null block); a request of 8,192
+    # tokens needs 512 blocks, 256 of them the shared 4,096-token prefix (vLLM's prefix cache
+    # shares whole blocks). The first request holds 512, each further one 256:
+    # 1 + (24,575 − 512) // 256 = 94 fit, against 47 alone.
+    from tests.core.conftest import GiB, run
+
+    p = run(
+        model="meta-llama/Llama-3.1-8B",
+        kv_budget_bytes=48 * GiB,
+        requests=[{"context_tokens": 8192, "count": 10, "prefix_tokens": 4096}],
+    )
+    assert p.capacity is not None and p.capacity.max_requests == 94
+    assert any(n.code == "capacity.prefix_shared" for n in p.notes_detail)
+    off = run(
+        model="meta-llama/Llama-3.1-8B",
+        kv_budget_bytes=48 * GiB,
+        requests=[{"context_tokens": 8192, "count": 10, "prefix_tokens": 4096}],
+        enable_prefix_caching=False,
+    )
+    assert off.capacity is not None and off.capacity.max_requests == 47

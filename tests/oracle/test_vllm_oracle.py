@@ -322,8 +322,14 @@ def _planner_figures(body: dict[str, Any]) -> dict[str, Any]:
         "resident_requests": cap.max_requests,
         "logged_concurrency": cap.engine_reported_concurrency,
         "logged_tokens": cap.engine_reported_tokens,
-        "longest_context_tokens": cap.longest_context_tokens,
-        "model_max_len": p.model.max_position_embeddings,
+        # vLLM's figure is its own estimate (estimate_max_model_len), which before 0.29 counts
+        # the null block as free; the planner gives that estimate beside its admission limit.
+        "longest_context_tokens": (
+            cap.engine_max_model_len_estimate
+            if cap.engine_max_model_len_estimate is not None
+            else cap.longest_context_tokens
+        ),
+        "model_max_len": p.model.max_model_len,
     }
 
 

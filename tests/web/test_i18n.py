@@ -179,6 +179,19 @@ def test_numbers_are_grouped_and_labelled() -> None:
         assert fmt.ms(0.01986) == "19.86 ms"
 
 
+def test_numbers_beyond_fixed_point_print_scientific() -> None:
+    """babel's fixed-point rounding raised decimal.InvalidOperation from 10^28 up (a decode step
+    of 10^30 ms at a tiny bandwidth): such values print as 1.00E30 in every language."""
+    from planner.web.i18n import Numbers
+
+    for lang in ("en", "zh"):
+        fmt = Numbers(lang)
+        assert fmt.dec(1e30) == "1.00E30"
+        assert fmt.ms(1e27) == "1.00E30 ms"
+        assert fmt.dec(float("inf")) == "—"
+    assert Numbers("en").dec(123456.789) == "123,456.79"
+
+
 def _fields(template: str) -> dict[str, str]:
     import string
 

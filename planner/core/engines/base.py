@@ -169,7 +169,9 @@ class Engine:
         return []
 
     # -- settings ----------------------------------------------------------------------------
-    def block_size(self, requested: int | None, shape: ModelShape) -> tuple[int, list[Note]]:
+    def block_size(
+        self, requested: int | None, shape: ModelShape, kv_dtype: KVDtype
+    ) -> tuple[int, list[Note]]:
         """The block size used, and notes when the engine would force or ignore it."""
         return requested or self.default_block_size, []
 
@@ -261,6 +263,10 @@ class Engine:
         if kv_budget_bytes > 0 and pool.max_requests(1) > 0:
             return StartVerdict(True, "starts", None)
         return StartVerdict(False, "no_kv_memory", None)
+
+    def max_model_len_estimate(self, inp: Inputs, kv_budget_bytes: int, pool: Pool) -> int | None:
+        """The engine's own estimate of the longest max_model_len, where it prints one."""
+        return None
 
     # -- its logs ----------------------------------------------------------------------------
     log_block_keys: ClassVar[tuple[str, ...]] = ("block_size",)  # argument-dump names

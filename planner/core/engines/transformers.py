@@ -22,6 +22,8 @@ from planner.core.units import KVDtype
 class BytesPool(Pool):
     """No paging: a request holds exactly its tensors; slots are tokens of the full width."""
 
+    shares_prefix: ClassVar[bool] = False
+
     def request_bytes(self, ctx: int) -> int:
         return request_kv_bytes(self.stack, self.dtype, ctx, self.policy)
 
@@ -76,7 +78,9 @@ class Transformers(Engine):
     def kv_heads_per_rank(self, kv_heads: int, tp: int) -> int:
         return kv_heads // tp  # divisibility checked in validate_kv_heads
 
-    def block_size(self, requested: int | None, shape: ModelShape) -> tuple[int, list[Note]]:
+    def block_size(
+        self, requested: int | None, shape: ModelShape, kv_dtype: KVDtype
+    ) -> tuple[int, list[Note]]:
         notes = [note("block.ignored_no_paging")] if requested not in (None, 1) else []
         return 1, notes
 

@@ -50,6 +50,8 @@ class TokenPool(Pool):
 class SwaTokenPool(TokenPool):
     """HybridSWAPoolConfigurator: a full pool and an SWA pool of `swa_pool_tokens` slots."""
 
+    shares_prefix: ClassVar[bool] = False
+
     swa_pool_tokens: int = 0
 
     def _swa_tokens_needed(self, ctx: int) -> int:

@@ -41,6 +41,8 @@ class BlockPool(Pool):
 class CyclicPool(Pool):
     """Windowed layers keep a cyclic buffer: admission by bytes, not by a shared block count."""
 
+    shares_prefix: ClassVar[bool] = False
+
     def blocks_per_request(self, ctx: int) -> int:
         return sum(g.spec.cyclic_blocks(ctx, g.block_size) for g in self.groups)
 

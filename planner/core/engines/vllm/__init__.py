@@ -5,14 +5,14 @@ Sources are vLLM's own files at the tags named; docs/engine-rules.md lists them 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from planner.core.budget.facts import model_facts
 from planner.core.budget.terms import BudgetTerms, StartVerdict
-from planner.core.capacity import Pool
+from planner.core.capacity import MAX_CONTEXT_SEARCH, Pool
 from planner.core.engines.base import Engine, Scheduling
 from planner.core.engines.versions import Releases, since
 from planner.core.engines.vllm.budget import vllm_budget
@@ -22,7 +22,7 @@ from planner.core.engines.vllm.groups import (
     vllm_groups,
     vllm_pipeline_pool,
 )
-from planner.core.engines.vllm.layer_rules import check_shared_kv_parallel, vllm_block_size
+from planner.core.engines.vllm.layer_rules import check_shared_kv_parallel, sparse_mla_block
 from planner.core.engines.vllm.logs import (
     LOG_EXAMPLE,
     LOG_HINTS,
@@ -32,8 +32,28 @@ from planner.core.engines.vllm.logs import (
     V1_KINDS,
     version_from_log,
 )
+from planner.core.engines.vllm.refusals import refuse
+from planner.core.engines.vllm.releases import (
+    ASYNC_DEFAULT_SINCE,
+    ASYNC_WITH_PP_SINCE,
+    BIG_GPU_16K_SINCE,
+    FLASHMLA_BLOCK,
+    GROUP_RATIO_15_SINCE,
+    GROUP_RATIO_125_SINCE,
+    IN_FLIGHT_ADMISSION_SINCE,
+    LOG_AFTER_MIN_SINCE,
+    MLA_BLOCK_HONOURED_SINCE,
+    POOL_NEED_SINCE,
+    TOKENS_FROM_CONCURRENCY_SINCE,
+    UTIL_092_SINCE,
+    V2_RUNNER_SINCE,
+)
 from planner.core.engines.vllm.rules import vllm_max_len_scope
-from planner.core.engines.vllm.start import vllm_estimate_max_model_len, vllm_start_check
+from planner.core.engines.vllm.start import (
+    vllm_check_memory_bytes,
+    vllm_estimate_max_model_len,
+    vllm_start_check,
+)
 from planner.core.errors import FieldError
 from planner.core.hardware import Gpu
 from planner.core.model import ModelShape
@@ -46,39 +66,7 @@ if TYPE_CHECKING:  # these import the registry
     from planner.core.inputs import Inputs
     from planner.core.recommend_schema import EngineSettings
 
-# -- when each rule started to hold (first release; read in each release's wheel) ---------
-# Async scheduling on by default for generative models (SchedulerConfig.async_scheduling=None
-# resolved in VllmConfig.__post_init__, PR #27614); 0.14 alone turned it off again under PP.
-ASYNC_DEFAULT_SINCE = (0, 14)
-# Window admission counts every in-flight batch: max_in_flight_tokens = max_concurrent_batches ×
-# max_num_batched_tokens (VllmConfig.max_in_flight_tokens); before, one batch (PR #47728).
-IN_FLIGHT_ADMISSION_SINCE = (0, 26)
-# The V2 model runner is the default for every model; with async scheduling it keeps pp + 1
-# batches in flight (VllmConfig.max_concurrent_batches).
-V2_RUNNER_SINCE = (0, 29)
-# "GPU KV cache size: N tokens" = int(max_concurrency × max_model_len) (get_kv_cache_capacity);
-# before, num_blocks // groups × block_size. A patch release: 0.20.0 still had the old one.
-TOKENS_FROM_CONCURRENCY_SINCE = (0, 20, 1)
-# gpu_memory_utilization default 0.92 (vllm/config/cache.py, PR #38284); 0.9 before.
-UTIL_092_SINCE = (0, 20)
-# VllmConfig._reject_mismatched_float_kv_cache: a 16-bit float KV cache must match the model.
-REJECT_MISMATCHED_FLOAT_KV_SINCE = (0, 33)
-# EngineArgs.get_batch_defaults: GPUs of 160 GiB or more get max_num_batched_tokens 16384.
-BIG_GPU_16K_SINCE = (0, 28)
-# Hybrid group size (_get_kv_cache_groups_uniform_page_size): the largest bucket when it is
-# below ratio × the smallest: never up to 0.11, 1.25 in 0.12–0.17, 1.5 from 0.18.
-GROUP_RATIO_125_SINCE = (0, 12)
-GROUP_RATIO_15_SINCE = (0, 18)
-
 RELEASES = Releases(first=(0, 9, 0), last=(0, 33, 0), default=(0, 33, 0))
-
-# Architectures that refuse float16 as the model dtype (vLLM model files' supported dtypes).
-_NO_FLOAT16 = {"gemma2", "gemma3", "gemma3_text", "gpt_oss"}
-# gpt_oss.py divides num_key_value_heads // tp with no max(1, …): more ranks than KV heads
-# gives 0 heads per rank and vLLM fails to start.
-_NO_KV_REPLICATION = {"gpt_oss"}
-# No CUDA MLA backend (FlashMLA, Triton MLA, CUTLASS MLA, FlashInfer-MLA) lists fp8_e5m2.
-_MLA_KV_DTYPES = ("auto", "fp16", "bf16", "fp8", "fp8_e4m3")
 
 
 def _big_gpu(gpu: Gpu | None) -> bool:
@@ -139,48 +127,28 @@ class Vllm(Engine):
         self, shape: ModelShape, tp: int, pp: int, kv_dtype: KVDtype, model_dtype: str
     ) -> None:
         super().validate(shape, tp, pp, kv_dtype, model_dtype)
-        arch = shape.model_type or "this model"
+        refuse(self.version, shape, tp, kv_dtype, model_dtype)
         check_shared_kv_parallel(shape, pp)
-        if model_dtype == "fp16" and shape.model_type in _NO_FLOAT16:
-            raise FieldError(
-                "dtype",
-                f"vLLM does not run {arch} in float16 (numerical instability); use "
-                "dtype bfloat16 or auto",
-            )
-        if (
-            since(self.version, REJECT_MISMATCHED_FLOAT_KV_SINCE)
-            and kv_dtype.name in ("fp16", "bf16")
-            and kv_dtype.name != model_dtype
-        ):
-            torch_names = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32"}
-            cache, model = torch_names[kv_dtype.name], torch_names.get(model_dtype, model_dtype)
-            allowed = "`auto`" + (f" or `{model}`" if model_dtype in ("fp16", "bf16") else "")
-            raise FieldError(
-                "kv_cache_dtype",
-                f'vLLM {self.version_text}: kv_cache_dtype="{cache}" is incompatible with '
-                f'dtype="{model}". Please set `--kv-cache-dtype` to {allowed}.',
-            )
-        if shape.is_mla and kv_dtype.name not in _MLA_KV_DTYPES:
-            raise FieldError(
-                "kv_cache_dtype",
-                f"no vLLM MLA attention backend on CUDA supports a {kv_dtype.name} KV cache; "
-                f"use one of: {', '.join(_MLA_KV_DTYPES)}",
-            )
-        if (
-            shape.model_type in _NO_KV_REPLICATION
-            and not shape.is_mla
-            and tp > shape.num_key_value_heads
-        ):
-            raise FieldError(
-                "tensor_parallel_size",
-                f"vLLM's {arch} divides num_key_value_heads ({shape.num_key_value_heads}) by "
-                f"tensor_parallel_size ({tp}) without replication, leaving 0 KV heads per rank; "
-                f"use at most {shape.num_key_value_heads}",
-            )
 
     # -- settings ----------------------------------------------------------------------------
-    def block_size(self, requested: int | None, shape: ModelShape) -> tuple[int, list[Note]]:
-        return vllm_block_size(requested, shape, self.default_block_size)
+    def block_size(
+        self, requested: int | None, shape: ModelShape, kv_dtype: KVDtype
+    ) -> tuple[int, list[Note]]:
+        sparse = sparse_mla_block(requested, shape)
+        if sparse is not None:
+            return sparse
+        if not shape.is_mla:
+            return requested or self.default_block_size, []
+        # MLA on Hopper: the attention backend's kernel block size decides. FlashMLA takes
+        # blocks of 64; FlashAttention-MLA, preferred for 16-bit caches, takes 16. Older
+        # releases chose FlashMLA whatever was asked.
+        if not since(self.version, MLA_BLOCK_HONOURED_SINCE):
+            block = FLASHMLA_BLOCK
+        elif requested is not None:
+            block = requested
+        else:
+            block = FLASHMLA_BLOCK if kv_dtype.bits == 8 else self.default_block_size
+        return block, [note("block.vllm_mla_forced", block=block)]
 
     def window_policy(
         self, shape: ModelShape, *, hybrid_manager: bool, explicit_windows: bool
@@ -250,6 +218,13 @@ class Vllm(Engine):
         else:
             on = requested_async
             why = "async_scheduling=true"
+            if on and pp > 1 and not since(self.version, ASYNC_WITH_PP_SINCE):
+                raise FieldError(
+                    "async_scheduling",
+                    f"vLLM {self.version_text}: Async scheduling is not supported with "
+                    "pipeline-parallel-size > 1 (from vLLM 0.15 it is); set "
+                    "async_scheduling=false or pipeline_parallel_size=1",
+                )
         batches = self.concurrent_batches(on, pp)
         in_flight = batches * mnbt if since(self.version, IN_FLIGHT_ADMISSION_SINCE) else mnbt
         return Scheduling(mnbt, on, in_flight, batches, why)
@@ -311,34 +286,56 @@ class Vllm(Engine):
             reserve_bytes=req.reserve_bytes,
         )
 
+    def _need(self, inp: Inputs, pool: Pool) -> Callable[[int], int]:
+        """Bytes vLLM's start check counts for one request of a length. From 0.29 what the
+        request takes from the pool, padding included (bytes per block × its blocks,
+        `_max_memory_usage_bytes_from_groups`); before, Σ layers max_memory_usage_bytes over
+        each worker's layers, or the whole model's in 0.14–0.16."""
+        assert isinstance(pool, VllmPool)
+        if since(self.version, POOL_NEED_SINCE):
+            return lambda length: pool.block_bytes * pool.blocks_per_request(length)
+        if vllm_max_len_scope(self.version_text) == "whole_model" and inp.pp > 1:
+            stacks = Stages.of(inp.shape, self, inp.tp, 1).stacks
+        else:
+            stacks = Stages.of(inp.shape, self, inp.tp, inp.pp).stacks
+
+        def need(length: int) -> int:
+            # Every worker checks its own layers; the one needing most fails first.
+            return max(
+                one_request_bytes(
+                    stack, inp.kv_dtype, inp.block_size, pool.policy, length,
+                    pool.in_flight_tokens, self.group_ratio,
+                )
+                for stack in stacks
+            )  # fmt: skip
+
+        return need
+
     def start_check(
         self, inp: Inputs, kv_budget_bytes: int, terms: BudgetTerms | None, pool: Pool
     ) -> StartVerdict:
-        """vLLM's own checks: memory for the cache blocks, then one request of max_model_len
-        (counted over the layers the release counts: each worker's, or the whole model's in
-        0.14–0.16), with the null block held back from 0.29."""
+        """vLLM's own checks: memory for the cache blocks, then one request of max_model_len,
+        with the null block held back from 0.29."""
         assert isinstance(pool, VllmPool)
-        version = self.version_text
-        if vllm_max_len_scope(version) == "whole_model" and inp.pp > 1:
-            stack = Stages.of(inp.shape, self, inp.tp, 1).stacks[0]
-        else:
-            stack = pool.stack
-
-        def need(length: int) -> int:
-            return one_request_bytes(
-                stack, inp.kv_dtype, inp.block_size, pool.policy, length,
-                pool.in_flight_tokens, self.group_ratio,
-            )  # fmt: skip
-
+        need = self._need(inp, pool)
         max_len = inp.context_tokens
         return vllm_start_check(
-            engine_version=version,
+            engine_version=self.version_text,
             kv_budget_bytes=terms.kv_budget_bytes if terms is not None else kv_budget_bytes,
             bytes_needed_for_one_max_len_request=need(max_len),
             max_model_len=max_len,
             estimate_max_model_len=lambda check: vllm_estimate_max_model_len(check, max_len, need),
             pool_bytes_per_block=pool.block_bytes,
         )
+
+    def max_model_len_estimate(self, inp: Inputs, kv_budget_bytes: int, pool: Pool) -> int | None:
+        """vLLM's own estimate of the longest max_model_len (`estimate_max_model_len`): before
+        0.29 over the whole budget, from 0.29 with the null block held back."""
+        assert isinstance(pool, VllmPool)
+        check = vllm_check_memory_bytes(self.version_text, kv_budget_bytes, pool.block_bytes)
+        if check <= 0:
+            return 0
+        return vllm_estimate_max_model_len(check, MAX_CONTEXT_SEARCH, self._need(inp, pool))
 
     # -- its logs ----------------------------------------------------------------------------
     log_generations: ClassVar[bool] = True
@@ -403,6 +400,7 @@ class Vllm(Engine):
             null_blocks=self.null_blocks,
             tokens_from_concurrency=self.tokens_from_concurrency,
             group_ratio=self.group_ratio,
+            log_first_worker=not since(self.version, LOG_AFTER_MIN_SINCE),
             reserved_tokens=sched.reserved_tokens,
             length_cap=ctx,
         )

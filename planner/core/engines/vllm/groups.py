@@ -25,6 +25,9 @@ class VllmPool(Pool):
 
     in_flight_tokens: int = 0
     block_bytes: int = 0  # what one block id costs on this worker (page × group size)
+    # num_blocks of the worker whose log line is read, where it logs before the minimum over
+    # workers is taken (None: the logged figures use num_blocks)
+    logged_blocks: int | None = None
     # "GPU KV cache size: N tokens": int(max_concurrency × max_model_len) in newer releases
     # (kv_cache_utils.get_kv_cache_capacity), num_blocks // groups × block_size before.
     tokens_from_concurrency: bool = True
@@ -49,7 +52,8 @@ class VllmPool(Pool):
         """get_max_concurrency_for_kv_cache_config: all blocks over one request's need (the
         null block is not subtracted)."""
         need = self.blocks_per_request(ctx)
-        return self.num_blocks / need if need else 0.0
+        blocks = self.num_blocks if self.logged_blocks is None else self.logged_blocks
+        return blocks / need if need else 0.0
 
     def reported_concurrency(self, ctx: int) -> float | None:
         return round(self.concurrency(ctx), 2) if self.blocks_per_request(ctx) else None
@@ -57,7 +61,8 @@ class VllmPool(Pool):
     def reported_tokens(self, max_model_len: int) -> int:
         if self.tokens_from_concurrency:
             return int(self.concurrency(max_model_len) * max_model_len)
-        return self.num_blocks // len(self.groups) * min(g.block_size for g in self.groups)
+        blocks = self.num_blocks if self.logged_blocks is None else self.logged_blocks
+        return blocks // len(self.groups) * min(g.block_size for g in self.groups)
 
     def max_tokens(self) -> int:
         return self.usable_blocks // len(self.groups) * min(g.block_size for g in self.groups)
@@ -162,12 +167,14 @@ def vllm_pipeline_pool(
     group_ratio: float = 1.5,
     reserved_tokens: int = 0,
     length_cap: int = 0,
+    log_first_worker: bool = False,
 ) -> VllmPool:
     """vLLM's pool over pipeline stages: a stage's block id costs page × its largest projected
     group (one group: the sum of its layers' pages), and every stage uses the smallest
     num_blocks. Grouping each stage on its own would pick another group size whenever a stage's
     sliding:full ratio differs from the model's (Gemma-3 at PP 4). One stage may come as its
     (spec, count) stack."""
+    logged: int | None = None
     if _is_stack(stages):
         stack = cast(Stack, stages)
         groups, cost = vllm_groups(stack, dtype, block_size, policy, group_ratio)
@@ -179,8 +186,12 @@ def vllm_pipeline_pool(
     else:
         layered = cast(Sequence[Sequence[LayerSpec]], stages)
         whole = [spec for stage in layered for spec in stage]
-        groups, cost, stack = _project(whole, layered, dtype, block_size, policy, group_ratio)
+        groups, cost, stack, first_cost = _project(
+            whole, layered, dtype, block_size, policy, group_ratio
+        )
         num_blocks = budget_bytes // cost
+        if log_first_worker:
+            logged = budget_bytes // first_cost
     return VllmPool(
         groups=groups,
         num_blocks=num_blocks,
@@ -192,6 +203,7 @@ def vllm_pipeline_pool(
         budget_bytes=budget_bytes,
         in_flight_tokens=in_flight_tokens,
         block_bytes=cost,
+        logged_blocks=logged,
         tokens_from_concurrency=tokens_from_concurrency,
         reserved_tokens=reserved_tokens,
         length_cap=length_cap,
@@ -226,16 +238,19 @@ def _project(
     block_size: int,
     policy: WindowPolicy,
     ratio: float,
-) -> tuple[tuple[KVGroup, ...], int, Stack]:
-    """The whole model's groups projected on each stage: (groups shown for the worst stage,
-    what its block id costs, its stack)."""
+) -> tuple[tuple[KVGroup, ...], int, Stack, int]:
+    """The whole model's groups projected on each stage: (the groups worker 0 shows, what a
+    block id costs on the worst stage, that stage's stack, what it costs on worker 0)."""
     groups, _ = vllm_groups(stack_of(whole), dtype, block_size, policy, ratio)
+    # What a block id costs on each worker; every worker takes the smallest num_blocks, and the
+    # scheduler's groups are worker 0's (generate_scheduler_kv_cache_config), padded to the
+    # longest group there.
     if len(groups) == 1:
         costs = [
             vllm_groups(stack_of(list(st)), dtype, block_size, policy, ratio)[1] for st in stages
         ]
         worst = max(range(len(stages)), key=costs.__getitem__)
-        shown = vllm_groups(stack_of(list(stages[worst])), dtype, block_size, policy, ratio)[0]
+        shown = vllm_groups(stack_of(list(stages[0])), dtype, block_size, policy, ratio)[0]
     else:
         page = max(g.spec.page_bytes(dtype, block_size) for g in groups)
         members = group_members(whole, policy, ratio)
@@ -246,9 +261,9 @@ def _project(
         on_stage = [[sum(1 for i in m if i in span) for m in members] for span in spans]
         costs = [page * max(counts) for counts in on_stage]
         worst = max(range(len(stages)), key=costs.__getitem__)
-        size = max(on_stage[worst])
+        size = max(on_stage[0])
         shown = tuple(
             replace(g, layers=n, padding_layers=size - n)
-            for g, n in zip(groups, on_stage[worst], strict=True)
+            for g, n in zip(groups, on_stage[0], strict=True)
         )
-    return shown, costs[worst], stack_of(list(stages[worst]))
+    return shown, costs[worst], stack_of(list(stages[worst])), costs[0]

@@ -22,14 +22,11 @@ def check_shared_kv_parallel(shape: ModelShape, pp: int) -> None:
         )
 
 
-def vllm_block_size(
-    requested: int | None, shape: ModelShape, default: int
-) -> tuple[int, list[Note]]:
-    """The block size used, with notes: sparse MLA takes 64 (or a multiple asked for); other
-    MLA backends force their own on CUDA, which changes rounding only."""
+def sparse_mla_block(requested: int | None, shape: ModelShape) -> tuple[int, list[Note]] | None:
+    """The block size for sparse MLA (DeepSeek-V3.2): every sparse backend on Hopper takes 64
+    (vLLM picks it when none is given, and refuses 16 or 32); None without an indexer."""
     if not any(isinstance(g.spec, IndexerSpec) for g in shape.groups):
-        block = requested or default
-        return block, [note("block.vllm_mla_forced", block=block)] if shape.is_mla else []
+        return None
     if requested is not None and requested % SPARSE_MLA_BLOCK:
         raise FieldError(
             "block_size",
@@ -40,4 +37,4 @@ def vllm_block_size(
     return block, [note("block.vllm_sparse_mla", block=block)]
 
 
-__all__ = ["SPARSE_MLA_BLOCK", "check_shared_kv_parallel", "vllm_block_size"]
+__all__ = ["SPARSE_MLA_BLOCK", "check_shared_kv_parallel", "sparse_mla_block"]

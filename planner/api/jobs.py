@@ -1,0 +1,245 @@
+"""The CPU work behind each endpoint, as plain functions of validated inputs.
+
+Each job runs either on the event loop (when its cost estimate is tiny) or in a worker process of
+`planner.api.workers` (everything else), with the same result either way: an `Answer`, the status
+and the JSON bytes to send. Core errors become problem+json here, inside the worker, so nothing
+but bytes crosses the process boundary. No FastAPI is imported: workers load only what they run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from planner.api.schemas import SweepPoint, SweepRequest, SweepResponse
+from planner.contract.problems import Problem, make_problem, problem_from_plan_error
+from planner.core.errors import PlanError
+from planner.core.inputs import CalibrationLike
+from planner.core.schema import Plan, PlanRequest
+from planner.service import plan
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """What a job answers: `status` and `body` (JSON, or problem+json when `problem`)."""
+
+    status: int
+    body: bytes
+    problem: bool = False
+    planned: int = 0  # plans that succeeded (metrics)
+    unplannable: int = 0  # plans a core error stopped (metrics)
+
+
+def problem_answer(problem: Problem, *, unplannable: int = 0) -> Answer:
+    return Answer(
+        problem.status,
+        problem.model_dump_json(exclude_none=True).encode(),
+        problem=True,
+        unplannable=unplannable,
+    )
+
+
+def too_big(size_bytes: int, limit_bytes: int) -> Answer:
+    """The backstop behind the estimate: an answer over the limit is refused, not sent."""
+    return problem_answer(
+        make_problem(
+            422,
+            f"the answer is {size_bytes:,} bytes, over the limit of {limit_bytes:,} "
+            "(KVPLAN_MAX_RESPONSE_BYTES); ask for fewer points or leave include_plans off",
+            title="Answer too large",
+            slug="response-too-large",
+        )
+    )
+
+
+def plan_job(
+    request: PlanRequest, calibration: CalibrationLike | None, max_response_bytes: int
+) -> Answer:
+    try:
+        result = plan(request, calibration=calibration)
+    except PlanError as exc:
+        return problem_answer(problem_from_plan_error(exc), unplannable=1)
+    body = result.model_dump_json().encode()
+    if len(body) > max_response_bytes:
+        return too_big(len(body), max_response_bytes)
+    return Answer(200, body, planned=1)
+
+
+# A sweep point sets these fields of `base`; a core error about one names the sweep's axis.
+_AXIS_OF_FIELD = {
+    "context_tokens": "context_tokens",
+    "requests": "batch_sizes",
+    "tensor_parallel_size": "tensor_parallel_sizes",
+}
+
+
+def _sweep_problem(exc: PlanError, sweep: SweepRequest) -> Problem:
+    """A point's core error, located in the sweep request: under `base.`, or at the axis the
+    point took the offending value from."""
+    first = exc.problems[0].loc[0] if exc.problems and exc.problems[0].loc else None
+    axis = _AXIS_OF_FIELD.get(first) if isinstance(first, str) else None
+    if axis == "tensor_parallel_sizes" and sweep.tensor_parallel_sizes is None:
+        axis = None  # the TP size came from base
+    if axis is not None:
+        problem = problem_from_plan_error(exc)
+        errors = [e.model_copy(update={"loc": [axis], "field": axis}) for e in problem.errors]
+        return problem.model_copy(update={"errors": errors})
+    return problem_from_plan_error(exc, prefix=("base",))
+
+
+def _point_request(base: dict[str, Any], context: int, batch: int, tp: int) -> PlanRequest:
+    point = {
+        **base,
+        "requests": [{"context_tokens": context, "count": batch}],
+        "context_tokens": context,
+        "tensor_parallel_size": tp,
+    }
+    return PlanRequest.model_validate(point)
+
+
+def _summary(context: int, batch: int, tp: int, result: Plan, include_plan: bool) -> SweepPoint:
+    capacity, bounds = result.capacity, result.bounds
+    return SweepPoint(
+        context_tokens=context,
+        batch_size=batch,
+        tensor_parallel_size=tp,
+        kv_bytes_per_token=result.kv_bytes_per_token,
+        per_rank_kv_bytes=result.totals.per_rank_kv_bytes,
+        paged_kv_bytes=result.totals.paged_kv_bytes,
+        max_requests=capacity.max_requests if capacity else None,
+        max_tokens=capacity.max_tokens if capacity else None,
+        workload_fits=capacity.workload_fits if capacity else None,
+        decode_step_seconds=bounds.decode_step_seconds if bounds else None,
+        decode_tokens_per_s=bounds.decode_tokens_per_s if bounds else None,
+        plan=result if include_plan else None,
+    )
+
+
+def sweep_job(
+    sweep: SweepRequest, calibration: CalibrationLike | None, max_response_bytes: int
+) -> Answer:
+    """All points in grid order (contexts outermost). When no point plans, the base request
+    itself is at fault: answered as `/plan` would, with its fields under `base.`."""
+    base = sweep.base.model_dump(exclude_unset=True)
+    tp_sizes = sweep.tensor_parallel_sizes or [sweep.base.tensor_parallel_size]
+    points: list[SweepPoint] = []
+    first_error: Problem | None = None
+    for context in sweep.context_tokens:
+        for batch in sweep.batch_sizes:
+            for tp in tp_sizes:
+                try:
+                    result = plan(_point_request(base, context, batch, tp), calibration=calibration)
+                except PlanError as exc:
+                    problem = _sweep_problem(exc, sweep)
+                    first_error = first_error or problem
+                    points.append(
+                        SweepPoint(
+                            context_tokens=context,
+                            batch_size=batch,
+                            tensor_parallel_size=tp,
+                            error=problem,
+                        )
+                    )
+                    continue
+                points.append(_summary(context, batch, tp, result, sweep.include_plans))
+    failed = sum(1 for p in points if p.error is not None)
+    if first_error is not None and failed == len(points):
+        return problem_answer(first_error, unplannable=failed)
+    body = SweepResponse(points=points, failed_points=failed).model_dump_json().encode()
+    if len(body) > max_response_bytes:
+        return too_big(len(body), max_response_bytes)
+    return Answer(200, body, planned=len(points) - failed, unplannable=failed)
+
+
+def recommend_job(request: Any) -> Answer:
+    from planner.service import recommend
+
+    try:
+        return Answer(200, recommend(request).model_dump_json().encode())
+    except PlanError as exc:
+        return problem_answer(problem_from_plan_error(exc))
+
+
+def reconcile_job(request: Any) -> Answer:
+    from planner.service import reconcile
+
+    try:
+        return Answer(200, reconcile(request).model_dump_json().encode())
+    except PlanError as exc:
+        return problem_answer(problem_from_plan_error(exc))
+
+
+@dataclass(frozen=True, slots=True)
+class CalibrationSnapshot:
+    """The fields `plan()` reads from a stored calibration, as a plain value that crosses the
+    process boundary whatever the store's record type is."""
+
+    id: Any
+    device_name: str
+    measured_at: Any
+    decode_bandwidth_bytes_per_s: float
+    copy_bandwidth_bytes_per_s: float
+    fixed_overhead_seconds: float
+
+    @classmethod
+    def of(cls, found: CalibrationLike) -> CalibrationSnapshot:
+        return cls(
+            found.id,
+            found.device_name,
+            found.measured_at,
+            found.decode_bandwidth_bytes_per_s,
+            found.copy_bandwidth_bytes_per_s,
+            found.fixed_overhead_seconds,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class CarriedPlanError:
+    """A core error sent back from a worker: exceptions with their own `__init__` do not
+    survive pickling, so the class, detail and problems travel and `rebuild` restores it."""
+
+    cls: type[PlanError]
+    detail: str
+    problems: tuple[Any, ...]
+
+    @classmethod
+    def of(cls, exc: PlanError) -> CarriedPlanError:
+        return cls(type(exc), exc.detail, tuple(exc.problems))
+
+    def rebuild(self) -> PlanError:
+        exc = self.cls.__new__(self.cls)
+        Exception.__init__(exc, self.detail)
+        exc.detail = self.detail
+        exc.problems = list(self.problems)
+        return exc
+
+
+def reconcile_result_job(request: Any) -> Any:
+    """The page's reconciliation: the result itself, or its core error carried back."""
+    from planner.service import reconcile
+
+    try:
+        return reconcile(request)
+    except PlanError as exc:
+        return CarriedPlanError.of(exc)
+
+
+def warm_up() -> int:
+    """Run once in each new worker: loads the catalog and the planner's caches."""
+    from planner import catalog
+
+    return len(catalog.list_models())
+
+
+__all__ = [
+    "Answer",
+    "CalibrationSnapshot",
+    "CarriedPlanError",
+    "plan_job",
+    "problem_answer",
+    "recommend_job",
+    "reconcile_job",
+    "sweep_job",
+    "too_big",
+    "warm_up",
+]

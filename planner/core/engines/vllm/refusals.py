@@ -1,0 +1,85 @@
+"""What vLLM refuses to start, with its own reason (read in vLLM's model files, attention
+backends and VllmConfig at each release)."""
+
+from __future__ import annotations
+
+from planner.core.engines.versions import Version, since, version_text
+from planner.core.errors import FieldError
+from planner.core.model import ModelShape
+from planner.core.units import KVDtype
+
+# VllmConfig._reject_mismatched_float_kv_cache: a 16-bit float KV cache must match the model.
+REJECT_MISMATCHED_FLOAT_KV_SINCE = (0, 33)
+
+# Architectures that refuse float16 as the model dtype (vLLM model files' supported dtypes).
+_NO_FLOAT16 = {"gemma2", "gemma3", "gemma3_text", "gpt_oss"}
+# gpt_oss.py divides num_key_value_heads // tp with no max(1, …): more ranks than KV heads
+# gives 0 heads per rank and vLLM fails to start.
+_NO_KV_REPLICATION = {"gpt_oss"}
+# No CUDA MLA backend (FlashMLA, Triton MLA, CUTLASS MLA, FlashInfer-MLA) lists fp8_e5m2.
+_MLA_KV_DTYPES = ("auto", "fp16", "bf16", "fp8", "fp8_e4m3")
+
+
+def refuse(
+    version: Version, shape: ModelShape, tp: int, kv_dtype: KVDtype, model_dtype: str
+) -> None:
+    """Raise FieldError for a setup vLLM `version` refuses (its own reason in the message)."""
+    version_label = version_text(version)
+    arch = shape.model_type or "this model"
+    if model_dtype == "fp16" and shape.model_type in _NO_FLOAT16:
+        raise FieldError(
+            "dtype",
+            f"vLLM does not run {arch} in float16 (numerical instability); use "
+            "dtype bfloat16 or auto",
+        )
+    if (
+        since(version, REJECT_MISMATCHED_FLOAT_KV_SINCE)
+        and kv_dtype.name in ("fp16", "bf16")
+        and kv_dtype.name != model_dtype
+    ):
+        torch_names = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32"}
+        cache, model = torch_names[kv_dtype.name], torch_names.get(model_dtype, model_dtype)
+        allowed = "`auto`" + (f" or `{model}`" if model_dtype in ("fp16", "bf16") else "")
+        raise FieldError(
+            "kv_cache_dtype",
+            f'vLLM {version_label}: kv_cache_dtype="{cache}" is incompatible with '
+            f'dtype="{model}". Please set `--kv-cache-dtype` to {allowed}.',
+        )
+    if shape.quant_method is not None and model_dtype == "fp32":
+        # Quantization methods list their activation dtypes (get_supported_act_dtypes):
+        # bfloat16 and float16 at most (mxfp4: bfloat16 only).
+        raise FieldError(
+            "dtype",
+            f"vLLM does not run a {shape.quant_method} checkpoint in float32 (its "
+            "quantization method supports 16-bit activations only); use dtype auto or "
+            "bfloat16",
+        )
+    if shape.quant_method == "mxfp4" and model_dtype == "fp16":
+        raise FieldError(
+            "dtype",
+            "vLLM's mxfp4 quantization (gpt-oss) supports bfloat16 only; use dtype auto or "
+            "bfloat16",
+        )
+    if shape.is_mla and model_dtype == "fp32":
+        raise FieldError(
+            "dtype",
+            "no vLLM MLA attention backend on CUDA runs float32 (FlashMLA, FlashAttention-"
+            "MLA, Triton MLA take float16 and bfloat16); use dtype auto or bfloat16",
+        )
+    if shape.is_mla and kv_dtype.name not in _MLA_KV_DTYPES:
+        raise FieldError(
+            "kv_cache_dtype",
+            f"no vLLM MLA attention backend on CUDA supports a {kv_dtype.name} KV cache; "
+            f"use one of: {', '.join(_MLA_KV_DTYPES)}",
+        )
+    if (
+        shape.model_type in _NO_KV_REPLICATION
+        and not shape.is_mla
+        and tp > shape.num_key_value_heads
+    ):
+        raise FieldError(
+            "tensor_parallel_size",
+            f"vLLM's {arch} divides num_key_value_heads ({shape.num_key_value_heads}) by "
+            f"tensor_parallel_size ({tp}) without replication, leaving 0 KV heads per rank; "
+            f"use at most {shape.num_key_value_heads}",
+        )

@@ -1,0 +1,272 @@
+"""Connection limits of `kvplan serve` (planner/server.py) and the heavy-request bounds of issue 15,
+against a real server process on loopback, with small limits set through the environment.
+
+Raw sockets send what no well-behaved client would: a head over the limit, a head that never
+ends, a body that never ends, malformed HTTP, more idle connections than the cap.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.live_server import LiveServer
+from tests.test_cost import pasted
+
+MAX_HEADER_BYTES = 16 << 10
+MAX_CONNECTIONS = 16  # probes only from 14 (7/8) open connections
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    tmp = tmp_path_factory.mktemp("bounded")
+    env = {
+        "KVPLAN_DATA_DIR": str(tmp / "data"),
+        "KVPLAN_DATABASE_URL": "",
+        "KVPLAN_MAX_HEADER_BYTES": str(MAX_HEADER_BYTES),
+        "KVPLAN_HEADER_TIMEOUT_SECONDS": "1",
+        "KVPLAN_BODY_TIMEOUT_SECONDS": "1",
+        "KVPLAN_MAX_CONNECTIONS": str(MAX_CONNECTIONS),
+        "KVPLAN_LOG_LEVEL": "info",
+        "KVPLAN_WORKERS": "1",
+    }
+    with LiveServer(env, tmp / "server.log") as live:
+        yield live
+
+
+def exchange(server: LiveServer, data: bytes, wait_seconds: float = 5.0) -> tuple[bytes, float]:
+    """Send `data`, read until the server closes; (what came back, seconds it took)."""
+    with socket.create_connection(("127.0.0.1", server.port)) as conn:
+        conn.settimeout(wait_seconds)
+        started = time.monotonic()
+        try:
+            conn.sendall(data)
+        except OSError:  # the server may close while a huge head is still being sent
+            pass
+        out = b""
+        try:
+            while chunk := conn.recv(65536):
+                out += chunk
+        except OSError:
+            pass
+        return out, time.monotonic() - started
+
+
+def problem_of(raw: bytes) -> tuple[int, dict[str, Any], str]:
+    head, _, body = raw.partition(b"\r\n\r\n")
+    status = int(head.split(b" ", 2)[1])
+    content_type = next(
+        line.split(b":", 1)[1].strip().decode()
+        for line in head.split(b"\r\n")[1:]
+        if line.lower().startswith(b"content-type:")
+    )
+    return status, json.loads(body), content_type
+
+
+def test_oversize_header_is_431_problem_without_parsing_it(server: LiveServer) -> None:
+    # 8 MiB of header over real loopback: refused after the first reads, the rest never parsed.
+    head = b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * (8 << 20) + b"\r\n\r\n"
+    raw, _ = exchange(server, head)
+    status, problem, content_type = problem_of(raw)
+    assert status == 431 and content_type == "application/problem+json"
+    assert "KVPLAN_MAX_HEADER_BYTES" in problem["detail"] and problem["errors"]
+    assert httpx.get(f"{server.url}/healthz").status_code == 200
+
+
+def test_oversize_url_is_414_problem(server: LiveServer) -> None:
+    raw, _ = exchange(server, b"GET /" + b"a" * (64 << 10) + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+    status, problem, _ = problem_of(raw)
+    assert status == 414 and problem["errors"][0]["loc"] == ["url"]
+
+
+def test_head_that_never_ends_is_408(server: LiveServer) -> None:
+    raw, seconds = exchange(server, b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+    status, problem, _ = problem_of(raw)
+    assert status == 408 and "KVPLAN_HEADER_TIMEOUT_SECONDS" in problem["detail"]
+    assert seconds < 4
+
+
+def test_body_that_never_ends_is_408(server: LiveServer) -> None:
+    head = (
+        b"POST /api/v1/plan HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        b'Content-Length: 100\r\n\r\n{"model":'
+    )
+    raw, seconds = exchange(server, head)
+    status, problem, _ = problem_of(raw)
+    assert status == 408 and "KVPLAN_BODY_TIMEOUT_SECONDS" in problem["detail"]
+    assert seconds < 4
+
+
+def test_malformed_http_is_400_problem(server: LiveServer) -> None:
+    raw, _ = exchange(server, b"BLAH\x00 / HTTP/1.1\r\n\r\n")
+    status, problem, content_type = problem_of(raw)
+    assert status == 400 and content_type == "application/problem+json" and problem["errors"]
+
+
+def test_idle_connections_cannot_lock_out_the_probes(server: LiveServer) -> None:
+    idle = [
+        socket.create_connection(("127.0.0.1", server.port)) for _ in range(3 * MAX_CONNECTIONS)
+    ]
+    try:
+        time.sleep(0.3)
+        with httpx.Client(timeout=5) as client:
+            # Over the cap new connections are closed at once; near it, only probes are served.
+            refused = 0
+            for _ in range(5):
+                try:
+                    client.get(f"{server.url}/healthz")
+                except httpx.TransportError:
+                    refused += 1
+            assert refused == 5
+    finally:
+        for conn in idle:
+            conn.close()
+    time.sleep(0.3)
+    near = [
+        socket.create_connection(("127.0.0.1", server.port)) for _ in range(MAX_CONNECTIONS - 2)
+    ]
+    try:
+        time.sleep(0.3)
+        with httpx.Client(timeout=5) as client:
+            assert client.get(f"{server.url}/healthz").status_code == 200
+            ready = client.get(f"{server.url}/readyz")
+            assert ready.status_code == 503
+            assert "KVPLAN_MAX_CONNECTIONS" in ready.json()["detail"]
+            assert client.get(f"{server.url}/api/v1/models").status_code == 503
+    finally:
+        for conn in near:
+            conn.close()
+    time.sleep(0.3)
+    assert httpx.get(f"{server.url}/readyz").status_code == 200
+
+
+# Estimated just under the default KVPLAN_MAX_REQUEST_COST (about 1.9 M work units): the
+# heaviest single plan the server admits, 4096 layers and windows over 512 pipeline stages.
+HEAVIEST_PLAN = {
+    "model": pasted(4096),
+    "engine": "trtllm",
+    "kv_budget_bytes": 1 << 40,
+    "pipeline_parallel_size": 512,
+    "max_attention_window": list(range(1, 4097)),
+    "requests": [{"context_tokens": 100_000 + i} for i in range(40)],
+}
+
+
+def test_healthz_answers_during_the_heaviest_allowed_plan(server: LiveServer) -> None:
+    result: dict[str, Any] = {}
+
+    def heavy() -> None:
+        result["response"] = httpx.post(f"{server.url}/api/v1/plan", json=HEAVIEST_PLAN, timeout=60)
+
+    worker = threading.Thread(target=heavy)
+    worker.start()
+    slowest = 0.0
+    with httpx.Client(timeout=5) as client:
+        while worker.is_alive():
+            started = time.monotonic()
+            assert client.get(f"{server.url}/healthz").status_code == 200
+            slowest = max(slowest, time.monotonic() - started)
+            time.sleep(0.02)
+    worker.join()
+    assert result["response"].status_code == 200, server.log()[-3000:]
+    assert slowest < 0.5
+
+
+def _rss_bytes(pid: int) -> int:
+    """RSS of `pid` and its children (the worker processes)."""
+    total = 0
+    pids = [pid]
+    children = Path(f"/proc/{pid}/task/{pid}/children")
+    if children.exists():
+        pids += [int(p) for p in children.read_text().split()]
+    for p in pids:
+        try:
+            for line in Path(f"/proc/{p}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1]) * 1024
+        except OSError:
+            pass
+    return total
+
+
+@pytest.mark.slow
+def test_rss_bounded_by_the_largest_sweep_and_many_large_plans(server: LiveServer) -> None:
+    pid = server.proc.pid
+    # Warm: the worker exists and the catalog is loaded.
+    assert (
+        httpx.post(f"{server.url}/api/v1/plan", json=HEAVIEST_PLAN, timeout=60).status_code == 200
+    )
+    before = _rss_bytes(pid)
+    # The largest sweep admitted: plans attached, just under KVPLAN_MAX_RESPONSE_BYTES (8 MiB).
+    sweep = {
+        "base": {**HEAVIEST_PLAN, "pipeline_parallel_size": 1, "requests": None},
+        "context_tokens": [100_000 + i for i in range(8)],
+        "include_plans": True,
+    }
+    sweep["base"].pop("requests")
+    peak = before
+    done = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        while not done.is_set():
+            peak = max(peak, _rss_bytes(pid))
+            time.sleep(0.01)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    try:
+        response = httpx.post(f"{server.url}/api/v1/sweep", json=sweep, timeout=60)
+    finally:
+        done.set()
+        sampler.join()
+    assert response.status_code == 200, response.text[:300]
+    assert peak - before < 512 << 20
+
+    # 400 distinct large plans (≈ 10 KB bodies, ≈ 490 KB answers each: 190 MB unbounded).
+    base = {
+        "model": pasted(2048),
+        "engine": "trtllm",
+        "kv_budget_bytes": 1 << 40,
+        "max_attention_window": list(range(1, 2049)),
+    }
+    before = _rss_bytes(pid)
+    with httpx.Client(timeout=60) as client:
+        for i in range(400):
+            answer = client.post(
+                f"{server.url}/api/v1/plan", json={**base, "context_tokens": 1000 + i}
+            )
+            assert answer.status_code == 200
+    assert _rss_bytes(pid) - before < 150 << 20
+
+
+def test_healthz_answered_by_the_protocol_keeps_the_apps_answer(server: LiveServer) -> None:
+    with httpx.Client() as client:
+        first = client.get(f"{server.url}/healthz")
+        second = client.get(f"{server.url}/healthz")  # the same keep-alive connection
+        app_answer = client.get(f"{server.url}/readyz")
+    assert first.json() == second.json() == {"status": "ok"}
+    assert first.headers["content-type"] == "application/json"
+    for name in ("content-security-policy", "x-content-type-options", "x-frame-options"):
+        assert first.headers[name] == app_answer.headers[name]
+    assert first.headers["x-request-id"] != second.headers["x-request-id"]
+    # HTTP/1.0 closes; HEAD has no body; two pipelined requests both get their answers.
+    raw, _ = exchange(server, b"GET /healthz HTTP/1.0\r\n\r\n")
+    assert raw.startswith(b"HTTP/1.1 200 OK") and raw.endswith(b'{"status":"ok"}')
+    raw, _ = exchange(server, b"HEAD /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    assert raw.startswith(b"HTTP/1.1 200 OK") and raw.endswith(b"\r\n\r\n")
+    pipelined = (
+        b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+        b"GET /api/v1/gpus HTTP/1.1\r\nHost: x\r\n\r\n"
+        b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    raw, _ = exchange(server, pipelined)
+    assert raw.count(b"HTTP/1.1 200 OK") == 3, raw[:500]
