@@ -136,9 +136,7 @@ def _generate() -> list[dict[str, Any]]:
     for i in range(BASE_CONFIGS - 1):
         model, method, draft = SETUPS[i % len(SETUPS)]
         limit = _max_tokens(model)
-        # MLA picks its default block by backend (an fp8 cache on Hopper gets FlashMLA's 64):
-        # a rule of the main oracle's, so MTP cases name their block size.
-        blocks = [b for b in BLOCK_SIZES if b] if method == "mtp" else BLOCK_SIZES
+        blocks = BLOCK_SIZES
         if model == "deepseek-v32":
             blocks = (None, None, 64, 16)  # sparse MLA takes 64 only: mostly planned, some refused
         base.append(

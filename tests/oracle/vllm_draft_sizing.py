@@ -325,10 +325,9 @@ def _one(c: dict[str, Any], root: str) -> dict[str, Any]:
         cdiv(g.kv_cache_spec.max_memory_usage_bytes(cfg), g.kv_cache_spec.page_size_bytes)
         for g in sched.kv_cache_groups
     ]
-    # The groups of the worker whose block id costs most (the largest group: a draft on the last
-    # pipeline stage makes it that one), which sets num_blocks for all; kvplan shows that stage.
-    worst = max(configs, key=lambda k: max(len(g.layer_names) for g in k.kv_cache_groups))
-    out["groups"] = _groups_out(worst.kv_cache_groups)
+    # The scheduler's groups are worker 0's (first PP stage), as in vllm_sizing; a draft on the
+    # last stage is not in them.
+    out["groups"] = _groups_out(sched.kv_cache_groups)
     for g, need in zip(out["groups"], per_group, strict=True):
         g["blocks_per_request"] = need
     bpr = sum(per_group)

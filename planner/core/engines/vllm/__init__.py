@@ -293,7 +293,8 @@ class Vllm(Engine):
         each worker's layers, or the whole model's in 0.14–0.16."""
         assert isinstance(pool, VllmPool)
         if since(self.version, POOL_NEED_SINCE):
-            return lambda length: pool.block_bytes * pool.blocks_per_request(length)
+            start = pool.at_startup()
+            return lambda length: start.block_bytes * start.blocks_per_request(length)
         if vllm_max_len_scope(self.version_text) == "whole_model" and inp.pp > 1:
             stacks = Stages.of(inp.shape, self, inp.tp, 1).stacks
         else:

@@ -67,12 +67,13 @@ class VllmPool(Pool):
     def max_tokens(self) -> int:
         return self.usable_blocks // len(self.groups) * min(g.block_size for g in self.groups)
 
+    def at_startup(self) -> VllmPool:
+        """The pool as start-up sizes it: without speculative reservations, which a request
+        at max_model_len has capped away (vLLM's start check and max_model_len estimate)."""
+        return replace(self, reserved_tokens=0) if self.reserved_tokens else self
+
     def longest_context(self) -> int:
-        # vLLM's estimate of the longest max_model_len ignores speculative lookahead: a request
-        # at max_model_len has its reservation capped there.
-        if self.reserved_tokens:
-            return Pool.longest_context(replace(self, reserved_tokens=0))
-        return Pool.longest_context(self)
+        return Pool.longest_context(self.at_startup())
 
     def closed_form_longest(self) -> int | None:
         # Full attention only with one block size: every group gets usable // groups blocks.
