@@ -211,7 +211,8 @@ def resolve(
     model_dtype, dtype_notes = engine.model_dtype(shape, request.dtype)
     kv, more = _kv_dtype(request, shape, model_dtype)
     dtype_notes += more
-    engine.validate(shape, tp, pp, kv, model_dtype)
+    explicit_kv = request.kv_cache_dtype.strip().lower() != "auto"
+    engine.validate(shape, tp, pp, kv, model_dtype, explicit_kv)
     notes.extend(layer_form_notes(shape))
     speculation = None
     if request.speculative_config is not None:

@@ -255,7 +255,7 @@ def dtype_names(engine: str | None) -> tuple[str, ...]:
     """The KV cache dtypes the chosen engine offers (the registry's list), so the form never
     offers a setup the engine cannot run."""
     name = engine if engine in engine_names() else form.DEFAULTS["engine"]
-    return get_engine(name).kv_cache_dtypes
+    return get_engine(name).kv_cache_dtype_names()
 
 
 def _count(request: Request, outcome: str) -> None:

@@ -102,14 +102,22 @@ class Engine:
 
     # -- validation (what the engine refuses) ------------------------------------------------
     def validate(
-        self, shape: ModelShape, tp: int, pp: int, kv_dtype: KVDtype, model_dtype: str
+        self,
+        shape: ModelShape,
+        tp: int,
+        pp: int,
+        kv_dtype: KVDtype,
+        model_dtype: str,
+        kv_explicit: bool = True,
     ) -> None:
-        """Raise FieldError, with the engine's own reason, for a setup it refuses."""
-        if kv_dtype.name not in self.kv_cache_dtypes:
+        """Raise FieldError, with the engine's own reason, for a setup it refuses (an explicit
+        kv_cache_dtype must be one the release names; auto is the model's own)."""
+        names = self.kv_cache_dtype_names()
+        if kv_explicit and kv_dtype.name not in names:
             raise FieldError(
                 "kv_cache_dtype",
-                f"{self.label} has no {kv_dtype.name!r} KV cache; use one of: "
-                f"{', '.join(self.kv_cache_dtypes)}",
+                f"{self.label} {self.version_text} has no {kv_dtype.name!r} KV cache; use one "
+                f"of: {', '.join(names)}",
             )
         shared = [i for i, s in enumerate(shape.layers) if not s.owns_kv]
         if shared and not self.kv_sharing:
@@ -156,6 +164,10 @@ class Engine:
                 f"num_key_value_heads ({hkv}); it must then be a multiple of {hkv}; "
                 f"sizes that work: {ok}",
             )
+
+    def kv_cache_dtype_names(self) -> tuple[str, ...]:
+        """The KV-cache dtypes this release accepts (kvplan's names)."""
+        return self.kv_cache_dtypes
 
     # -- per-rank shapes ---------------------------------------------------------------------
     def kv_heads_per_rank(self, kv_heads: int, tp: int) -> int:

@@ -22,6 +22,7 @@ from planner.core.engines.vllm.groups import (
     vllm_groups,
     vllm_pipeline_pool,
 )
+from planner.core.engines.vllm.launch import big_gpu, vllm_serve_command
 from planner.core.engines.vllm.layer_rules import check_shared_kv_parallel, sparse_mla_block
 from planner.core.engines.vllm.logs import (
     LOG_EXAMPLE,
@@ -37,12 +38,16 @@ from planner.core.engines.vllm.releases import (
     ASYNC_DEFAULT_SINCE,
     ASYNC_WITH_PP_SINCE,
     BIG_GPU_16K_SINCE,
+    CHUNKED_HYBRID_DEFAULT_SINCE,
     FLASHMLA_BLOCK,
+    FLOAT16_KV_SINCE,
     GROUP_RATIO_15_SINCE,
     GROUP_RATIO_125_SINCE,
     IN_FLIGHT_ADMISSION_SINCE,
     LOG_AFTER_MIN_SINCE,
+    MLA_BACKEND_PRIORITY_SINCE,
     MLA_BLOCK_HONOURED_SINCE,
+    PER_TOKEN_HEAD_KV_SINCE,
     POOL_NEED_SINCE,
     TOKENS_FROM_CONCURRENCY_SINCE,
     UTIL_092_SINCE,
@@ -69,15 +74,6 @@ if TYPE_CHECKING:  # these import the registry
 RELEASES = Releases(first=(0, 9, 0), last=(0, 33, 0), default=(0, 33, 0))
 
 
-def _big_gpu(gpu: Gpu | None) -> bool:
-    """vLLM's larger batch defaults apply on >= 70 GiB devices whose name lacks "a100"
-    (EngineArgs.get_batch_defaults); with no GPU given, the worked examples' large defaults."""
-    if gpu is None:
-        return True
-    a100 = any("a100" in n.lower() for n in gpu.names)
-    return gpu.memory_bytes >= 70 * GiB and not a100
-
-
 @dataclass(frozen=True)
 class Vllm(Engine):
     name: ClassVar[str] = "vllm"
@@ -88,14 +84,22 @@ class Vllm(Engine):
     memory_base = "total"
     memory_fraction_flag: ClassVar[str] = "--gpu-memory-utilization"
     running_cap_flag: ClassVar[str] = "--max-num-seqs"
-    kv_sharing: ClassVar[bool] = True
-    speculative_drafts: ClassVar[bool] = True
+    kv_sharing = speculative_drafts = True  # Gemma-3n sharing, draft layers (layer_rules)
     takes_async_scheduling: ClassVar[bool] = True
     long_context_override: ClassVar[str | None] = "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1"
+    # CacheDType (vllm/config/cache.py): float16 from 0.18, per-token-head scales from 0.20.
     kv_cache_dtypes: ClassVar[tuple[str, ...]] = (
-        "auto", "fp32", "fp16", "bf16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc",
+        "auto", "fp16", "bf16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc",
         "int8_per_token_head", "fp8_per_token_head",
     )  # fmt: skip
+
+    def kv_cache_dtype_names(self) -> tuple[str, ...]:
+        names = self.kv_cache_dtypes
+        if not since(self.version, FLOAT16_KV_SINCE):
+            names = tuple(n for n in names if n != "fp16")
+        if not since(self.version, PER_TOKEN_HEAD_KV_SINCE):
+            names = tuple(n for n in names if not n.endswith("_per_token_head"))
+        return names
 
     def default_memory_utilization(self) -> float:
         return 0.92 if since(self.version, UTIL_092_SINCE) else 0.9
@@ -124,9 +128,15 @@ class Vllm(Engine):
 
     # -- refusals ----------------------------------------------------------------------------
     def validate(
-        self, shape: ModelShape, tp: int, pp: int, kv_dtype: KVDtype, model_dtype: str
+        self,
+        shape: ModelShape,
+        tp: int,
+        pp: int,
+        kv_dtype: KVDtype,
+        model_dtype: str,
+        kv_explicit: bool = True,
     ) -> None:
-        super().validate(shape, tp, pp, kv_dtype, model_dtype)
+        super().validate(shape, tp, pp, kv_dtype, model_dtype, kv_explicit)
         refuse(self.version, shape, tp, kv_dtype, model_dtype)
         check_shared_kv_parallel(shape, pp)
 
@@ -134,25 +144,31 @@ class Vllm(Engine):
     def block_size(
         self, requested: int | None, shape: ModelShape, kv_dtype: KVDtype
     ) -> tuple[int, list[Note]]:
-        sparse = sparse_mla_block(requested, shape)
-        if sparse is not None:
+        if (sparse := sparse_mla_block(requested, shape)) is not None:
             return sparse
         if not shape.is_mla:
             return requested or self.default_block_size, []
-        # MLA on Hopper: the attention backend's kernel block size decides. FlashMLA takes
-        # blocks of 64; FlashAttention-MLA, preferred for 16-bit caches, takes 16. Older
-        # releases chose FlashMLA whatever was asked.
-        if not since(self.version, MLA_BLOCK_HONOURED_SINCE):
-            block = FLASHMLA_BLOCK
+        # MLA on Hopper: the attention backend's kernel block size decides (cuda.py
+        # check_and_update_config, the backends' kernel block sizes).
+        if not since(self.version, MLA_BACKEND_PRIORITY_SINCE):
+            block = FLASHMLA_BLOCK  # FlashMLA whatever was asked
+        elif not since(self.version, MLA_BLOCK_HONOURED_SINCE):
+            # Blocks forced to 64 unless a multiple of 64.
+            block = requested if requested and requested % FLASHMLA_BLOCK == 0 else FLASHMLA_BLOCK
         elif requested is not None:
-            block = requested
+            block = requested  # a backend that supports it is chosen
         else:
+            # FlashMLA (64) for fp8 caches, FlashAttention-MLA (16) for 16-bit ones.
             block = FLASHMLA_BLOCK if kv_dtype.bits == 8 else self.default_block_size
         return block, [note("block.vllm_mla_forced", block=block)]
 
     def window_policy(
         self, shape: ModelShape, *, hybrid_manager: bool, explicit_windows: bool
     ) -> WindowPolicy:
+        if self._chunked_full_length(shape):
+            # VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE defaulted to 0: the hybrid
+            # manager is off for chunked local attention, every layer sized full length.
+            return "full_length"
         if hybrid_manager:
             return "window"
         # --disable-hybrid-kv-cache-manager rewrites window specs as full-attention ones only
@@ -161,6 +177,10 @@ class Vllm(Engine):
         windows = any(g.spec.is_window for g in shape.groups)
         full = any(not g.spec.is_window for g in shape.groups)
         return "full_length" if windows and full else "window"
+
+    def _chunked_full_length(self, shape: ModelShape) -> bool:
+        chunked = any(isinstance(s, ChunkedLocalSpec) for s in shape.layers)
+        return chunked and not since(self.version, CHUNKED_HYBRID_DEFAULT_SINCE)
 
     def window_notes(
         self, policy: WindowPolicy, sched: Scheduling, shape: ModelShape, hybrid_manager: bool
@@ -232,7 +252,7 @@ class Vllm(Engine):
     def default_max_num_batched_tokens(self, gpu: Gpu | None) -> int:
         """`vllm serve` defaults: 8192 on >= 70 GiB GPUs other than A100, else 2048 (vLLM tests
         the device *name* for "a100"); from 0.28, 16384 on GPUs of 160 GiB or more."""
-        if not _big_gpu(gpu):
+        if not big_gpu(gpu):
             return 2048
         if (
             gpu is not None
@@ -244,7 +264,7 @@ class Vllm(Engine):
 
     def default_max_num_seqs(self, gpu: Gpu | None, pool_tokens: int, ctx: int) -> int | None:
         """max_num_seqs 1024 on >= 70 GiB GPUs other than A100, else 256."""
-        return 1024 if _big_gpu(gpu) else 256
+        return 1024 if big_gpu(gpu) else 256
 
     def reports_max_num_batched_tokens(self) -> bool:
         return True
@@ -293,18 +313,21 @@ class Vllm(Engine):
         each worker's layers, or the whole model's in 0.14–0.16."""
         assert isinstance(pool, VllmPool)
         if since(self.version, POOL_NEED_SINCE):
-            start = pool.at_startup()
-            return lambda length: start.block_bytes * start.blocks_per_request(length)
+            return pool.at_startup().bytes_for
         if vllm_max_len_scope(self.version_text) == "whole_model" and inp.pp > 1:
             stacks = Stages.of(inp.shape, self, inp.tp, 1).stacks
         else:
             stacks = Stages.of(inp.shape, self, inp.tp, inp.pp).stacks
 
+        # Chunked layers sized full length by the old env default still count as chunked here:
+        # the estimate reads the layers' own specs.
+        policy = "window" if self._chunked_full_length(inp.shape) else pool.policy
+
         def need(length: int) -> int:
             # Every worker checks its own layers; the one needing most fails first.
             return max(
                 one_request_bytes(
-                    stack, inp.kv_dtype, inp.block_size, pool.policy, length,
+                    stack, inp.kv_dtype, inp.block_size, policy, length,
                     pool.in_flight_tokens, self.group_ratio,
                 )
                 for stack in stacks
@@ -365,20 +388,7 @@ class Vllm(Engine):
     }  # fmt: skip
 
     def launch(self, model: str, s: EngineSettings, instances: int) -> tuple[str, dict[str, str]]:
-        parts = [
-            f"vllm serve {model}",
-            f"--tensor-parallel-size {s.tensor_parallel_size}",
-            f"--max-model-len {s.max_model_len}",
-            f"--max-num-seqs {s.max_num_seqs}",
-            f"--gpu-memory-utilization {s.gpu_memory_utilization:g}",
-            f"--kv-cache-dtype {s.kv_cache_dtype}",
-            f"--block-size {s.block_size}",
-        ]
-        if s.max_num_batched_tokens is not None:
-            parts.append(f"--max-num-batched-tokens {s.max_num_batched_tokens}")
-        if instances > 1:
-            parts.append(f"--data-parallel-size {instances}")
-        return " ".join(parts), {}
+        return vllm_serve_command(model, s, instances)
 
     # -- the pool ----------------------------------------------------------------------------
     def build_pool(

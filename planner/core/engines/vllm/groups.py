@@ -75,6 +75,10 @@ class VllmPool(Pool):
     def longest_context(self) -> int:
         return Pool.longest_context(self.at_startup())
 
+    def bytes_for(self, ctx: int) -> int:
+        """What one request of `ctx` tokens takes from the pool, padding included."""
+        return self.block_bytes * self.blocks_per_request(ctx)
+
     def closed_form_longest(self) -> int | None:
         # Full attention only with one block size: every group gets usable // groups blocks.
         if any(g.spec.is_window for g in self.groups):

@@ -4,6 +4,7 @@ backends and VllmConfig at each release)."""
 from __future__ import annotations
 
 from planner.core.engines.versions import Version, since, version_text
+from planner.core.engines.vllm.releases import MLA_BF16_KV_SINCE, MLA_DTYPE_CHECK_SINCE
 from planner.core.errors import FieldError
 from planner.core.model import ModelShape
 from planner.core.units import KVDtype
@@ -60,13 +61,20 @@ def refuse(
             "vLLM's mxfp4 quantization (gpt-oss) supports bfloat16 only; use dtype auto or "
             "bfloat16",
         )
-    if shape.is_mla and model_dtype == "fp32":
+    mla_checked = shape.is_mla and since(version, MLA_DTYPE_CHECK_SINCE)
+    if mla_checked and kv_dtype.name == "bf16" and not since(version, MLA_BF16_KV_SINCE):
+        raise FieldError(
+            "kv_cache_dtype",
+            f"vLLM {version_label}: no MLA attention backend on Hopper lists a bfloat16 KV cache "
+            "(bfloat16 joins their lists in 0.15); use kv_cache_dtype auto",
+        )
+    if mla_checked and model_dtype == "fp32":
         raise FieldError(
             "dtype",
             "no vLLM MLA attention backend on CUDA runs float32 (FlashMLA, FlashAttention-"
             "MLA, Triton MLA take float16 and bfloat16); use dtype auto or bfloat16",
         )
-    if shape.is_mla and kv_dtype.name not in _MLA_KV_DTYPES:
+    if mla_checked and kv_dtype.name not in _MLA_KV_DTYPES:
         raise FieldError(
             "kv_cache_dtype",
             f"no vLLM MLA attention backend on CUDA supports a {kv_dtype.name} KV cache; "

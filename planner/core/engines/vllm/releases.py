@@ -21,7 +21,20 @@ TOKENS_FROM_CONCURRENCY_SINCE = (0, 20, 1)
 UTIL_092_SINCE = (0, 20)
 # MLA on Hopper: an explicit --block-size is honoured (a backend that supports it is chosen)
 # and a 16-bit cache gets FlashAttention-MLA's 16; before, FlashMLA forced blocks of 64.
-MLA_BLOCK_HONOURED_SINCE = (0, 12)
+MLA_BLOCK_HONOURED_SINCE = (0, 18)
+# MLA backends from a priority list (FlashAttention-MLA first), blocks forced to a multiple of
+# 64 until 0.18; in 0.11.0 FlashMLA and 64 always.
+MLA_BACKEND_PRIORITY_SINCE = (0, 11, 1)
+# MLA backends validate the KV and model dtypes (none takes fp8_e5m2 or float32); 0.11.0
+# did not check them when the config was built.
+MLA_DTYPE_CHECK_SINCE = (0, 11, 1)
+# bfloat16 in the MLA backends' KV-cache dtypes (0.11.1–0.14: no backend for it on SM90).
+MLA_BF16_KV_SINCE = (0, 15)
+# CacheDType gains float16 (0.18) and per-token-head scales (0.20).
+FLOAT16_KV_SINCE = (0, 18)
+PER_TOKEN_HEAD_KV_SINCE = (0, 20)
+# VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE defaults to 1 (was 0).
+CHUNKED_HYBRID_DEFAULT_SINCE = (0, 14)
 FLASHMLA_BLOCK = 64
 # "GPU KV cache size" and "Maximum concurrency" are logged once all workers take the smallest
 # num_blocks (_report_kv_cache_config); before, each worker logged its own, worker 0 first.
