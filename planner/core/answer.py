@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from planner.core.speculative_schema import LayerFormsOut, SpeculativeBoundsOut
+from planner.core.speculative_schema import DraftOut, SpeculativeBoundsOut
 
 # ---------------------------------------------------------------------------------------------
 # Response
@@ -27,7 +27,7 @@ class GroupOut(_Out):
     head_size_v: int
 
 
-class ModelOut(LayerFormsOut):
+class ModelOut(_Out):
     id: str | None
     model_type: str | None
     num_hidden_layers: int
@@ -42,6 +42,8 @@ class ModelOut(LayerFormsOut):
     num_parameters: int | None = None
     active_parameters: int | None = None
     groups: list[GroupOut]
+    kv_shared_layers: list[int] = []  # layers reading another layer's cache (Gemma-3n)
+    draft: DraftOut | None = None  # a speculative draft's KV layers, when one is declared
 
 
 class NoteOut(_Out):

@@ -93,16 +93,8 @@ class SpeculativeBoundsOut(_Out):
     tokens_per_s: float | None  # the whole batch
 
 
-class LayerFormsOut(_Out):
-    """The model's layers beyond plain attention (the base of `schema.ModelOut`)."""
-
-    kv_shared_layers: list[int] = []  # layers reading another layer's cache (Gemma-3n)
-    draft: DraftOut | None = None  # a speculative draft's KV layers, when one is declared
-
-
 __all__ = [
     "DraftOut",
-    "LayerFormsOut",
     "SpeculativeBoundsOut",
     "SpeculativeConfig",
     "SpeculativeMethod",
