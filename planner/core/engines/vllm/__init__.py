@@ -23,6 +23,7 @@ from planner.core.engines.vllm.groups import (
     vllm_pipeline_pool,
 )
 from planner.core.engines.vllm.launch import big_gpu, vllm_serve_command
+from planner.core.engines.vllm.layer_rules import check_shared_kv_parallel, sparse_mla_block
 from planner.core.engines.vllm.logs import (
     LOG_EXAMPLE,
     LOG_HINTS,
@@ -83,6 +84,7 @@ class Vllm(Engine):
     memory_base = "total"
     memory_fraction_flag: ClassVar[str] = "--gpu-memory-utilization"
     running_cap_flag: ClassVar[str] = "--max-num-seqs"
+    kv_sharing = speculative_drafts = True  # Gemma-3n sharing, draft layers (layer_rules)
     takes_async_scheduling: ClassVar[bool] = True
     long_context_override: ClassVar[str | None] = "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1"
     # CacheDType (vllm/config/cache.py): float16 from 0.18, per-token-head scales from 0.20.
@@ -136,11 +138,14 @@ class Vllm(Engine):
     ) -> None:
         super().validate(shape, tp, pp, kv_dtype, model_dtype, kv_explicit)
         refuse(self.version, shape, tp, kv_dtype, model_dtype)
+        check_shared_kv_parallel(shape, pp)
 
     # -- settings ----------------------------------------------------------------------------
     def block_size(
         self, requested: int | None, shape: ModelShape, kv_dtype: KVDtype
     ) -> tuple[int, list[Note]]:
+        if (sparse := sparse_mla_block(requested, shape)) is not None:
+            return sparse
         if not shape.is_mla:
             return requested or self.default_block_size, []
         # MLA on Hopper: the attention backend's kernel block size decides (cuda.py
@@ -168,9 +173,9 @@ class Vllm(Engine):
             return "window"
         # --disable-hybrid-kv-cache-manager rewrites window specs as full-attention ones only
         # when full layers are present too; a model whose layers all slide (Mistral-7B) is
-        # already uniform and keeps its window (unify_hybrid_kv_cache_specs).
-        windows = any(s.is_window for s in shape.layers)
-        full = any(not s.is_window for s in shape.layers)
+        # already uniform and keeps its window (unify_hybrid_kv_cache_specs); drafts included.
+        windows = any(g.spec.is_window for g in shape.groups)
+        full = any(not g.spec.is_window for g in shape.groups)
         return "full_length" if windows and full else "window"
 
     def _chunked_full_length(self, shape: ModelShape) -> bool:
@@ -201,7 +206,7 @@ class Vllm(Engine):
                     mnbt=sched.max_num_batched_tokens,
                 )
             )
-        if any(isinstance(s, ChunkedLocalSpec) for s in shape.layers):
+        if any(isinstance(g.spec, ChunkedLocalSpec) for g in shape.groups):
             out.append(note("window.vllm_chunked_hybrid"))
         if not hybrid_manager:
             out.append(note("window.vllm_disable_hybrid_noop"))
@@ -308,7 +313,7 @@ class Vllm(Engine):
         each worker's layers, or the whole model's in 0.14–0.16."""
         assert isinstance(pool, VllmPool)
         if since(self.version, POOL_NEED_SINCE):
-            return lambda length: pool.block_bytes * pool.blocks_per_request(length)
+            return pool.at_startup().bytes_for
         if vllm_max_len_scope(self.version_text) == "whole_model" and inp.pp > 1:
             stacks = Stages.of(inp.shape, self, inp.tp, 1).stacks
         else:
@@ -407,6 +412,8 @@ class Vllm(Engine):
             tokens_from_concurrency=self.tokens_from_concurrency,
             group_ratio=self.group_ratio,
             log_first_worker=not since(self.version, LOG_AFTER_MIN_SINCE),
+            reserved_tokens=sched.reserved_tokens,
+            length_cap=ctx,
         )
 
 
