@@ -6,12 +6,15 @@ The API, CLI and page call `planner.service.plan`; the core itself never imports
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from planner.core import schema as s
 from planner.core.inputs import CalibrationLike, Catalog
 from planner.core.plan import plan as core_plan
-from planner.core.recommend_schema import Recommendation, RecommendRequest
-from planner.core.reconcile_schema import ReconcileRequest, ReconcileResult
+
+if TYPE_CHECKING:  # loaded by the commands that use them
+    from planner.core.recommend_schema import Recommendation, RecommendRequest
+    from planner.core.reconcile_schema import ReconcileRequest, ReconcileResult
 
 
 @lru_cache(maxsize=2)
@@ -21,9 +24,8 @@ def default_catalog(*, allow_local_dirs: bool = False) -> Catalog:
     built once. Local directories as model ids only where the caller's files are the user's
     own (the CLI), never for the server."""
     from planner.resolve.core_catalog import ResolvingCatalog
-    from planner.resolve.settings import HubSettings
 
-    return ResolvingCatalog(HubSettings(allow_local_dirs=allow_local_dirs))
+    return ResolvingCatalog(allow_local_dirs=allow_local_dirs)
 
 
 def plan(

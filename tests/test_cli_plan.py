@@ -171,3 +171,30 @@ def test_cli_error_contract_loads_without_fastapi() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_speculative_config_flag_declares_the_draft(tmp_path: Any) -> None:
+    # vllm#19996: Llama-3.1-8B + a 1-layer EAGLE head, 51.63 GiB, 131,072 tokens: 3.13x.
+    head = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "num_hidden_layers": 1,
+            "num_attention_heads": 32, "num_key_value_heads": 8, "hidden_size": 4096}
+    path = tmp_path / "eagle.json"
+    path.write_text(json.dumps(head))
+    spec = json.dumps({"method": "eagle", "model": str(path), "num_speculative_tokens": 3})
+    r = runner.invoke(app, ["plan", "--model", LLAMA, "--context", "131072", "--budget",
+                            "51.63GiB", "--block-size", "16", "--speculative-config", spec,
+                            "--json"])
+    assert r.exit_code == 0, r.stderr
+    cap = json.loads(r.stdout)["capacity"]
+    assert (cap["num_blocks"], cap["engine_reported_concurrency"]) == (25633, 3.13)
+
+
+def test_speculative_config_flag_errors_name_the_field() -> None:
+    r = runner.invoke(app, ["plan", "--model", LLAMA, "--context", "8192", "--budget", "40GiB",
+                            "--speculative-config", '{"method": "eagle"'])
+    assert r.exit_code == 2
+    assert "speculative_config" in r.stderr + r.stdout
+    no_draft = '{"method": "eagle", "num_speculative_tokens": 2}'
+    r = runner.invoke(app, ["plan", "--model", LLAMA, "--context", "8192", "--budget", "40GiB",
+                            "--speculative-config", no_draft])
+    assert r.exit_code == 2
+    assert "speculative_config.model" in r.stderr + r.stdout

@@ -16,7 +16,8 @@ from planner.contract.problems import Problem, make_problem, problem_from_plan_e
 from planner.core.errors import PlanError
 from planner.core.inputs import CalibrationLike
 from planner.core.schema import Plan, PlanRequest
-from planner.service import plan
+from planner.core.variants import Replanner
+from planner.service import default_catalog, plan
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,14 +88,13 @@ def _sweep_problem(exc: PlanError, sweep: SweepRequest) -> Problem:
     return problem_from_plan_error(exc, prefix=("base",))
 
 
-def _point_request(base: dict[str, Any], context: int, batch: int, tp: int) -> PlanRequest:
-    point = {
-        **base,
+def _point(context: int, batch: int, tp: int) -> dict[str, Any]:
+    """One sweep point as changes to the base request."""
+    return {
         "requests": [{"context_tokens": context, "count": batch}],
         "context_tokens": context,
         "tensor_parallel_size": tp,
     }
-    return PlanRequest.model_validate(point)
 
 
 def _summary(context: int, batch: int, tp: int, result: Plan, include_plan: bool) -> SweepPoint:
@@ -124,11 +124,12 @@ def sweep_job(
     tp_sizes = sweep.tensor_parallel_sizes or [sweep.base.tensor_parallel_size]
     points: list[SweepPoint] = []
     first_error: Problem | None = None
+    replan = Replanner(default_catalog(), calibration)
     for context in sweep.context_tokens:
         for batch in sweep.batch_sizes:
             for tp in tp_sizes:
                 try:
-                    result = plan(_point_request(base, context, batch, tp), calibration=calibration)
+                    result = replan(base, **_point(context, batch, tp))
                 except PlanError as exc:
                     problem = _sweep_problem(exc, sweep)
                     first_error = first_error or problem

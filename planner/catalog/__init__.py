@@ -139,12 +139,23 @@ def _validate(entry: CatalogModel) -> None:
         shape_from_config(_merged(entry.config, alias.config_overrides), model_id=alias.id)
 
 
+_CHECKED: set[str] = set()
+
+
+def _checked(entry: CatalogModel) -> CatalogModel:
+    """The entry, its config resolved and its parameter count checked: once per entry, when
+    it is first used (a command planning one model does not size all sixty)."""
+    if entry.id not in _CHECKED:
+        _validate(entry)
+        _CHECKED.add(entry.id)
+    return entry
+
+
 @cache
 def _models() -> dict[str, CatalogModel]:
     out: dict[str, CatalogModel] = {}
     for raw in _load("models.json")["models"]:
         entry = CatalogModel.model_validate(raw)
-        _validate(entry)
         if entry.id in out:
             raise ValueError(f"catalog: duplicate model id {entry.id}")
         out[entry.id] = entry
@@ -180,7 +191,7 @@ def _gpus() -> dict[str, GpuEntry]:
 
 def list_models() -> list[CatalogModel]:
     """Entries the planner can size (refused ones are listed by `list_refused`)."""
-    return [m for m in _models().values() if not m.refused]
+    return [_checked(m) for m in _models().values() if not m.refused]
 
 
 def list_refused() -> list[CatalogModel]:
@@ -206,13 +217,13 @@ def find_model(text: str) -> tuple[CatalogModel, CatalogAlias | None] | None:
     when only one entry has that name."""
     key = _normalise(text)
     index = _index()
-    if key in index:
-        return index[key]
-    if "/" not in key:
+    if key not in index and "/" not in key:
         full = _tails().get(key, [])
-        if len(full) == 1:
-            return index[full[0]]
-    return None
+        key = full[0] if len(full) == 1 else key
+    if key not in index:
+        return None
+    entry, alias = index[key]
+    return _checked(entry), alias
 
 
 def _refuse(entry: CatalogModel, field: str) -> ModelConfigError:
@@ -270,4 +281,4 @@ def get_gpu(gpu_id: str, *, field: str = "gpu") -> GpuEntry:
 
 def ready() -> bool:
     """True once both data files load and validate (used by /readyz)."""
-    return bool(_models()) and bool(_index()) and bool(_gpus())
+    return bool(list_models()) and bool(_index()) and bool(_gpus())

@@ -409,6 +409,14 @@ def register(app: typer.Typer) -> None:
                 "--max-running-requests, TRT-LLM max_batch_size); default: the engine's"
             ),
         ] = None,
+        speculative_config: Annotated[
+            str | None,
+            typer.Option(
+                help="vLLM's --speculative-config as JSON, inline or a file path, e.g. "
+                '\'{"method": "eagle", "model": "./eagle/config.json", '
+                '"num_speculative_tokens": 3}\''
+            ),
+        ] = None,
         as_json: Annotated[
             bool, typer.Option("--json", help="print the Plan JSON (and errors as problem+json)")
         ] = False,
@@ -454,6 +462,8 @@ def register(app: typer.Typer) -> None:
         ):
             if value is not None:
                 body[key] = value
+        if speculative_config is not None:
+            body["speculative_config"] = _speculative(speculative_config)
         try:
             if context is not None:
                 body["context_tokens"] = parse_tokens(context)
@@ -483,6 +493,26 @@ def register(app: typer.Typer) -> None:
             if as_json
             else _human(result, context_defaulted=context is None and "requests" not in body)
         )
+
+    def _speculative(text: str) -> Any:
+        """The --speculative-config value: inline JSON or a file; a draft `model` that names a
+        config.json file is read like --model."""
+        if text.lstrip().startswith("{"):
+            try:
+                spec = json.loads(text)
+            except ValueError as exc:
+                fail(
+                    PlanError(
+                        "--speculative-config is not JSON",
+                        [FieldProblem(("speculative_config",), f"invalid JSON: {exc}")],
+                    )
+                )
+        else:
+            spec = read_json_source(text, field="speculative_config")
+        draft = spec.get("model") if isinstance(spec, dict) else None
+        if isinstance(draft, str) and (draft.endswith(".json") or Path(draft).is_file()):
+            spec["model"] = read_json_source(draft, field="speculative_config.model")
+        return spec
 
     @app.command("models")
     def models_cmd(

@@ -7,6 +7,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from planner.core.speculative_schema import DraftOut, SpeculativeBoundsOut
+
 # ---------------------------------------------------------------------------------------------
 # Response
 
@@ -16,7 +18,7 @@ class _Out(BaseModel):
 
 
 class GroupOut(_Out):
-    kind: Literal["full", "sliding", "chunked", "mla", "mamba"]
+    kind: Literal["full", "sliding", "chunked", "mla", "indexer", "mamba"]
     layers: int
     layer_indices: list[int]
     window_tokens: int | None
@@ -43,6 +45,8 @@ class ModelOut(_Out):
     num_parameters: int | None = None
     active_parameters: int | None = None
     groups: list[GroupOut]
+    kv_shared_layers: list[int] = []  # layers reading another layer's cache (Gemma-3n)
+    draft: DraftOut | None = None  # a speculative draft's KV layers, when one is declared
 
 
 class NoteOut(_Out):
@@ -190,6 +194,7 @@ class BoundsOut(_Out):
     calibrated: CalibratedOut | None
     context_sweep: list[SweepPointOut]
     what_if: WhatIfOut | None
+    speculative: SpeculativeBoundsOut | None = None
 
 
 class GenerationOut(_Out):

@@ -22,6 +22,7 @@ from planner.core.moe import decode_weight_read
 from planner.core.notes import Note, note
 from planner.core.parallel import RankLayout
 from planner.core.sizing import stage_kv_bytes
+from planner.core.speculative_schema import SpeculativeBoundsOut
 from planner.core.units import fmt_gib, fmt_tbps
 
 
@@ -288,6 +289,10 @@ def decode_bounds(
         max_requests=what_if_max,
     )
     step = floor.step_seconds
+    speculative = None
+    if inp.speculation is not None:
+        speculative, more = _speculative_bound(inp, batch, batch_kv, weights_rank, bw)
+        notes.extend(more)
     out = s.BoundsOut(
         bandwidth_bytes_per_s=bw,
         source=source,
@@ -305,5 +310,47 @@ def decode_bounds(
         calibrated=calibrated,
         context_sweep=sweep,
         what_if=what_if,
+        speculative=speculative,
     )
     return out, notes
+
+
+def _speculative_bound(
+    inp: Inputs, batch: Sequence[s.RequestMix], batch_kv: int, weights: float, bw: float
+) -> tuple[SpeculativeBoundsOut, list[Note]]:
+    """One speculative step: k draft steps (each reads the draft's KV and weights), then one
+    target step that verifies the k drafts of every request with one read of its weights and
+    KV. Per accepted token: that step over the tokens it yields, 1 + a + … + a^k."""
+    sp = inp.speculation
+    assert sp is not None
+    k = sp.num_speculative_tokens
+    draft_specs = [
+        inp.engine.rank_spec(c, inp.tp) for layer in sp.draft_layers for c in layer.cache_specs()
+    ]
+    draft_kv = sum(
+        m.count
+        * sum(d.tokens_kept(m.context_tokens, inp.policy) * d.bytes_per_token(inp.kv_dtype)
+              for d in draft_specs)
+        for m in batch
+    )  # fmt: skip
+    draft_weights = (sp.draft_weights_bytes or 0) / inp.tp if draft_specs else 0.0
+    target = read_seconds(max(0, batch_kv - draft_kv), bw) + read_seconds(round(weights), bw)
+    draft = k * read_seconds(draft_kv + round(draft_weights), bw) if draft_specs else 0.0
+    step = target + draft
+    tokens = sp.tokens_per_step()
+    n_batch = sum(m.count for m in batch)
+    notes: list[Note] = []
+    if tokens is not None and sp.acceptance_rate is not None:
+        notes.append(note("speculative.bound", k=k, rate=sp.acceptance_rate, tokens=tokens))
+    return (
+        SpeculativeBoundsOut(
+            num_speculative_tokens=k,
+            acceptance_rate=sp.acceptance_rate,
+            tokens_per_step=tokens,
+            draft_read_seconds=draft,
+            step_seconds=step,
+            seconds_per_accepted_token=step / tokens if tokens and step > 0 else None,
+            tokens_per_s=n_batch * tokens / step if tokens and step > 0 else None,
+        ),
+        notes,
+    )

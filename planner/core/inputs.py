@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from planner.core import schema as s
@@ -20,7 +20,15 @@ from planner.core.model import ModelShape, shape_from_config, with_windows
 from planner.core.notes import Note, note
 from planner.core.params import parameter_counts
 from planner.core.quant import WeightBytes, weight_bytes
+from planner.core.sharing import layer_form_notes
 from planner.core.specs import WindowPolicy
+from planner.core.speculative import (
+    Speculation,
+    apply_speculation,
+    draft_shape_of,
+    resolve_speculation,
+)
+from planner.core.speculative_schema import SpeculativeConfig
 from planner.core.units import KVDtype, kv_dtype
 
 
@@ -88,6 +96,7 @@ class Inputs:
     weights_bytes: int | None  # whole model
     calibration: CalibrationLike | None
     notes: tuple[Note, ...]
+    speculation: Speculation | None = None
 
     @property
     def workload_given(self) -> bool:
@@ -202,7 +211,16 @@ def resolve(
     model_dtype, dtype_notes = engine.model_dtype(shape, request.dtype)
     kv, more = _kv_dtype(request, shape, model_dtype)
     dtype_notes += more
-    engine.validate(shape, tp, pp, kv, model_dtype)
+    explicit_kv = request.kv_cache_dtype.strip().lower() != "auto"
+    engine.validate(shape, tp, pp, kv, model_dtype, explicit_kv)
+    notes.extend(layer_form_notes(shape))
+    speculation = None
+    if request.speculative_config is not None:
+        speculation, more = resolve_draft(
+            request.speculative_config, engine, model, catalog, tp, kv
+        )
+        notes.extend(more)
+        shape = apply_speculation(shape, speculation)
     gpu = resolve_gpu(request, catalog)
     if request.calibration_id is not None and (
         calibration is None or str(calibration.id) != request.calibration_id
@@ -230,16 +248,17 @@ def resolve(
     )
     block, block_notes = engine.block_size(request.block_size, shape, kv)
     notes.extend(block_notes)
-    if shape.has_state:
-        # State layers are sized by the engine once dtype, TP and cache mode are known; vLLM
-        # raises the block size to fit them.
+    if shape.has_state:  # sized once dtype, TP and cache mode are known (vLLM raises the block)
         shape, block, state_notes = engine.bind_state(
             shape, block_size=block, kv=kv, model_dtype=model_dtype, tp=tp, pp=pp,
             prefix_caching=prefix_on, max_model_len=ctx,
+            num_spec=speculation.num_speculative_tokens if speculation is not None else 0,
         )  # fmt: skip
         notes.extend(state_notes)
         prefix_on = engine.state_prefix_caching(prefix_on)
     sched = engine.scheduling(request.max_num_batched_tokens, request.async_scheduling, gpu, pp)
+    if speculation is not None and speculation.reserved_tokens:
+        sched = replace(sched, reserved_tokens=speculation.reserved_tokens)
 
     explicit_windows = request.max_attention_window is not None
     if explicit_windows:
@@ -303,7 +322,89 @@ def resolve(
         weights_bytes=weights,
         calibration=calibration,
         notes=tuple(notes),
+        speculation=speculation,
     )
+
+
+def resolve_draft(
+    spec: SpeculativeConfig,
+    engine: Engine,
+    model: ResolvedModel,
+    catalog: Catalog,
+    tp: int,
+    kv: KVDtype,
+) -> tuple[Speculation, list[Note]]:
+    """The speculative config resolved: the draft from the catalog or its pasted config."""
+    if not engine.speculative_drafts:
+        raise FieldError(
+            "speculative_config",
+            f"kvplan models speculative-decoding draft layers as vLLM arranges them; it does "
+            f"not model {engine.label}'s draft cache. Plan with engine vllm, or omit "
+            "speculative_config",
+        )
+    notes: list[Note] = []
+    draft_shape = None
+    draft_weights: int | None = None
+    target_config = model.config
+    if spec.method != "ngram" and spec.model is not None:
+        if isinstance(spec.model, str):
+            try:
+                draft = catalog.model(spec.model, None)
+            except FieldError as exc:
+                raise UnknownIdError(("speculative_config", "model"), exc.problems[0].msg) from None
+            draft_shape, draft_weights = draft.shape, draft.weights_bytes
+            if spec.method == "mtp":
+                target_config = draft.config
+        elif spec.method == "mtp":
+            target_config = spec.model
+        else:
+            draft_shape = draft_shape_of(spec.model)  # errors named under speculative_config
+            draft_weights = model_from_config(spec.model).weights_bytes
+            if draft_weights is not None:
+                notes.append(note("speculative.draft_weights_estimated", weights=draft_weights))
+    if draft_shape is not None:
+        try:
+            engine.validate_parallel(draft_shape, tp, 1)
+        except FieldError as exc:
+            raise FieldError(
+                ("speculative_config", "model"), f"the draft: {exc.problems[0].msg}"
+            ) from None
+    sp = resolve_speculation(spec, model.shape, target_config, draft_shape, draft_weights, tp)
+    if sp.method == "mtp" and model.weights_bytes is not None:
+        # The MTP module is part of the checkpoint: about one decoder layer's share of it.
+        sp = replace(
+            sp,
+            draft_weights_bytes=model.weights_bytes
+            * len(sp.draft_layers)
+            // max(1, model.shape.num_hidden_layers),
+        )
+    if sp.draft_layers:
+        notes.append(
+            note(
+                "speculative.draft_layers",
+                method=sp.method,
+                k=sp.num_speculative_tokens,
+                draft_layers=len(sp.draft_layers),
+                draft_bytes=sp.draft_bytes_per_token(kv),
+            )
+        )
+    else:
+        notes.append(note("speculative.ngram", k=sp.num_speculative_tokens))
+    notes.append(
+        note(
+            "speculative.lookahead",
+            reserved=sp.reserved_tokens,
+            k=sp.num_speculative_tokens,
+            lookahead=sp.lookahead_tokens,
+        )
+    )
+    if sp.extra_retained_tokens and (
+        model.shape.has_window or any(x.is_window for x in sp.draft_layers)
+    ):
+        notes.append(note("speculative.extra_retained", extra=sp.extra_retained_tokens))
+    if sp.draft_layers and sp.draft_weights_bytes is None:
+        notes.append(note("speculative.draft_weights_unknown"))
+    return sp, notes
 
 
 __all__ = [
@@ -313,5 +414,6 @@ __all__ = [
     "ResolvedModel",
     "model_from_config",
     "resolve",
+    "resolve_draft",
     "resolve_gpu",
 ]

@@ -23,6 +23,7 @@ from planner.core.model_layers import (
     _window_kinds,
     attention_factory,
 )
+from planner.core.sharing import apply_layer_forms, mlp_width
 from planner.core.specs import (
     LayerSpec,
     MLASpec,
@@ -84,6 +85,8 @@ class ModelShape:
     shared_expert_intermediate_size: int | None
     # Layers bucketed by spec in first-appearance order (derived from `layers` once).
     groups: tuple[LayerGroup, ...] = ()
+    # A speculative draft's KV layers, after the target's (they join its groups, last stage).
+    draft_layers: tuple[LayerSpec, ...] = ()
     # What engines derive the longest context from besides max_position_embeddings.
     rope_scaling: tuple[str, float, int | None] | None = None  # (type, factor, original max)
     model_max_length: int | None = None
@@ -221,6 +224,7 @@ def shape_from_config(
         v_dim = _int_field(cfg, "v_head_dim", hi=MAX_HEAD_DIM) or head_dim
         kinds = _window_kinds(cfg, num_layers, model_type)
         layers = tuple(_attention_spec(kind, kv_heads, head_dim, v_dim, w) for kind, w in kinds)
+    layers = apply_layer_forms(cfg, layers, model_type)
 
     max_pos: int | None = None
     for key in ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length"):
@@ -267,7 +271,7 @@ def shape_from_config(
         kv_lora_rank=kv_lora_rank,
         qk_rope_head_dim=rope_dim,
         num_parameters=num_parameters,
-        intermediate_size=_int_field(cfg, "intermediate_size", hi=1 << 24),
+        intermediate_size=mlp_width(cfg),
         vocab_size=_int_field(cfg, "vocab_size", hi=1 << 24),
         num_experts=experts,
         expert_intermediate_size=expert_width,
@@ -295,11 +299,15 @@ def _rope_scaling(cfg: Mapping[str, Any]) -> tuple[str, float, int | None] | Non
     return kind, float(factor), orig
 
 
-def group_layers(layers: Iterable[LayerSpec]) -> tuple[LayerGroup, ...]:
-    """Layers bucketed by spec, in first-appearance order."""
+def group_layers(
+    layers: Iterable[LayerSpec], draft_layers: Iterable[LayerSpec] = ()
+) -> tuple[LayerGroup, ...]:
+    """Caches bucketed by spec, in first-appearance order: each decoder layer's caches (none for
+    a KV-sharing layer), then the draft's layers numbered after the target's."""
     buckets: dict[LayerSpec, list[int]] = {}
-    for i, spec in enumerate(layers):
-        buckets.setdefault(spec, []).append(i)
+    for i, layer in enumerate((*layers, *draft_layers)):
+        for spec in layer.cache_specs():
+            buckets.setdefault(spec, []).append(i)
     return tuple(LayerGroup(spec, tuple(idx)) for spec, idx in buckets.items())
 
 
@@ -320,7 +328,7 @@ def with_windows(shape: ModelShape, windows: Sequence[int], max_seq_tokens: int)
 
 def with_layers(shape: ModelShape, layers: tuple[LayerSpec, ...]) -> ModelShape:
     """The shape with other layer specs; its groups derived again (never left stale)."""
-    return replace(shape, layers=layers, groups=group_layers(layers))
+    return replace(shape, layers=layers, groups=group_layers(layers, shape.draft_layers))
 
 
 __all__ = [

@@ -73,9 +73,7 @@ TEMPLATES: dict[str, str] = {
         "Weights counted from the config: {weights:,} B (every routed expert once, quantized "
         "layers as stored); set weights_bytes if the checkpoint differs."
     ),
-    "model.hub_weights": (
-        "Weights from the checkpoint's safetensors ({source}): {weights:,} B."
-    ),
+    "model.hub_weights": ("Weights from the checkpoint's safetensors ({source}): {weights:,} B."),
     # A catalog entry's own remark (its text is data, shipped with the entry).
     "model.catalog_note": "{text}",
     "dtype.auto_assumed_bf16": "The config gives no torch_dtype; kv_cache_dtype auto assumed bf16.",
@@ -89,7 +87,51 @@ TEMPLATES: dict[str, str] = {
         "int4 modelled with a fp32 scale per token and KV head for K and for V (not a vLLM "
         "CacheDType; TensorRT-LLM/LMDeploy-style quantized cache)."
     ),
+    "model.kv_shared_layers": (
+        "{shared} of {layers} layers read an earlier layer's KV cache (num_kv_shared_layers) and "
+        "keep none of their own: {owning} layers are sized."
+    ),
+    "model.sparse_mla_indexer": (
+        "DeepSeek sparse attention: each of the {layers} MLA layers also caches its indexer's "
+        "keys ({indexer_bytes} B per token, uint8 whatever the KV dtype); vLLM puts both in one "
+        "KV-cache group whose block costs both pages."
+    ),
+    # -- speculative decoding ----------------------------------------------------------------
+    "speculative.draft_layers": (
+        "Speculative decoding ({method}, {k} tokens per step): the draft's {draft_layers} KV "
+        "layer(s) ({draft_bytes:,} B per token) join the target's KV-cache groups, as vLLM puts "
+        "them in the same spec dict."
+    ),
+    "speculative.ngram": (
+        "Speculative decoding with ngram prompt lookup ({k} tokens per step): no draft model, "
+        "no extra KV layers."
+    ),
+    "speculative.lookahead": (
+        "While a request decodes, vLLM reserves KV slots for {reserved} tokens past its own "
+        "({k} draft tokens being verified + {lookahead} lookahead), capped at max_model_len; "
+        "the start-up figures (blocks, logged concurrency) leave them out."
+    ),
+    "speculative.extra_retained": (
+        "Multi-module MTP: sliding-window layers keep {extra} more tokens "
+        "(num_prefill_lookahead_tokens − 1) for re-prefill."
+    ),
+    "speculative.draft_weights_estimated": (
+        "Draft weights counted from its config: {weights:,} B; the decode bound reads them once "
+        "per draft step."
+    ),
+    "speculative.draft_weights_unknown": (
+        "Draft weights unknown: the decode bound's draft steps count the draft's KV reads only."
+    ),
+    "speculative.bound": (
+        "Speculative decode bound: a target step reads the weights and KV once for {k} + 1 "
+        "positions, after {k} draft steps; at acceptance rate {rate:g}, each request gains "
+        "{tokens:.3f} tokens per step (1 + a + … + a^{k})."
+    ),
     # -- block size --------------------------------------------------------------------------
+    "block.vllm_sparse_mla": (
+        "vLLM's sparse MLA backend (FlashMLA-sparse on Hopper) takes blocks of 64 tokens only "
+        "(using {block})."
+    ),
     "block.ignored_no_paging": (
         "transformers has no paged cache: block_size is ignored (1 token)."
     ),

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from planner.core.model import ModelShape
-from planner.core.specs import LayerSpec, Stack, stack_of
+from planner.core.specs import LayerSpec, Stack, cache_layers, stack_of
 
 if TYPE_CHECKING:  # the engines build pools from Stages
     from planner.core.engines.base import Engine, ExtraLayers
@@ -69,17 +69,25 @@ def rank_layouts(shape: ModelShape, engine: Engine, tp: int, pp: int) -> list[Ra
         stack = tuple((per_rank[g.spec], g.layers) for g in shape.groups)
         return [RankLayout(0, shape.num_hidden_layers, stack, kv_heads_rank, replication)]
     out: list[RankLayout] = []
-    for stage, indices in enumerate(
-        pipeline_stage_layers(shape.num_hidden_layers, pp, engine.pp_extra_layers)
-    ):
+    for stage, indices in enumerate(_stage_indices(shape, engine, pp)):
         members = set(indices)
         stage_stack = tuple(
             (per_rank[g.spec], n)
             for g in shape.groups
             if (n := sum(1 for i in g.layer_indices if i in members))
         )
-        out.append(RankLayout(stage, len(indices), stage_stack, kv_heads_rank, replication))
+        target = sum(1 for i in indices if i < shape.num_hidden_layers)
+        out.append(RankLayout(stage, target, stage_stack, kv_heads_rank, replication))
     return out
+
+
+def _stage_indices(shape: ModelShape, engine: Engine, pp: int) -> list[list[int]]:
+    """Layer indices per stage; a draft's layers (numbered after the target's) run on the last
+    stage, as vLLM's speculator does."""
+    stages = pipeline_stage_layers(shape.num_hidden_layers, pp, engine.pp_extra_layers)
+    start = shape.num_hidden_layers
+    stages[-1].extend(range(start, start + len(shape.draft_layers)))
+    return stages
 
 
 def stage_layer_specs(
@@ -90,9 +98,10 @@ def stage_layer_specs(
     vLLM groups layers by index across the whole model (strided splits), so capacity needs the
     order, not just the (spec, count) stack."""
     per_rank = {g.spec: engine.rank_spec(g.spec, tp) for g in shape.groups}
+    every = (*shape.layers, *shape.draft_layers)
     return [
-        tuple(per_rank[shape.layers[i]] for i in indices)
-        for indices in pipeline_stage_layers(shape.num_hidden_layers, pp, engine.pp_extra_layers)
+        tuple(per_rank[c] for c in cache_layers(every[i] for i in indices))
+        for indices in _stage_indices(shape, engine, pp)
     ]
 
 

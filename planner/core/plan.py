@@ -26,6 +26,7 @@ from planner.core.parallel import rank_layouts
 from planner.core.sizing import workload
 from planner.core.specs import bytes_per_token
 from planner.core.specs_state import StateSpec
+from planner.core.speculative_schema import DraftOut
 from planner.core.units import KVDtype
 
 
@@ -93,20 +94,24 @@ def plan_inputs(inp: Inputs) -> s.Plan:
 
 def _formula(shape: ModelShape, dtype: KVDtype, per_token: int) -> str:
     b = f"{dtype.bytes_per_element:g}"
-    if shape.is_mla and not shape.has_state:
+    if shape.is_mla and len(shape.groups) == 1:
         return (
-            f"{shape.num_hidden_layers} × ({shape.kv_lora_rank} + "
+            f"{shape.groups[0].layers} × ({shape.kv_lora_rank} + "
             f"{shape.qk_rope_head_dim or 0}) × {b} B = {per_token:,} B "
             "(MLA: one latent per layer-token, no ×2, no head factor)"
         )
-    first = shape.layers[0]
-    if not shape.has_state and all(
-        x.kv_heads == first.kv_heads
-        and x.head_size == first.head_size
-        and x.head_size_v == first.head_size_v
-        for x, _ in shape.stack
+    first = shape.stack[0][0]
+    if (
+        not shape.is_mla
+        and not shape.has_state
+        and all(
+            x.kv_heads == first.kv_heads
+            and x.head_size == first.head_size
+            and x.head_size_v == first.head_size_v
+            for x, _ in shape.stack
+        )
     ):
-        n = shape.num_hidden_layers
+        n = sum(c for _, c in shape.stack)  # cache layers: shared ones none, drafts included
         if first.head_size == first.head_size_v:
             core = f"2 × {n} × {first.kv_heads} × {first.head_size} × {b} B"
         else:
@@ -164,6 +169,23 @@ def _model_out(inp: Inputs) -> s.ModelOut:
             )
             for g in shape.groups
         ],
+        kv_shared_layers=[i for i, x in enumerate(shape.layers) if not x.owns_kv],
+        draft=_draft_out(inp),
+    )
+
+
+def _draft_out(inp: Inputs) -> DraftOut | None:
+    sp = inp.speculation
+    if sp is None:
+        return None
+    return DraftOut(
+        method=sp.method,
+        model=sp.model_label,
+        num_speculative_tokens=sp.num_speculative_tokens,
+        kv_layers=len(sp.draft_layers),
+        kv_bytes_per_token=sp.draft_bytes_per_token(inp.kv_dtype),
+        lookahead_tokens=sp.reserved_tokens,
+        extra_retained_tokens=sp.extra_retained_tokens,
     )
 
 

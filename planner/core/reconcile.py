@@ -14,12 +14,13 @@ from typing import Any
 from planner.core.engines import Engine, engine_class, engine_labels, log_engines
 from planner.core.engines.versions import parse_version, version_text
 from planner.core.errors import FieldError, PlanError
-from planner.core.inputs import Catalog
+from planner.core.inputs import Catalog, ResolvedModel, resolve_draft
 from planner.core.logs import Fact, ParsedLog, engine_hint, parse_log
 from planner.core.model import ModelShape, shape_from_config
 from planner.core.reconcile_common import Ctx, Resolved
 from planner.core.reconcile_schema import LoggedLine, ReconcileRequest, ReconcileResult, Summary
 from planner.core.reconcile_settings import resolve_settings, settings_dtype
+from planner.core.speculative import apply_speculation
 from planner.core.units import KVDtype
 
 # Lines of one kind checked (a log of many restarts repeats them; work and output stay bounded).
@@ -135,6 +136,8 @@ def _plan_request(ctx: Ctx) -> dict[str, Any] | None:
         body["kv_budget_bytes"] = res.kv_budget_bytes
     else:
         return None
+    if s.speculative is not None:
+        body["speculative_config"] = s.speculative
     body.update(ctx.plan_extra)
     if s.draft:
         ctx.notes.append(
@@ -232,6 +235,20 @@ def reconcile(req: ReconcileRequest, *, catalog: Catalog) -> ReconcileResult:
         dtype = settings_dtype(settings.dtype_name, shape)
         if shape is not None:
             engine.validate_parallel(shape, settings.tp, settings.pp)
+        spec = req.settings.speculative_config
+        if spec is not None and shape is not None and dtype is not None:
+            config = ref if isinstance(ref, dict) else catalog.model(str(ref), None).config
+            sp, _ = resolve_draft(
+                spec, engine, ResolvedModel(shape, config=config), catalog, settings.tp, dtype
+            )
+            shape = apply_speculation(shape, sp)
+            settings.speculative = spec.model_dump(exclude_none=True)
+            settings.note(
+                "speculative_config",
+                f"{sp.method}, {len(sp.draft_layers)} draft KV layer(s), "
+                f"{sp.num_speculative_tokens} tokens",
+                "request",
+            )
     except FieldError as exc:
         loc = exc.problems[0].loc if exc.problems else ("settings",)
         if loc and loc[0] not in ("settings", "model"):

@@ -20,7 +20,14 @@ from planner.core.errors import PlanError
 from planner.core.logs import Fact, ParsedLog, half_unit, to_float
 from planner.core.model import ModelShape
 from planner.core.reconcile_schema import Check, Reserves, SettingUsed, Status
-from planner.core.specs import FullAttentionSpec, LayerSpec, MLASpec, Stack, stack_of
+from planner.core.specs import (
+    FullAttentionSpec,
+    LayerSpec,
+    MLASpec,
+    Stack,
+    cache_layers,
+    stack_of,
+)
 from planner.core.units import GiB, KVDtype
 
 Range = tuple[float, float]
@@ -41,6 +48,7 @@ class Resolved:
     memory_fraction: float | None = None
     hybrid: bool = True
     draft: int = 0
+    speculative: dict[str, Any] | None = None  # the speculative_config given, for the plan body
     swap_bytes: int = 4 * GiB
     gpu_id: str | None = None
     gpu_memory_bytes: int | None = None
@@ -123,14 +131,16 @@ def stage_layers(
     stage_sizes: Sequence[int],
     draft: int,
 ) -> list[tuple[LayerSpec, ...]]:
-    """Per pipeline stage: the per-rank layer specs in layer order (vLLM groups layers by index
-    across the whole model, so order matters). Draft layers (a speculative model's
-    full-attention layers) join the last stage."""
+    """Per pipeline stage: the per-rank cache specs in layer order (vLLM groups layers by index
+    across the whole model, so order matters). Draft layers (the shape's own, from a
+    speculative config, and `draft` more full-attention ones) join the last stage."""
     out: list[tuple[LayerSpec, ...]] = []
     start = 0
     for i, size in enumerate(stage_sizes):
-        specs = [engine.rank_spec(s, tp) for s in shape.layers[start : start + size]]
+        specs = [engine.rank_spec(s, tp) for s in cache_layers(shape.layers[start : start + size])]
         start += size
+        if i == len(stage_sizes) - 1:
+            specs.extend(engine.rank_spec(s, tp) for s in cache_layers(shape.draft_layers))
         if i == len(stage_sizes) - 1 and draft:
             main = next(
                 (s for s in shape.layers if not s.is_window and s.grows_with_context),

@@ -11,6 +11,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validat
 from planner.core.engines import log_engines
 from planner.core.logs import MAX_LOG_BYTES
 from planner.core.schema import MAX_BYTES, MAX_CONFIG_KEYS, MAX_PARALLEL, MAX_TOKENS
+from planner.core.speculative_schema import SpeculativeConfig
 
 
 def _log_engine(name: str) -> str:
@@ -60,6 +61,12 @@ class ReconcileSettings(_Strict):
         description="Full-attention layers a speculative draft model (EAGLE/MTP) adds to the KV "
         "cache.",
     )
+    speculative_config: SpeculativeConfig | None = Field(
+        default=None,
+        description="vLLM --speculative-config as the server ran (method, model, "
+        "num_speculative_tokens): the draft's KV layers join the cache, as in a plan request. "
+        "Takes the place of draft_layers.",
+    )
     swap_space_bytes: Annotated[int, Field(ge=0, le=MAX_BYTES, strict=True)] | None = Field(
         default=None, description="vLLM v0 CPU swap space (default 4 GiB)."
     )
@@ -76,6 +83,12 @@ class ReconcileSettings(_Strict):
         default=None,
         description="vLLM: decides how state (Mamba / linear-attention) layers are cached.",
     )
+
+    @model_validator(mode="after")
+    def _one_draft_form(self) -> ReconcileSettings:
+        if self.speculative_config is not None and self.draft_layers:
+            raise ValueError("give speculative_config or draft_layers, not both")
+        return self
 
 
 class ReconcileRequest(_Strict):

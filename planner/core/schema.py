@@ -61,6 +61,7 @@ from planner.core.answer import (
     WhatIfOut as WhatIfOut,
 )
 from planner.core.engines import DEFAULT_ENGINE, engine_names
+from planner.core.speculative_schema import SpeculativeConfig
 
 # Bounds chosen so nothing a client sends can overflow an int64 product or allocate much:
 # 2**24 tokens (16M) of context, 2**20 requests, 2**50 bytes (1 PiB) of memory.
@@ -210,12 +211,10 @@ class PlanRequest(_Strict):
     cuda_graph_bytes: Bytes | None = Field(
         default=None, description="Override the CUDA-graph memory per GPU (vLLM's estimate)."
     )
-    bandwidth_bytes_per_s: Bandwidth | None = (
-        Field(
-            default=None,
-            description="Memory bandwidth in decimal bytes/s for the decode floor; overrides "
-            "the GPU's datasheet figure.",
-        )
+    bandwidth_bytes_per_s: Bandwidth | None = Field(
+        default=None,
+        description="Memory bandwidth in decimal bytes/s for the decode floor; overrides "
+        "the GPU's datasheet figure.",
     )
     calibration_id: Annotated[str, Field(min_length=1, max_length=64)] | None = Field(
         default=None,
@@ -248,6 +247,12 @@ class PlanRequest(_Strict):
     )
     output_tokens: Annotated[int, Field(ge=0, le=MAX_TOKENS, strict=True)] | None = Field(
         default=None, description="Tokens to generate, for the prefill-vs-decode work count."
+    )
+    speculative_config: SpeculativeConfig | None = Field(
+        default=None,
+        description="vLLM --speculative-config: the draft's KV layers join the cache, each "
+        "decoding request reserves its draft and lookahead tokens, and the decode bound counts "
+        "accepted tokens.",
     )
 
     @model_validator(mode="after")

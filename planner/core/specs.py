@@ -42,6 +42,11 @@ class LayerSpec:
     prefix_shareable: ClassVar[bool] = True
     # False for state layers (specs_state): a constant per-request state, nothing per token.
     grows_with_context: ClassVar[bool] = True
+    # Whether the layer keeps a cache of its own (vLLM gives KV-sharing layers no spec).
+    owns_kv: ClassVar[bool] = True
+    # Specs of one family and different sizes form one vLLM group whose block costs the sum of
+    # their pages (`UniformTypeKVCacheSpecs`): full attention of several shapes, MLA + indexer.
+    family: ClassVar[str] = "full"
 
     @property
     def window_tokens(self) -> int | None:
@@ -109,6 +114,11 @@ class LayerSpec:
     def is_window(self) -> bool:
         return self.window_tokens is not None
 
+    def cache_specs(self) -> tuple[LayerSpec, ...]:
+        """The caches this decoder layer keeps, as vLLM's spec dict lists them: itself; none for
+        a KV-sharing layer; the MLA cache and its indexer for DeepSeek-V3.2."""
+        return (self,)
+
 
 @dataclass(frozen=True, slots=True)
 class FullAttentionSpec(LayerSpec):
@@ -120,8 +130,12 @@ class SlidingWindowSpec(LayerSpec):
     """Attention over the last `window` tokens (vLLM `SlidingWindowSpec`)."""
 
     window: int = 1
+    # vLLM keeps this many tokens below the window alive (not attended) when a multi-module MTP
+    # draft may re-prefill them: num_prefill_lookahead_tokens − 1 (get_global_kv_cache_groups).
+    extra_retained_tokens: int = 0
     kind: ClassVar[str] = "sliding"
     prefix_shareable: ClassVar[bool] = False
+    family: ClassVar[str] = "sliding"
 
     @property
     def window_tokens(self) -> int | None:
@@ -136,14 +150,15 @@ class SlidingWindowSpec(LayerSpec):
             # transformers slices `[-W + 1:]`, which for W = 1 is `[0:]`: nothing is dropped
             # (measured with transformers 5.24, tests/crosscheck).
             return ctx
-        # vLLM frees blocks outside the window (W − 1 past tokens live); transformers keeps
-        # the last W − 1 tokens.
-        return min(ctx, self.window - 1)
+        # vLLM frees blocks outside the window (W − 1 past tokens live, plus any retained for a
+        # multi-module MTP draft); transformers keeps the last W − 1 tokens.
+        return min(ctx, self.window - 1 + self.extra_retained_tokens)
 
     def admission_blocks(self, ctx: int, block_size: int, in_flight_tokens: int) -> int:
-        # SlidingWindowSpec.max_memory_usage_bytes: the window plus the tokens that can be in
-        # flight (scheduled but not yet retired), plus one block for the unaligned start.
-        return cdiv(min(self.window - 1 + in_flight_tokens, ctx), block_size) + 1
+        # SlidingWindowSpec.max_admission_blocks_per_request: the window (and retained tokens)
+        # plus the tokens that can be in flight, plus one block for the unaligned start.
+        kept = self.window - 1 + self.extra_retained_tokens + in_flight_tokens
+        return cdiv(min(kept, ctx), block_size) + 1
 
     def cyclic_blocks(self, ctx: int, block_size: int) -> int:
         # Cyclic buffer of W tokens, plus one block when the window is not block aligned.
@@ -162,6 +177,7 @@ class ChunkedLocalSpec(LayerSpec):
     chunk: int = 1
     kind: ClassVar[str] = "chunked"
     prefix_shareable: ClassVar[bool] = False
+    family: ClassVar[str] = "chunked"
 
     @property
     def window_tokens(self) -> int | None:
@@ -192,6 +208,7 @@ class MLASpec(LayerSpec):
     whose `head_size` is that whole width)."""
 
     kind: ClassVar[str] = "mla"
+    family: ClassVar[str] = "mla"
 
     @classmethod
     def of(cls, latent_dim: int, rope_dim: int) -> MLASpec:
@@ -220,16 +237,100 @@ class MLASpec(LayerSpec):
         return self  # the latent is replicated on every rank, never sharded
 
 
+# fp8 sparse MLA (DeepSeek-V3.2) is stored as vLLM's fp8_ds_mla: 512 fp8 latent values, four
+# fp32 scales and 64 bf16 RoPE values per token (`state_content_bytes`, flashmla_sparse.py).
+FP8_DS_MLA_BYTES_PER_TOKEN = 656
+# DeepSeek-V3.2's lightning indexer caches one uint8 key of 128 fp8 values plus a fp32 scale per
+# token and layer (DeepseekV32Indexer: head_dim + head_dim // quant_block_size × 4).
+INDEXER_BYTES_PER_TOKEN = 132
+
+
+@dataclass(frozen=True, slots=True)
+class SparseMLASpec(MLASpec):
+    """DeepSeek-V3.2's MLA under sparse attention: an fp8 cache becomes fp8_ds_mla (656 B per
+    token, vLLM `_canonicalize_sparse_mla_kv_cache_dtype`); 16-bit caches are plain MLA. Each
+    such layer also keeps its indexer's key cache (`cache_specs`)."""
+
+    indexer_bytes_per_token: int = INDEXER_BYTES_PER_TOKEN
+    kind: ClassVar[str] = "mla"
+
+    def bytes_per_token(self, dtype: KVDtype) -> int:
+        if dtype.bits == 8 and dtype.name.startswith("fp8"):
+            return FP8_DS_MLA_BYTES_PER_TOKEN
+        return MLASpec.bytes_per_token(self, dtype)
+
+    def cache_specs(self) -> tuple[LayerSpec, ...]:
+        return (self, IndexerSpec(1, self.indexer_bytes_per_token, 0))
+
+
+@dataclass(frozen=True, slots=True)
+class IndexerSpec(MLASpec):
+    """DeepSeek-V3.2's indexer key cache beside each MLA layer: 132 B per token whatever the KV
+    dtype (uint8). vLLM gives it an MLA-type spec, so it joins the MLA layers' group and a block
+    costs both pages (`UniformTypeKVCacheSpecs`)."""
+
+    kind: ClassVar[str] = "indexer"
+    prefix_shareable: ClassVar[bool] = True
+
+    @property
+    def elements_per_token(self) -> int:
+        return self.head_size
+
+    def bytes_per_token(self, dtype: KVDtype) -> int:
+        return self.head_size
+
+
+@dataclass(frozen=True, slots=True)
+class SharedKVSpec(LayerSpec):
+    """A layer that attends over another layer's cache (Gemma-3n's last `num_kv_shared_layers`;
+    vLLM `kv_sharing_target_layer_name`, transformers' "reuse" layers): no cache of its own, so no
+    spec in vLLM's dict and no bytes anywhere."""
+
+    target_layer: int = -1
+    kind: ClassVar[str] = "shared"
+    owns_kv: ClassVar[bool] = False
+    family: ClassVar[str] = "shared"
+
+    @property
+    def elements_per_token(self) -> int:
+        return 0
+
+    def bytes_per_token(self, dtype: KVDtype) -> int:
+        return 0
+
+    def tokens_kept(self, ctx: int, policy: WindowPolicy) -> int:
+        return 0
+
+    def admission_blocks(self, ctx: int, block_size: int, in_flight_tokens: int) -> int:
+        return 0
+
+    def cyclic_blocks(self, ctx: int, block_size: int) -> int:
+        return 0
+
+    def as_full(self) -> LayerSpec:
+        return self
+
+    def cache_specs(self) -> tuple[LayerSpec, ...]:
+        return ()
+
+
 # Layers as (spec, how many) pairs in first-appearance order: formulas sum over distinct specs
 # instead of walking every layer (an 80-layer model has one or two specs).
 Stack = tuple[tuple[LayerSpec, int], ...]
 
 
 def stack_of(specs: Iterable[LayerSpec]) -> Stack:
+    """Cache specs (see `cache_layers`) as (spec, count) pairs in first-appearance order."""
     counts: dict[LayerSpec, int] = {}
     for spec in specs:
         counts[spec] = counts.get(spec, 0) + 1
     return tuple(counts.items())
+
+
+def cache_layers(specs: Iterable[LayerSpec]) -> tuple[LayerSpec, ...]:
+    """Decoder layers' caches in layer order (what vLLM's per-worker spec dict holds): a
+    KV-sharing layer keeps none, a DeepSeek-V3.2 layer two (MLA and its indexer)."""
+    return tuple(spec for layer in specs for spec in layer.cache_specs())
 
 
 def bytes_per_token(stack: Stack, dtype: KVDtype) -> int:
@@ -270,14 +371,20 @@ def dense_kv_bytes(
 
 
 __all__ = [
+    "FP8_DS_MLA_BYTES_PER_TOKEN",
+    "INDEXER_BYTES_PER_TOKEN",
     "ChunkedLocalSpec",
     "FullAttentionSpec",
+    "IndexerSpec",
     "LayerSpec",
     "MLASpec",
+    "SharedKVSpec",
     "SlidingWindowSpec",
+    "SparseMLASpec",
     "Stack",
     "WindowPolicy",
     "bytes_per_token",
+    "cache_layers",
     "cdiv",
     "dense_kv_bytes",
     "prefix_saved_bytes",

@@ -50,6 +50,7 @@ class StateSpec(LayerSpec):
     recurrent_fp32: bool = False
 
     kind: ClassVar[str] = "mamba"
+    family: ClassVar[str] = "mamba"  # never one group with attention (vLLM MambaSpec)
     mixer: ClassVar[str] = "mamba"
     prefix_shareable: ClassVar[bool] = False
     grows_with_context: ClassVar[bool] = False

@@ -239,6 +239,8 @@ def plan_body(
     batch, ctx = point
     body: dict[str, Any] = {
         "model": spec.config,
+        # The step is timed in transformers (a static cache, no paging): plan it by its rules.
+        "engine": "transformers",
         "requests": [{"context_tokens": ctx, "count": batch}],
         "context_tokens": ctx,
         "kv_cache_dtype": spec.dtype,

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from planner.core.errors import FieldError, ModelConfigError
 from planner.resolve.errors import (
@@ -28,7 +28,9 @@ from planner.resolve.errors import (
     RevisionNotFoundError,
 )
 from planner.resolve.safetensors_files import SafetensorsError, local_weights_bytes
-from planner.resolve.settings import HubSettings
+
+if TYPE_CHECKING:  # pydantic-settings loads only when the Hub or a directory is asked
+    from planner.resolve.settings import HubSettings
 
 WeightsSource = Literal["safetensors", "parameter_count", "request"]
 Source = Literal["request", "local", "catalog", "hub"]
@@ -209,11 +211,20 @@ def _normalise_id(typed: str) -> str:
     )
 
 
+def _settings(given: HubSettings | None) -> HubSettings:
+    if given is not None:
+        return given
+    from planner.resolve.settings import HubSettings
+
+    return HubSettings()
+
+
 def resolve_model(
     model: str | Mapping[str, Any],
     *,
     revision: str | None = None,
     settings: HubSettings | None = None,
+    allow_local_dirs: bool | None = None,
 ) -> ResolvedModel:
     """Resolve a model id, local directory or pasted config into a `ResolvedModel`.
 
@@ -226,10 +237,10 @@ def resolve_model(
         raise FieldError("model", "must be a model id (e.g. meta-llama/Llama-3.1-8B) or a config")
     if revision is not None and not _REVISION.match(revision):
         raise FieldError("revision", f"{revision!r} is not a branch, tag or commit name")
-    s = settings or HubSettings()
     typed = model.strip()
-
-    if s.allow_local_dirs and ("/" in typed or typed.startswith((".", "~"))):
+    if allow_local_dirs is None:
+        allow_local_dirs = _settings(settings).allow_local_dirs
+    if allow_local_dirs and ("/" in typed or typed.startswith((".", "~"))):
         path = Path(typed).expanduser()
         if path.is_dir():
             return _from_directory(path)
@@ -238,6 +249,7 @@ def resolve_model(
         hit = _from_catalog(typed)
         if hit is not None:
             return hit
+    s = _settings(settings)
 
     repo_id = _normalise_id(typed)
     if not _REPO_ID.match(repo_id) or ".." in repo_id:
@@ -278,6 +290,15 @@ def resolve_model(
         # Offline answers are not cached: once the network is back, the Hub's answer wins.
         _CACHE.put(key, resolved, s.cache_entries)
     return resolved
+
+
+def __getattr__(name: str) -> Any:
+    # HubSettings is public here but imported on first use (pydantic-settings costs start-up).
+    if name == "HubSettings":
+        from planner.resolve.settings import HubSettings
+
+        return HubSettings
+    raise AttributeError(name)
 
 
 __all__ = [

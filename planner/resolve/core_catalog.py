@@ -8,13 +8,16 @@ in place of the bundled-only catalog; the core stays free of I/O.
 from __future__ import annotations
 
 from collections import OrderedDict
+from typing import TYPE_CHECKING
 
 from planner.core.hardware import Gpu
 from planner.core.inputs import ResolvedModel as CoreModel
 from planner.core.inputs import model_from_config
 from planner.core.notes import note
 from planner.resolve import ResolvedModel, resolve_model
-from planner.resolve.settings import HubSettings
+
+if TYPE_CHECKING:
+    from planner.resolve.settings import HubSettings
 
 
 def as_core_model(r: ResolvedModel) -> CoreModel:
@@ -37,8 +40,12 @@ def as_core_model(r: ResolvedModel) -> CoreModel:
 class ResolvingCatalog:
     """`planner.core.inputs.Catalog` that resolves ids the way people type them."""
 
-    def __init__(self, settings: HubSettings | None = None) -> None:
+    def __init__(
+        self, settings: HubSettings | None = None, *, allow_local_dirs: bool | None = None
+    ) -> None:
+        # Without settings, the Hub's (KVPLAN_HUB_*, HF_*) are read when first needed.
         self._settings = settings
+        self._local = allow_local_dirs
         # Sizing a config (shape, parameter and weight counts) costs more than planning with
         # it: keep what was built, bounded like the resolver's own cache.
         self._built: OrderedDict[tuple[str, str | None], CoreModel] = OrderedDict()
@@ -50,7 +57,10 @@ class ResolvingCatalog:
         if found is not None:
             self._built.move_to_end(key)
             return found
-        built = as_core_model(resolve_model(model_id, revision=revision, settings=self._settings))
+        resolved = resolve_model(
+            model_id, revision=revision, settings=self._settings, allow_local_dirs=self._local
+        )
+        built = as_core_model(resolved)
         if self._limit:
             self._built[key] = built
             while len(self._built) > self._limit:

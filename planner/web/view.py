@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 from planner.core.errors import PlanError
 from planner.core.schema import Plan, PlanRequest
-from planner.service import plan as make_plan
+from planner.core.variants import Replanner
+from planner.service import default_catalog
 
 MAX_SWEEP_POINTS = 12
 FIRST_SWEEP_TOKENS = 1024
@@ -91,16 +92,13 @@ def sweep_contexts(plan: Plan) -> list[int]:
 
 def capacity_by_context(request: PlanRequest, contexts: list[int]) -> list[tuple[int, int]]:
     """(context, max requests of that length) under the same model, engine and budget."""
-    out: list[tuple[int, int]] = []
-    for ctx in contexts:
-        variant = request.model_copy(update={"context_tokens": ctx, "requests": None})
-        try:
-            result = make_plan(variant)
-        except PlanError:
-            continue
-        if result.capacity is not None:
-            out.append((ctx, result.capacity.max_requests))
-    return out
+    replan = Replanner(default_catalog())
+    results = replan.over(request, ({"context_tokens": c, "requests": None} for c in contexts))
+    return [
+        (ctx, r.capacity.max_requests)
+        for ctx, r in zip(contexts, results, strict=True)
+        if not isinstance(r, PlanError) and r.capacity is not None
+    ]
 
 
 @dataclass(frozen=True, slots=True)

@@ -641,3 +641,20 @@ def test_vllm_disable_hybrid_unifies_a_mixed_model() -> None:
         )
     )
     assert [(c.status, c.predicted) for c in r.checks] == [("equal", 84560), ("equal", 2.58)]
+
+
+def test_the_two_lines_people_grep_give_the_budget_and_what_fits() -> None:
+    # "GPU KV cache size: 410,128 tokens" and "Maximum concurrency for 131,072 tokens per
+    # request: 3.13x" (vLLM 0.19 era, Llama-3.1-8B): 410,128 / 16 = 25,633 blocks of
+    # 16 × 131,072 B; the null block kept back, 25,632 // 8,192 = 3 requests of 131,072 fit.
+    log = (
+        "INFO [kv_cache_utils.py:1087] GPU KV cache size: 410,128 tokens\n"
+        "INFO [kv_cache_utils.py:1091] Maximum concurrency for 131,072 tokens per request: 3.13x\n"
+    )
+    r = reconcile(ReconcileRequest(log=log, model="meta-llama/Llama-3.1-8B"))
+    assert r.reserves is not None and r.reserves.kv_budget_bytes == 25633 * 16 * 131072
+    assert r.plan_request is not None
+    planned = plan(PlanRequest.model_validate(r.plan_request))
+    assert planned.capacity is not None
+    assert (planned.capacity.num_blocks, planned.capacity.max_requests) == (25633, 3)
+    assert planned.capacity.engine_reported_concurrency == 3.13

@@ -212,6 +212,28 @@ CONFIGS: dict[str, dict[str, Any]] = {
         "topk_group": 1,
         "first_k_dense_replace": 1,
     },
+    # Gemma-3n text: the last 2 of 6 layers share KV (num_kv_shared_layers): layer 4 (sliding)
+    # reads layer 2's cache and layer 5 (full) layer 3's; they keep none of their own.
+    "gemma3n_shared": {
+        **_COMMON,
+        "model_type": "gemma3n_text",
+        "architectures": ["Gemma3nForCausalLM"],
+        "hidden_size": 64,
+        "intermediate_size": [128] * 6,
+        "num_hidden_layers": 6,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "head_dim": 16,
+        "sliding_window": W,
+        "layer_types": ["sliding_attention", "full_attention"] * 3,
+        "num_kv_shared_layers": 2,
+        "hidden_size_per_layer_input": 8,
+        "vocab_size_per_layer_input": 128,
+        "laurel_rank": 8,
+        "altup_num_inputs": 4,
+        "activation_sparsity_pattern": [0.0] * 6,
+        "tie_word_embeddings": True,
+    },
 }
 
 SEQ_LENS: tuple[int, ...] = (5, 7, 8, 9, 20)

@@ -75,6 +75,10 @@ def test_sliding_layers_keep_min_n_and_window_minus_one(n: int, decode_steps: in
         ("gpt_oss", 20, [7, 20], (7 + 20) * 2 * 32 * 4),
         # MLA latent: (kv_lora_rank 32 + qk_rope 8) × 4 B per layer-token, no ×2, no heads
         ("deepseek_v3_mla", 20, [20, 20], 2 * 20 * (32 + 8) * 4),
+        # Gemma-3n: the 2 KV-sharing layers hold nothing; 2 sliding (7) + 2 full (20) remain
+        ("gemma3n_shared", 20, [7, 20, 7, 20, 0, 0], (2 * 7 + 2 * 20) * 2 * 32 * 4),
+        ("gemma3n_shared", 8, [7, 8, 7, 8, 0, 0], (2 * 7 + 2 * 8) * 2 * 32 * 4),
+        ("gemma3n_shared", 5, [5, 5, 5, 5, 0, 0], 4 * 5 * 2 * 32 * 4),
     ],
 )
 def test_measured_cache_matches_rules(
@@ -91,6 +95,15 @@ def test_mla_caches_latent_and_rope_as_keys_and_values() -> None:
     for row in m["layers"]:
         assert row["k_shape"] == (1, 1, 9, 32)  # kv_lora_rank
         assert row["v_shape"] == (1, 1, 9, 8)  # qk_rope_head_dim
+
+
+@pytest.mark.parametrize("decode_steps", DECODE_STEPS)
+def test_kv_sharing_layers_are_cache_less(decode_steps: int) -> None:
+    # transformers' Gemma3nTextConfig.kv_sharing_modes: the last num_kv_shared_layers layers
+    # "reuse" an earlier layer's states and get a DummyLayer with no tensors in the cache.
+    m = _measure("gemma3n_shared", 20, decode_steps)
+    assert [row["type"] for row in m["layers"][4:]] == ["DummyLayer", "DummyLayer"]
+    assert all(row["k_bytes"] == row["v_bytes"] == 0 for row in m["layers"][4:])
 
 
 def test_sliding_storage_outlives_the_window_until_next_step() -> None:

@@ -46,8 +46,11 @@ def _index(total: int) -> bytes:
 
 @pytest.fixture(autouse=True)
 def _hub_on(monkeypatch: pytest.MonkeyPatch) -> None:
-    # The suite turns the Hub off (tests/conftest.py); these tests talk to their loopback one.
+    # The suite turns the Hub off (tests/conftest.py), and the transformers cross-checks set
+    # the offline variables for the whole process; these tests talk to their loopback Hub.
     monkeypatch.setenv("KVPLAN_HUB_ENABLED", "true")
+    for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture

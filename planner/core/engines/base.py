@@ -48,6 +48,9 @@ class Scheduling:
     in_flight_tokens: int  # tokens scheduled but not yet retired, for window admission
     concurrent_batches: int
     why: str = ""  # why async is on (its default, or the request)
+    # Slots a decoding request reserves past its own tokens (speculative decoding: the k draft
+    # tokens being verified plus the drafter's lookahead); admission only, never start-up.
+    reserved_tokens: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +81,10 @@ class Engine:
     # to otherwise (None: the engine does not refuse).
     long_context_override: ClassVar[str | None] = None
     serves_fp32: ClassVar[bool] = False  # whether fp32 checkpoints run in fp32
+    # Whether kvplan models the engine's KV sharing across layers (Gemma-3n) and its
+    # speculative-decoding draft layers; engines without either refuse such a request.
+    kv_sharing: ClassVar[bool] = False
+    speculative_drafts: ClassVar[bool] = False
     kv_cache_dtypes: ClassVar[tuple[str, ...]] = (
         "auto", "fp16", "bf16", "fp8", "fp8_e4m3", "fp8_e5m2",
     )  # fmt: skip
@@ -95,15 +102,30 @@ class Engine:
 
     # -- validation (what the engine refuses) ------------------------------------------------
     def validate(
-        self, shape: ModelShape, tp: int, pp: int, kv_dtype: KVDtype, model_dtype: str
+        self,
+        shape: ModelShape,
+        tp: int,
+        pp: int,
+        kv_dtype: KVDtype,
+        model_dtype: str,
+        kv_explicit: bool = True,
     ) -> None:
-        """Raise FieldError, with the engine's own reason, for a setup it refuses."""
+        """Raise FieldError, with the engine's own reason, for a setup it refuses (an explicit
+        kv_cache_dtype must be one the release names; auto is the model's own)."""
         names = self.kv_cache_dtype_names()
-        if kv_dtype.name not in names:
+        if kv_explicit and kv_dtype.name not in names:
             raise FieldError(
                 "kv_cache_dtype",
                 f"{self.label} {self.version_text} has no {kv_dtype.name!r} KV cache; use one "
                 f"of: {', '.join(names)}",
+            )
+        shared = [i for i, s in enumerate(shape.layers) if not s.owns_kv]
+        if shared and not self.kv_sharing:
+            raise FieldError(
+                ("model", "num_kv_shared_layers"),
+                f"kvplan does not model how {self.label} caches layers that share KV "
+                f"({len(shared)} of {shape.num_hidden_layers} layers here); plan it for vllm or "
+                "transformers, which give those layers no cache",
             )
         self.validate_parallel(shape, tp, pp)
 

@@ -57,6 +57,7 @@ class Transformers(Engine):
     serves: ClassVar[bool] = False
     reads_logs: ClassVar[bool] = False
     serves_fp32: ClassVar[bool] = True
+    kv_sharing: ClassVar[bool] = True  # Gemma-3n's "reuse" layers are cache-less (dummy) layers
     kv_cache_dtypes: ClassVar[tuple[str, ...]] = (
         "auto", "fp32", "fp16", "bf16", "fp8", "fp8_e4m3", "fp8_e5m2", "int8", "int4",
     )  # fmt: skip

@@ -1,7 +1,5 @@
 """vLLM (V1 engine), releases 0.9 to 0.33: its rules keyed by the releases in which they held.
-
-Sources are vLLM's own files at the tags named; docs/engine-rules.md lists them with links.
-"""
+Sources are vLLM's own files at the tags named; docs/engine-rules.md lists them with links."""
 
 from __future__ import annotations
 
@@ -23,7 +21,8 @@ from planner.core.engines.vllm.groups import (
     vllm_pipeline_pool,
 )
 from planner.core.engines.vllm.hybrid import VllmStateLayers
-from planner.core.engines.vllm.launch import vllm_serve_command
+from planner.core.engines.vllm.launch import big_gpu, vllm_serve_command
+from planner.core.engines.vllm.layer_rules import check_shared_kv_parallel, sparse_mla_block
 from planner.core.engines.vllm.logs import (
     LOG_EXAMPLE,
     LOG_HINTS,
@@ -74,15 +73,6 @@ if TYPE_CHECKING:  # these import the registry
 RELEASES = Releases(first=(0, 9, 0), last=(0, 33, 0), default=(0, 33, 0))
 
 
-def _big_gpu(gpu: Gpu | None) -> bool:
-    """vLLM's larger batch defaults apply on >= 70 GiB devices whose name lacks "a100"
-    (EngineArgs.get_batch_defaults); with no GPU given, the worked examples' large defaults."""
-    if gpu is None:
-        return True
-    a100 = any("a100" in n.lower() for n in gpu.names)
-    return gpu.memory_bytes >= 70 * GiB and not a100
-
-
 @dataclass(frozen=True)
 class Vllm(VllmStateLayers, Engine):
     name: ClassVar[str] = "vllm"
@@ -93,6 +83,7 @@ class Vllm(VllmStateLayers, Engine):
     memory_base = "total"
     memory_fraction_flag: ClassVar[str] = "--gpu-memory-utilization"
     running_cap_flag: ClassVar[str] = "--max-num-seqs"
+    kv_sharing = speculative_drafts = True  # Gemma-3n sharing, draft layers (layer_rules)
     takes_async_scheduling: ClassVar[bool] = True
     long_context_override: ClassVar[str | None] = "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1"
     # CacheDType (vllm/config/cache.py): float16 from 0.18, per-token-head scales from 0.20.
@@ -136,15 +127,24 @@ class Vllm(VllmStateLayers, Engine):
 
     # -- refusals ----------------------------------------------------------------------------
     def validate(
-        self, shape: ModelShape, tp: int, pp: int, kv_dtype: KVDtype, model_dtype: str
+        self,
+        shape: ModelShape,
+        tp: int,
+        pp: int,
+        kv_dtype: KVDtype,
+        model_dtype: str,
+        kv_explicit: bool = True,
     ) -> None:
-        super().validate(shape, tp, pp, kv_dtype, model_dtype)
+        super().validate(shape, tp, pp, kv_dtype, model_dtype, kv_explicit)
         refuse(self.version, shape, tp, kv_dtype, model_dtype)
+        check_shared_kv_parallel(shape, pp)
 
     # -- settings ----------------------------------------------------------------------------
     def block_size(
         self, requested: int | None, shape: ModelShape, kv_dtype: KVDtype
     ) -> tuple[int, list[Note]]:
+        if (sparse := sparse_mla_block(requested, shape)) is not None:
+            return sparse
         if not shape.is_mla:
             return requested or self.default_block_size, []
         # MLA on Hopper: the attention backend's kernel block size decides (cuda.py
@@ -164,8 +164,7 @@ class Vllm(VllmStateLayers, Engine):
     def window_policy(
         self, shape: ModelShape, *, hybrid_manager: bool, explicit_windows: bool
     ) -> WindowPolicy:
-        chunked = any(isinstance(s, ChunkedLocalSpec) for s in shape.layers)
-        if chunked and not since(self.version, CHUNKED_HYBRID_DEFAULT_SINCE):
+        if self._chunked_full_length(shape):
             # VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE defaulted to 0: the hybrid
             # manager is off for chunked local attention, every layer sized full length.
             return "full_length"
@@ -173,10 +172,14 @@ class Vllm(VllmStateLayers, Engine):
             return "window"
         # --disable-hybrid-kv-cache-manager rewrites window specs as full-attention ones only
         # when full layers are present too; a model whose layers all slide (Mistral-7B) is
-        # already uniform and keeps its window (unify_hybrid_kv_cache_specs).
-        windows = any(s.is_window for s in shape.layers)
-        full = any(not s.is_window for s in shape.layers)
+        # already uniform and keeps its window (unify_hybrid_kv_cache_specs); drafts included.
+        windows = any(g.spec.is_window for g in shape.groups)
+        full = any(not g.spec.is_window for g in shape.groups)
         return "full_length" if windows and full else "window"
+
+    def _chunked_full_length(self, shape: ModelShape) -> bool:
+        chunked = any(isinstance(s, ChunkedLocalSpec) for s in shape.layers)
+        return chunked and not since(self.version, CHUNKED_HYBRID_DEFAULT_SINCE)
 
     def window_notes(
         self, policy: WindowPolicy, sched: Scheduling, shape: ModelShape, hybrid_manager: bool
@@ -202,7 +205,7 @@ class Vllm(VllmStateLayers, Engine):
                     mnbt=sched.max_num_batched_tokens,
                 )
             )
-        if any(isinstance(s, ChunkedLocalSpec) for s in shape.layers):
+        if any(isinstance(g.spec, ChunkedLocalSpec) for g in shape.groups):
             out.append(note("window.vllm_chunked_hybrid"))
         if not hybrid_manager:
             out.append(note("window.vllm_disable_hybrid_noop"))
@@ -248,7 +251,7 @@ class Vllm(VllmStateLayers, Engine):
     def default_max_num_batched_tokens(self, gpu: Gpu | None) -> int:
         """`vllm serve` defaults: 8192 on >= 70 GiB GPUs other than A100, else 2048 (vLLM tests
         the device *name* for "a100"); from 0.28, 16384 on GPUs of 160 GiB or more."""
-        if not _big_gpu(gpu):
+        if not big_gpu(gpu):
             return 2048
         if (
             gpu is not None
@@ -260,7 +263,7 @@ class Vllm(VllmStateLayers, Engine):
 
     def default_max_num_seqs(self, gpu: Gpu | None, pool_tokens: int, ctx: int) -> int | None:
         """max_num_seqs 1024 on >= 70 GiB GPUs other than A100, else 256."""
-        return 1024 if _big_gpu(gpu) else 256
+        return 1024 if big_gpu(gpu) else 256
 
     def reports_max_num_batched_tokens(self) -> bool:
         return True
@@ -309,17 +312,21 @@ class Vllm(VllmStateLayers, Engine):
         each worker's layers, or the whole model's in 0.14–0.16."""
         assert isinstance(pool, VllmPool)
         if since(self.version, POOL_NEED_SINCE):
-            return lambda length: pool.block_bytes * pool.blocks_per_request(length)
+            return pool.at_startup().bytes_for
         if vllm_max_len_scope(self.version_text) == "whole_model" and inp.pp > 1:
             stacks = Stages.of(inp.shape, self, inp.tp, 1).stacks
         else:
             stacks = Stages.of(inp.shape, self, inp.tp, inp.pp).stacks
 
+        # Chunked layers sized full length by the old env default still count as chunked here:
+        # the estimate reads the layers' own specs.
+        policy = "window" if self._chunked_full_length(inp.shape) else pool.policy
+
         def need(length: int) -> int:
             # Every worker checks its own layers; the one needing most fails first.
             return max(
                 one_request_bytes(
-                    stack, inp.kv_dtype, inp.block_size, pool.policy, length,
+                    stack, inp.kv_dtype, inp.block_size, policy, length,
                     pool.in_flight_tokens, self.group_ratio,
                 )
                 for stack in stacks
@@ -404,6 +411,8 @@ class Vllm(VllmStateLayers, Engine):
             tokens_from_concurrency=self.tokens_from_concurrency,
             group_ratio=self.group_ratio,
             log_first_worker=not since(self.version, LOG_AFTER_MIN_SINCE),
+            reserved_tokens=sched.reserved_tokens,
+            length_cap=ctx,
         )
 
 

@@ -31,12 +31,22 @@ class VllmPool(Pool):
     # "GPU KV cache size: N tokens": int(max_concurrency × max_model_len) in newer releases
     # (kv_cache_utils.get_kv_cache_capacity), num_blocks // groups × block_size before.
     tokens_from_concurrency: bool = True
+    # Speculative decoding: slots a decoding request reserves past its tokens, capped at
+    # max_model_len (`length_cap`) as allocate_slots caps them; 0 = none.
+    reserved_tokens: int = 0
+    length_cap: int = 0
+
+    def _admitted(self, ctx: int) -> int:
+        if not self.reserved_tokens or ctx >= self.length_cap:
+            return ctx
+        return min(ctx + self.reserved_tokens, self.length_cap)
 
     def blocks_per_request(self, ctx: int) -> int:
+        ctx = self._admitted(ctx)
         return sum(g.blocks_needed(ctx, self.in_flight_tokens) for g in self.groups)
 
     def group_blocks(self, group: KVGroup, ctx: int) -> int:
-        return group.blocks_needed(ctx, self.in_flight_tokens)
+        return group.blocks_needed(self._admitted(ctx), self.in_flight_tokens)
 
     def concurrency(self, ctx: int) -> float:
         """get_max_concurrency_for_kv_cache_config: all blocks over one request's need (the
@@ -56,6 +66,18 @@ class VllmPool(Pool):
 
     def max_tokens(self) -> int:
         return self.usable_blocks // len(self.groups) * min(g.block_size for g in self.groups)
+
+    def at_startup(self) -> VllmPool:
+        """The pool as start-up sizes it: without speculative reservations, which a request
+        at max_model_len has capped away (vLLM's start check and max_model_len estimate)."""
+        return replace(self, reserved_tokens=0) if self.reserved_tokens else self
+
+    def longest_context(self) -> int:
+        return Pool.longest_context(self.at_startup())
+
+    def bytes_for(self, ctx: int) -> int:
+        """What one request of `ctx` tokens takes from the pool, padding included."""
+        return self.block_bytes * self.blocks_per_request(ctx)
 
     def closed_form_longest(self) -> int | None:
         # Full attention only with one block size: every group gets usable // groups blocks.
@@ -87,7 +109,7 @@ def vllm_groups(
     if len(buckets) == 1:
         spec, n = next(iter(buckets.items()))
         return (KVGroup(spec, n, 0, block_size),), spec.page_bytes(dtype, block_size) * n
-    kinds = {type(s) for s in buckets}
+    kinds = {s.family for s in buckets}
     if len(kinds) == 1 and not next(iter(buckets)).is_window:
         # Same type, different sizes (UniformTypeKVCacheSpecs): one group, pages summed.
         spec = next(iter(buckets))
@@ -148,6 +170,8 @@ def vllm_pipeline_pool(
     null_blocks: int = 1,
     tokens_from_concurrency: bool = True,
     group_ratio: float = 1.5,
+    reserved_tokens: int = 0,
+    length_cap: int = 0,
     log_first_worker: bool = False,
 ) -> VllmPool:
     """vLLM's pool over pipeline stages: a stage's block id costs page × its largest projected
@@ -186,6 +210,8 @@ def vllm_pipeline_pool(
         block_bytes=cost,
         logged_blocks=logged,
         tokens_from_concurrency=tokens_from_concurrency,
+        reserved_tokens=reserved_tokens,
+        length_cap=length_cap,
     )
 
 

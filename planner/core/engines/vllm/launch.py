@@ -1,8 +1,12 @@
-"""`vllm serve`'s flags for recommended settings."""
+"""`vllm serve`: its flags for recommended settings, and the GPUs its batch defaults treat as
+large."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+
+from planner.core.hardware import Gpu
+from planner.core.units import GiB
 
 if TYPE_CHECKING:
     from planner.core.recommend_schema import EngineSettings
@@ -24,3 +28,12 @@ def vllm_serve_command(model: str, s: EngineSettings, instances: int) -> tuple[s
     if instances > 1:
         parts.append(f"--data-parallel-size {instances}")
     return " ".join(parts), {}
+
+
+def big_gpu(gpu: Gpu | None) -> bool:
+    """vLLM's larger batch defaults apply on >= 70 GiB devices whose name lacks "a100"
+    (EngineArgs.get_batch_defaults); with no GPU given, the worked examples' large defaults."""
+    if gpu is None:
+        return True
+    a100 = any("a100" in n.lower() for n in gpu.names)
+    return gpu.memory_bytes >= 70 * GiB and not a100

@@ -24,6 +24,7 @@ from planner.core.engines.vllm.scenario import (
     PADDING,
     KvSource,
     Scenario,
+    as_vllm,
     scenario,
 )
 from planner.core.engines.vllm.startup_checks import (
@@ -31,7 +32,7 @@ from planner.core.engines.vllm.startup_checks import (
     v0_error_checks,
     v1_error_checks,
 )
-from planner.core.logs import to_float
+from planner.core.logs import to_float, to_int
 from planner.core.reconcile_common import Ctx, Figure, gib, judge, set_reserves
 from planner.core.units import GiB
 
@@ -55,6 +56,30 @@ def kv_source(ctx: Ctx) -> KvSource | None:
         if f is not None and key in f.values:
             return f.values[key], f, "memory reserved for the KV cache"
     return None
+
+
+def _budget_from_tokens(ctx: Ctx, tokens: int, derivation: list[str]) -> int:
+    """The KV memory a logged "GPU KV cache size" implies when the log shows no available
+    memory: the blocks it counts (inverting the release's formula) × what a block costs."""
+    sc = scenario(ctx)
+    pool, cost = sc.pool(GiB), sc.block_bytes()
+    length = ctx.settings.max_model_len
+    engine = as_vllm(ctx)
+    if engine.tokens_from_concurrency and length:
+        # tokens = int(num_blocks / need × max_model_len)
+        need = pool.blocks_per_request(length)
+        blocks = -(-tokens * need // length)
+        how = f"{tokens:,} tokens × {need:,} blocks per request / max_model_len {length:,}"
+    else:
+        # tokens = num_blocks // groups × block_size
+        groups, bs = len(pool.groups), min(g.block_size for g in pool.groups)
+        blocks = tokens // bs * groups
+        how = f"{tokens:,} tokens / {bs} × {groups} group{'s' if groups > 1 else ''}"
+    derivation.append(
+        f"KV budget from the logged 'GPU KV cache size': {how} = {blocks:,} blocks × "
+        f"{cost:,} B = {gib(blocks * cost)} (the log shows no available memory)"
+    )
+    return blocks * cost
 
 
 def _reserves(ctx: Ctx, src: KvSource | None) -> None:
@@ -88,6 +113,8 @@ def _reserves(ctx: Ctx, src: KvSource | None) -> None:
         )
     if src is not None:
         kv = round(to_float(src[0]) * GiB)
+    elif (tokens := ctx.first("kv_tokens")) is not None:
+        kv = _budget_from_tokens(ctx, to_int(tokens.values["tokens"]), derivation)
     reserve = None
     if activation is not None:
         reserve = activation + (non_torch or 0)
@@ -108,8 +135,8 @@ def _reserves(ctx: Ctx, src: KvSource | None) -> None:
             reserve = None
     elif kv is not None:
         derivation.append(
-            "set settings.gpu (or gpu_memory_bytes) and gpu_memory_utilization to learn "
-            "reserve_bytes from the available memory"
+            "give the GPU (its catalog id, or its memory) and the memory fraction it ran with "
+            "to learn the reserve from the available memory"
         )
     if weights_rank is None and reserve is None and kv is None:
         return

@@ -206,11 +206,11 @@ def readings(ctx: Ctx, figure: Callable[[Scenario], Range | None]) -> list[Varia
             f"matches a {ctx.shape.dtype} KV cache: set kv_cache_dtype to auto",
             dtype=kv_dtype(ctx.shape.dtype if ctx.shape.dtype != "fp32" else "bf16"),
         )
-    if s.draft == 0:
+    if s.draft == 0 and not ctx.shape.draft_layers:
         for k in (1, 2, 3):
             add(
                 f"matches with {k} speculative draft layer{'s' if k > 1 else ''} (EAGLE/MTP) "
-                f"in the KV cache: set draft_layers {k}",
+                f"in the KV cache: set speculative_config (or draft_layers {k})",
                 draft=k,
             )
     for t in (1, 2, 4, 8, 16):

@@ -190,7 +190,7 @@ def padding_checks(ctx: Ctx) -> None:
                         const(_hit(_padding(base, stack, False), layers, pct)),
                     )
                 )
-        if ctx.settings.draft == 0:
+        if ctx.settings.draft == 0 and not (ctx.shape and ctx.shape.draft_layers):
             for k in (1, 2, 3):
                 sc = scenario(ctx, draft=k)
                 for old in (False, True):

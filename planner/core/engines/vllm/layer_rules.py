@@ -1,0 +1,40 @@
+"""vLLM's rules for the layer kinds beyond plain attention: KV sharing and sparse MLA."""
+
+from __future__ import annotations
+
+from planner.core.errors import FieldError
+from planner.core.model import ModelShape
+from planner.core.notes import Note, note
+from planner.core.specs import IndexerSpec
+
+# FlashMLA-sparse's only kernel block size on SM90 (DeepSeek-V3.2's indexer backend).
+SPARSE_MLA_BLOCK = 64
+
+
+def check_shared_kv_parallel(shape: ModelShape, pp: int) -> None:
+    """Gemma3nForCausalLM does not implement SupportsPP: a layer sharing KV and the layer whose
+    cache it reads run on one worker."""
+    if pp > 1 and any(not s.owns_kv for s in shape.layers):
+        raise FieldError(
+            "pipeline_parallel_size",
+            f"vLLM runs {shape.model_type or 'this model'} (layers sharing KV) without pipeline "
+            "parallelism; use pipeline_parallel_size 1",
+        )
+
+
+def sparse_mla_block(requested: int | None, shape: ModelShape) -> tuple[int, list[Note]] | None:
+    """The block size for sparse MLA (DeepSeek-V3.2): every sparse backend on Hopper takes 64
+    (vLLM picks it when none is given, and refuses 16 or 32); None without an indexer."""
+    if not any(isinstance(g.spec, IndexerSpec) for g in shape.groups):
+        return None
+    if requested is not None and requested % SPARSE_MLA_BLOCK:
+        raise FieldError(
+            "block_size",
+            f"vLLM's sparse MLA backend (DeepSeek-V3.2 indexer) needs block_size a multiple of "
+            f"{SPARSE_MLA_BLOCK}; got {requested}",
+        )
+    block = requested or SPARSE_MLA_BLOCK
+    return block, [note("block.vllm_sparse_mla", block=block)]
+
+
+__all__ = ["SPARSE_MLA_BLOCK", "check_shared_kv_parallel", "sparse_mla_block"]
