@@ -358,7 +358,14 @@ class Vllm(VllmStateLayers, Engine):
         check = vllm_check_memory_bytes(self.version_text, kv_budget_bytes, pool.block_bytes)
         if check <= 0:
             return 0
-        return vllm_estimate_max_model_len(check, MAX_CONTEXT_SEARCH, self._need(inp, pool))
+        need = self._need(inp, pool)
+        if not inp.shape.has_window and len({g.block_size for g in pool.groups}) == 1:
+            # Full attention: the need grows by the same bytes every block of tokens, so the
+            # search's answer is the whole blocks that fit (what it would find, at once).
+            bs = pool.groups[0].block_size
+            per_block = need(bs)
+            return min(MAX_CONTEXT_SEARCH, check // per_block * bs) if per_block else 0
+        return vllm_estimate_max_model_len(check, MAX_CONTEXT_SEARCH, need)
 
     # -- its logs ----------------------------------------------------------------------------
     log_generations: ClassVar[bool] = True
