@@ -1,7 +1,7 @@
 """Operations endpoints, unversioned: `/healthz`, `/readyz`, `/metrics`.
 
 `/metrics` is a plain route, not a mounted ASGI app: a mount answers `GET /metrics` with a 307 to
-`/metrics/`, which scrapers that do not follow redirects read as a failure (research B.13).
+`/metrics/`, which scrapers that do not follow redirects read as a failure.
 """
 
 from __future__ import annotations

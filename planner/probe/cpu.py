@@ -1,6 +1,7 @@
 """CPU backend (NumPy): streaming ceiling and a decode-attention analogue. CPU figures only.
 
-Follows research/probe.md (b) 6: T threads over disjoint contiguous chunks (NumPy ufuncs release
+Follows the probe protocol (README, "Probe and calibration"): T threads over disjoint contiguous
+chunks (NumPy ufuncs release
 the GIL), T from the affinity mask and the cgroup quota; every array first-touched by the thread
 that will read it; arrays well above the last-level cache; a read-only reduction as the ceiling
 (no write-allocate ambiguity); a copy counted as 2N logical bytes. The attention analogue runs at
@@ -327,7 +328,7 @@ def decode_grid(
     """(batch, context) pairs whose KV bytes double from min to max, cycling the batch size.
 
     Mixing batch sizes at one byte count tests the premise that bytes, not batch or context,
-    decide the time (probe.md, FlashInfer observation).
+    decide the time (the FlashInfer observation).
     """
     per_token = 2 * shape.num_kv_heads * shape.head_dim * itemsize
     out: list[tuple[int, int]] = []
@@ -349,7 +350,7 @@ def decode_grid(
 
 @dataclass(frozen=True, slots=True)
 class CpuConfig:
-    """Sizes and timing of the CPU probe. Defaults follow probe.md; tests shrink them."""
+    """Sizes and timing of the CPU probe. Defaults follow the probe protocol; tests shrink them."""
 
     threads: int | None = None
     # Largest read array; None: max(4 x LLC, 256 MiB) (STREAM's rule), within the memory cap.

@@ -1,7 +1,7 @@
 """CUDA/ROCm backend (torch): environment record, copy ceiling, decode attention at q_len = 1.
 
 torch is imported lazily (`importlib`), so `planner.probe` imports and the CPU probe runs on hosts
-without it. Protocol: research/probe.md (b) 0-2.
+without it. Protocol: README, "Probe and calibration".
 
 - Copy ceiling: a read-only reduction (N bytes) and a device copy (2N bytes, STREAM's convention)
   on buffers up to max(16 x L2, 2 GiB); only sizes >= 8 x L2 count toward the ceiling.

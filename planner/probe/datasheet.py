@@ -1,7 +1,7 @@
 """Datasheet memory bandwidth for the device the probe runs on (decimal B/s).
 
 Matched on the device name, memory size and SM count, so SKU variants (H100 SXM/PCIe/NVL) are
-not confused (probe.md pitfall 8). Values: the hardware table in research/probe.md (c). The
+not confused. Values: the vendors' datasheets. The
 measured figures win; this row only gives the ratio `measured / datasheet`.
 """
 
@@ -23,7 +23,7 @@ class DatasheetRow:
     sm_count: int | None = None
 
 
-_SOURCE = "research/probe.md hardware table (c)"
+_SOURCE = "vendor datasheets"
 
 # First match wins: specific SKUs before the generic name.
 _ROWS: tuple[DatasheetRow, ...] = (

@@ -3,7 +3,7 @@
 The fit minimises *relative* error (weights 1/t^2): a 10 us point and a 1 ms point count alike,
 so the many small, cheap points do not swamp the few large ones. It runs over points with
 `bytes >= min_bytes` only, because below the half-performance size `n_half = t0 * BW_eff` kernels
-switch regimes (split counts, grid fill) and one affine law no longer holds (probe.md, pitfall 12).
+switch regimes (split counts, grid fill) and one affine law no longer holds.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-# probe.md (b): CV > 5% or passes differing by > 3% marks a result unstable; any rate above 0.97 x
+# CV > 5% or passes differing by > 3% marks a result unstable; any rate above 0.97 x
 # datasheet is cache residency or a byte-count bug; residuals beyond 15% call for a piecewise fit.
 UNSTABLE_CV = 0.05
 UNSTABLE_PASS_SPREAD = 0.03
@@ -131,7 +131,7 @@ def fit_affine(
 
 
 def piecewise_fits(points: Sequence[TimedPoint], main: AffineFit) -> list[AffineFit]:
-    """Below/above n_half fits, when the main fit misses some point by > 15% (probe.md (b) 2)."""
+    """Below/above n_half fits, when the main fit misses some point by > 15%."""
     if main.max_abs_relative_residual <= PIECEWISE_RESIDUAL:
         return []
     split = main.half_performance_bytes

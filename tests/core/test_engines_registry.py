@@ -10,11 +10,10 @@ import pytest
 
 from planner.core.capacity import Pool
 from planner.core.engines import ENGINES, Releases, get_engine, register
-from planner.core.engines.base import Engine, Scheduling
+from planner.core.engines.base import Engine
 from planner.core.engines.sglang import TokenPool
 from planner.core.errors import FieldError
-from planner.core.parallel import Stages
-from planner.core.specs import WindowPolicy
+from planner.core.specs import LayerSpec, WindowPolicy
 from planner.core.units import KVDtype
 from tests.core.conftest import GiB, run
 
@@ -34,17 +33,14 @@ class ToyEngine(Engine):
     def default_memory_utilization(self) -> float:
         return 0.5
 
-    def build_pool(
+    def stage_pool(
         self,
-        stages: Stages,
+        stack: tuple[tuple[LayerSpec, int], ...],
         dtype: KVDtype,
         block_size: int,
         policy: WindowPolicy,
         budget_bytes: int,
-        sched: Scheduling,
-        ctx: int,
     ) -> Pool:
-        stack = stages.stacks[0]
         per_token = sum(n * s.bytes_per_token(dtype) for s, n in stack)
         pages = budget_bytes // (per_token * block_size)
         return TokenPool((), pages, 0, block_size, stack, dtype, "full_length", budget_bytes)

@@ -365,8 +365,23 @@ class Engine:
         sched: Scheduling,
         ctx: int,
     ) -> Pool:
-        """The pool of the stage that limits capacity (engines take the minimum over workers);
-        `stages` holds each stage's per-rank layer specs in layer order."""
+        """The pool of the stage that limits capacity: engines size each stage's own layers
+        (`stage_pool`) and take the minimum over workers (vLLM, whose groups span the whole
+        model, overrides this)."""
+        pools = [
+            self.stage_pool(st, dtype, block_size, policy, budget_bytes) for st in stages.stacks
+        ]
+        return per_stage_min(pools, ctx)
+
+    def stage_pool(
+        self,
+        stack: tuple[tuple[LayerSpec, int], ...],
+        dtype: KVDtype,
+        block_size: int,
+        policy: WindowPolicy,
+        budget_bytes: int,
+    ) -> Pool:
+        """One pipeline stage's pool (one TP rank of it)."""
         raise NotImplementedError
 
 

@@ -8,12 +8,11 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from planner.core.capacity import Pool, groups_of
-from planner.core.engines.base import Engine, Scheduling, per_stage_min
+from planner.core.engines.base import Engine, Scheduling
 from planner.core.engines.versions import Releases
 from planner.core.errors import FieldError
 from planner.core.model import ModelShape, with_layers
 from planner.core.notes import Note, note
-from planner.core.parallel import Stages
 from planner.core.specs import LayerSpec, WindowPolicy, cdiv, request_kv_bytes
 from planner.core.specs_state import StateSpec
 from planner.core.units import KVDtype
@@ -133,25 +132,18 @@ class Transformers(Engine):
     ) -> list[Note]:
         return [note("window.transformers")]
 
-    def build_pool(
+    def stage_pool(
         self,
-        stages: Stages,
+        stack: tuple[tuple[LayerSpec, int], ...],
         dtype: KVDtype,
         block_size: int,
         policy: WindowPolicy,
         budget_bytes: int,
-        sched: Scheduling,
-        ctx: int,
     ) -> Pool:
-        pools = []
-        for stack in stages.stacks:
-            per_token = sum(n * s.bytes_per_token(dtype) for s, n in stack)
-            # Attention-free models have no per-token bytes: one slot per byte of state.
-            slots = budget_bytes // max(1, per_token)
-            pools.append(
-                BytesPool(groups_of(stack, 1), slots, 0, 1, stack, dtype, policy, budget_bytes)
-            )
-        return per_stage_min(pools, ctx)
+        per_token = sum(n * s.bytes_per_token(dtype) for s, n in stack)
+        # Attention-free models have no per-token bytes: one slot per byte of state.
+        slots = budget_bytes // max(1, per_token)
+        return BytesPool(groups_of(stack, 1), slots, 0, 1, stack, dtype, policy, budget_bytes)
 
 
 __all__ = ["BytesPool", "Transformers"]

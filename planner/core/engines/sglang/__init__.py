@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from planner.core.budget.terms import BudgetTerms, StartVerdict
 from planner.core.capacity import Pool, full_stack, groups_of
-from planner.core.engines.base import Engine, Scheduling, per_stage_min
+from planner.core.engines.base import Engine, Scheduling
 from planner.core.engines.sglang.budget import sglang_budget, sglang_start_check
 from planner.core.engines.sglang.logs import (
     LOG_EXAMPLE,
@@ -21,7 +21,6 @@ from planner.core.engines.versions import Releases
 from planner.core.hardware import Gpu
 from planner.core.model import ModelShape
 from planner.core.notes import Note, note
-from planner.core.parallel import Stages
 from planner.core.specs import LayerSpec, WindowPolicy, cdiv
 from planner.core.units import KVDtype
 
@@ -180,22 +179,7 @@ class Sglang(Engine):
             parts.append(f"--dp {instances}")
         return " ".join(parts), {}
 
-    def build_pool(
-        self,
-        stages: Stages,
-        dtype: KVDtype,
-        block_size: int,
-        policy: WindowPolicy,
-        budget_bytes: int,
-        sched: Scheduling,
-        ctx: int,
-    ) -> Pool:
-        return per_stage_min(
-            [self._stage_pool(st, dtype, block_size, policy, budget_bytes) for st in stages.stacks],
-            ctx,
-        )  # fmt: skip
-
-    def _stage_pool(
+    def stage_pool(
         self,
         stack: tuple[tuple[LayerSpec, int], ...],
         dtype: KVDtype,

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from planner.core.capacity import Pool, full_stack, groups_of
-from planner.core.engines.base import EXTRA_OPTIONS_FILE, Engine, Scheduling, per_stage_min
+from planner.core.engines.base import EXTRA_OPTIONS_FILE, Engine, Scheduling
 from planner.core.engines.trtllm.logs import (
     LOG_EXAMPLE,
     LOG_HINTS,
@@ -21,7 +21,6 @@ from planner.core.errors import FieldError
 from planner.core.hardware import Gpu
 from planner.core.model import ModelShape
 from planner.core.notes import Note, note
-from planner.core.parallel import Stages
 from planner.core.specs import Stack, WindowPolicy, cdiv
 from planner.core.units import KVDtype
 
@@ -169,22 +168,7 @@ class Trtllm(Engine):
     def replicas_note(self, instances: int, tp: int) -> str | None:
         return f"Run {instances} trtllm-serve instances of TP {tp} behind a load balancer."
 
-    def build_pool(
-        self,
-        stages: Stages,
-        dtype: KVDtype,
-        block_size: int,
-        policy: WindowPolicy,
-        budget_bytes: int,
-        sched: Scheduling,
-        ctx: int,
-    ) -> Pool:
-        return per_stage_min(
-            [self._stage_pool(st, dtype, block_size, policy, budget_bytes) for st in stages.stacks],
-            ctx,
-        )  # fmt: skip
-
-    def _stage_pool(
+    def stage_pool(
         self, stack: Stack, dtype: KVDtype, block: int, policy: WindowPolicy, budget_bytes: int
     ) -> Pool:
         per_token = sum(n * s.bytes_per_token(dtype) for s, n in stack)

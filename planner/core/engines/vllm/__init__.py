@@ -16,7 +16,6 @@ from planner.core.engines.versions import Releases, since
 from planner.core.engines.vllm.budget import vllm_budget
 from planner.core.engines.vllm.groups import (
     VllmPool,
-    one_request_bytes,
     vllm_groups,
     vllm_pipeline_pool,
 )
@@ -32,6 +31,7 @@ from planner.core.engines.vllm.logs import (
     V1_KINDS,
     version_from_log,
 )
+from planner.core.engines.vllm.need import startup_need
 from planner.core.engines.vllm.refusals import refuse
 from planner.core.engines.vllm.releases import (
     ASYNC_DEFAULT_SINCE,
@@ -47,12 +47,10 @@ from planner.core.engines.vllm.releases import (
     MLA_BACKEND_PRIORITY_SINCE,
     MLA_BLOCK_HONOURED_SINCE,
     PER_TOKEN_HEAD_KV_SINCE,
-    POOL_NEED_SINCE,
     TOKENS_FROM_CONCURRENCY_SINCE,
     UTIL_092_SINCE,
     V2_RUNNER_SINCE,
 )
-from planner.core.engines.vllm.rules import vllm_max_len_scope
 from planner.core.engines.vllm.start import (
     vllm_check_memory_bytes,
     vllm_estimate_max_model_len,
@@ -164,7 +162,7 @@ class Vllm(VllmStateLayers, Engine):
     def window_policy(
         self, shape: ModelShape, *, hybrid_manager: bool, explicit_windows: bool
     ) -> WindowPolicy:
-        if self._chunked_full_length(shape):
+        if self.chunked_full_length(shape):
             # VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE defaulted to 0: the hybrid
             # manager is off for chunked local attention, every layer sized full length.
             return "full_length"
@@ -177,7 +175,7 @@ class Vllm(VllmStateLayers, Engine):
         full = any(not g.spec.is_window for g in shape.groups)
         return "full_length" if windows and full else "window"
 
-    def _chunked_full_length(self, shape: ModelShape) -> bool:
+    def chunked_full_length(self, shape: ModelShape) -> bool:
         chunked = any(isinstance(s, ChunkedLocalSpec) for s in shape.layers)
         return chunked and not since(self.version, CHUNKED_HYBRID_DEFAULT_SINCE)
 
@@ -306,33 +304,7 @@ class Vllm(VllmStateLayers, Engine):
         )
 
     def _need(self, inp: Inputs, pool: Pool) -> Callable[[int], int]:
-        """Bytes vLLM's start check counts for one request of a length. From 0.29 what the
-        request takes from the pool, padding included (bytes per block × its blocks,
-        `_max_memory_usage_bytes_from_groups`); before, Σ layers max_memory_usage_bytes over
-        each worker's layers, or the whole model's in 0.14–0.16."""
-        assert isinstance(pool, VllmPool)
-        if since(self.version, POOL_NEED_SINCE):
-            return pool.at_startup().bytes_for
-        if vllm_max_len_scope(self.version_text) == "whole_model" and inp.pp > 1:
-            stacks = Stages.of(inp.shape, self, inp.tp, 1).stacks
-        else:
-            stacks = Stages.of(inp.shape, self, inp.tp, inp.pp).stacks
-
-        # Chunked layers sized full length by the old env default still count as chunked here:
-        # the estimate reads the layers' own specs.
-        policy = "window" if self._chunked_full_length(inp.shape) else pool.policy
-
-        def need(length: int) -> int:
-            # Every worker checks its own layers; the one needing most fails first.
-            return max(
-                one_request_bytes(
-                    stack, inp.kv_dtype, inp.block_size, policy, length,
-                    pool.in_flight_tokens, self.group_ratio,
-                )
-                for stack in stacks
-            )  # fmt: skip
-
-        return need
+        return startup_need(self, inp, pool)
 
     def start_check(
         self, inp: Inputs, kv_budget_bytes: int, terms: BudgetTerms | None, pool: Pool
@@ -359,7 +331,11 @@ class Vllm(VllmStateLayers, Engine):
         if check <= 0:
             return 0
         need = self._need(inp, pool)
-        if not inp.shape.has_window and len({g.block_size for g in pool.groups}) == 1:
+        shape = inp.shape  # windows and state layers do not grow per block: searched
+        if (
+            not (shape.has_window or shape.has_state)
+            and len({g.block_size for g in pool.groups}) == 1
+        ):
             # Full attention: the need grows by the same bytes every block of tokens, so the
             # search's answer is the whole blocks that fit (what it would find, at once).
             bs = pool.groups[0].block_size
