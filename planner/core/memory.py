@@ -25,7 +25,17 @@ def kv_budget(inp: Inputs) -> tuple[s.BudgetOut | None, BudgetTerms | None, list
             kv_budget_bytes=request.kv_budget_bytes,
             derivation=f"kv_budget_bytes given: {fmt_gib(request.kv_budget_bytes)}",
         )
-        return out, None, []
+        notes = []
+        if gpu is not None and request.kv_budget_bytes > gpu.memory_bytes:
+            notes.append(
+                note(
+                    "budget.exceeds_gpu",
+                    budget=fmt_gib(request.kv_budget_bytes),
+                    gpu=gpu.name,
+                    memory=fmt_gib(gpu.memory_bytes),
+                )
+            )
+        return out, None, notes
     if gpu is None:
         return None, None, []
     if inp.weights_bytes is None:

@@ -229,6 +229,10 @@ TEMPLATES: dict[str, str] = {
         "the engine measures these at start-up — take them from its log (kvplan reconcile) for "
         "an exact budget."
     ),
+    "budget.exceeds_gpu": (
+        "The KV budget given, {budget}, is more than the {gpu}'s whole memory ({memory}): no "
+        "engine can allocate it there; the capacity below is what that budget would hold."
+    ),
     "capacity.running_cap": (
         "Memory holds {fit:,} requests of {ctx:,} tokens, but {engine} runs at most {cap:,} at "
         "once ({flag}{default_suffix}); raise it to use the memory."

@@ -94,3 +94,13 @@ def test_terms_can_be_overridden() -> None:
     assert b.activation_peak_bytes == 2 * GiB and b.non_torch_bytes == GiB // 4
     graphs = GiB if b.cuda_graph_subtracted else 0
     assert b.kv_budget_bytes == b.requested_bytes - 16 * GiB - 2 * GiB - GiB // 4 - graphs
+
+
+def test_a_budget_larger_than_the_gpu_is_called_out() -> None:
+    # An L40S holds 44.42 GiB as torch sees it; 48 GiB of KV cannot be allocated there.
+    p = run(model="meta-llama/Llama-3.1-8B", gpu="L40S-48GB", kv_budget_bytes=48 * GiB,
+            context_tokens=8192)  # fmt: skip
+    assert any(n.code == "budget.exceeds_gpu" for n in p.notes_detail)
+    fits = run(model="meta-llama/Llama-3.1-8B", gpu="L40S-48GB", kv_budget_bytes=20 * GiB,
+               context_tokens=8192)  # fmt: skip
+    assert not any(n.code == "budget.exceeds_gpu" for n in fits.notes_detail)
