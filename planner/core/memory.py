@@ -25,7 +25,7 @@ def kv_budget(inp: Inputs) -> tuple[s.BudgetOut | None, BudgetTerms | None, list
             kv_budget_bytes=request.kv_budget_bytes,
             derivation=f"kv_budget_bytes given: {fmt_gib(request.kv_budget_bytes)}",
         )
-        notes = []
+        notes: list[Note] = []
         if gpu is not None and request.kv_budget_bytes > gpu.memory_bytes:
             notes.append(
                 note(
@@ -54,7 +54,7 @@ def kv_budget(inp: Inputs) -> tuple[s.BudgetOut | None, BudgetTerms | None, list
         )
     weights = -(-inp.weights_bytes // (inp.tp * inp.pp))
     terms = engine.derive_budget(inp, weights)
-    notes: list[Note] = []
+    notes = []
     if terms.reserve_bytes.source == "engine_rule" and terms.activation_peak_bytes.source == (
         "not_applicable"
     ):
