@@ -34,6 +34,9 @@ def segment_labels(_: Gettext) -> dict[str, str]:
     return {
         "weights": _("Weights"),
         "reserve": _("Activations and runtime reserve"),
+        "activation": _("Activation peak (profile run)"),
+        "non_torch": _("Non-torch memory (CUDA context, NCCL)"),
+        "cuda_graphs": _("CUDA graphs"),
         "kv_used": _("KV cache in use"),
         "waste": _("Paging waste"),
         "kv_free": _("Free KV blocks"),

@@ -61,7 +61,15 @@ def memory_view(plan: Plan) -> MemoryView | None:
     b = cap.budget
     if b.source == "gpu" and b.gpu_memory_bytes:
         parts.append(Segment("weights", b.weights_bytes_per_rank or 0))
-        parts.append(Segment("reserve", b.reserve_bytes or 0))
+        if b.activation_peak_bytes is not None:
+            # The engine's own terms (activation peak, non-torch memory, CUDA graphs where the
+            # release subtracts them) in place of one reserve.
+            parts.append(Segment("activation", b.activation_peak_bytes))
+            parts.append(Segment("non_torch", b.non_torch_bytes or 0))
+            if b.cuda_graph_subtracted and b.cuda_graph_bytes:
+                parts.append(Segment("cuda_graphs", b.cuda_graph_bytes))
+        else:
+            parts.append(Segment("reserve", b.reserve_bytes or 0))
     parts += [
         Segment("kv_used", min(logical, budget)),
         Segment("waste", max(0, min(paged, budget) - min(logical, budget))),
