@@ -313,7 +313,7 @@ class Engine:
         """(command line, extra files by name) for `instances` replicas; `model` is quoted."""
         raise FieldError("engine", f"{self.label} has no launch command to recommend")
 
-    def replicas_note(self, instances: int, tp: int) -> str | None:
+    def replicas_note(self, instances: int, tp: int) -> Note | None:
         """How to run several replicas, where the engine has no data-parallel flag."""
         return None
 
