@@ -275,7 +275,13 @@ TEMPLATES: dict[str, str] = {
         "The log is from {engine} {named}; kvplan's rules cover {covered}, so {version} rules "
         "were used."
     ),
-    "reconcile.version_inferred": "{engine} {version} rules, inferred from {how}.",
+    "reconcile.vllm.version_from_line_numbers": (
+        "{engine} {version} rules, inferred from its line numbers ({source})."
+    ),
+    "reconcile.vllm.version_from_separate_lines": (
+        "{engine} {version} rules, inferred from its KV-size line without the concurrency "
+        "(before 0.28)."
+    ),
     "reconcile.other_engine_lines": ("{lines} recognised line(s) of another engine were left out."),
     "reconcile.lines_capped": (
         "{lines} repeated line(s) beyond the first {cap} of each kind were not checked (several "

@@ -19,7 +19,7 @@ from planner.core.errors import FieldError, PlanError
 from planner.core.inputs import Catalog, ResolvedModel, resolve_draft
 from planner.core.logs import Fact, ParsedLog, engine_hint, parse_log
 from planner.core.model import ModelShape, shape_from_config
-from planner.core.notes import Notes
+from planner.core.notes import Notes, Param
 from planner.core.reconcile_common import Ctx
 from planner.core.reconcile_schema import LoggedLine, ReconcileRequest, ReconcileResult, Summary
 from planner.core.reconcile_settings import resolve_settings, settings_dtype
@@ -207,11 +207,12 @@ def _engine_at_version(name: str, log: ParsedLog, notes: Notes) -> Engine:
     fingerprint); otherwise the newest verified release, said in a note."""
     cls = engine_class(name)
     newest = cls(cls.releases.default)
-    named, how = log.version, "its version line"
+    named = log.version
+    how: tuple[str, dict[str, Param]] | None = None  # the note saying how it was inferred
     if named is None:
         inferred = newest.version_from_log([f for f in log.facts if f.engine == name])
         if inferred is not None:
-            named, how = inferred
+            named, how = inferred[0], inferred[1:]
     if named is None:
         notes.add("reconcile.version_missing", engine=cls.label, version=newest.version_text)
         return newest
@@ -234,10 +235,9 @@ def _engine_at_version(name: str, log: ParsedLog, notes: Notes) -> Engine:
             covered=cls.releases.describe(),
             version=version_text(clamped),
         )
-    elif not log.version:
-        notes.add(
-            "reconcile.version_inferred", engine=cls.label, version=version_text(clamped), how=how
-        )
+    elif how is not None:
+        code, params = how
+        notes.add(code, engine=cls.label, version=version_text(clamped), **params)
     return cls(clamped)
 
 

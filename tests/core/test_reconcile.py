@@ -509,6 +509,32 @@ def test_log_quirks_are_coded_notes() -> None:
 
 
 @pytest.mark.parametrize(
+    ("line", "code", "text"),
+    [
+        (
+            "(Worker pid=1) INFO [gpu_worker.py:436] Available KV cache memory: 40.00 GiB",
+            "reconcile.vllm.version_from_line_numbers",
+            "vLLM 0.19 rules, inferred from its line numbers (gpu_worker.py:436).",
+        ),
+        (
+            "INFO [kv_cache_utils.py:634] GPU KV cache size: 327,680 tokens",
+            "reconcile.vllm.version_from_separate_lines",
+            "vLLM 0.19 rules, inferred from its KV-size line without the concurrency "
+            "(before 0.28).",
+        ),
+    ],
+    ids=["line-numbers", "separate-lines"],
+)
+def test_inferred_version_is_a_coded_note(line: str, code: str, text: str) -> None:
+    # The release a log without a version line came from: gpu_worker.py:436 is vLLM 0.19's
+    # "Available KV cache memory" line; a KV-size line without the concurrency predates 0.28.
+    r = reconcile(ReconcileRequest(log=line + "\n", model="meta-llama/Llama-3.1-8B"))
+    assert r.engine_version == "0.19"
+    assert code in coded(r)
+    assert text in r.notes  # the English text is unchanged
+
+
+@pytest.mark.parametrize(
     ("log", "model", "code"),
     [
         (
