@@ -34,7 +34,7 @@ _PER_WINDOW_STAGE = 0.4
 _PLAN_BYTES = 5_000
 _BYTES_PER_ENTRY = 120
 _BYTES_PER_LAYER = 8
-_BYTES_PER_WINDOW = 240
+_BYTES_PER_WINDOW = 300
 _BYTES_PER_STAGE = 8
 # A sweep point's summary without its plan, and the page's extra HTML around one plan.
 _SWEEP_POINT_BYTES = 400

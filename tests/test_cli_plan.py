@@ -22,23 +22,35 @@ def plan_json(body: Any) -> tuple[int, str, str]:
 
 
 def test_request_roundtrip_answers_47() -> None:
-    code, out, _ = plan_json({"model": LLAMA, "kv_cache_dtype": "bf16", "context_tokens": 8192,
-                              "kv_budget_bytes": 48 << 30})
+    code, out, _ = plan_json(
+        {
+            "model": LLAMA,
+            "kv_cache_dtype": "bf16",
+            "context_tokens": 8192,
+            "kv_budget_bytes": 48 << 30,
+        }
+    )
     assert code == 0
     assert json.loads(out)["capacity"]["max_requests"] == 47
 
 
 def test_list_in_list_out() -> None:
-    code, out, _ = plan_json([{"model": LLAMA, "context_tokens": 1},
-                              {"model": LLAMA, "context_tokens": 2}])
+    code, out, _ = plan_json(
+        [{"model": LLAMA, "context_tokens": 1}, {"model": LLAMA, "context_tokens": 2}]
+    )
     assert code == 0
     assert [p["requests"][0]["context_tokens"] for p in json.loads(out)] == [1, 2]
 
 
 def test_list_is_all_or_nothing_with_indexed_locations() -> None:
-    code, out, err = plan_json([{"model": LLAMA}, {"model": LLAMA},
-                                {"model": LLAMA, "tensor_parallel_size": 3},
-                                {"model": LLAMA, "tensor_parallel_size": True}])
+    code, out, err = plan_json(
+        [
+            {"model": LLAMA},
+            {"model": LLAMA},
+            {"model": LLAMA, "tensor_parallel_size": 3},
+            {"model": LLAMA, "tensor_parallel_size": True},
+        ]
+    )
     assert code == 2 and out == ""
     problem = json.loads(err)
     assert [e["field"] for e in problem["errors"]] == ["[3].tensor_parallel_size"]
@@ -50,11 +62,26 @@ def test_list_is_all_or_nothing_with_indexed_locations() -> None:
 @pytest.mark.parametrize(
     ("body", "field"),
     [
-        ({"model": {"num_hidden_layers": 2, "num_attention_heads": 6, "num_key_value_heads": 4,
-                    "head_dim": 64}}, "model.num_key_value_heads"),
+        (
+            {
+                "model": {
+                    "num_hidden_layers": 2,
+                    "num_attention_heads": 6,
+                    "num_key_value_heads": 4,
+                    "head_dim": 64,
+                }
+            },
+            "model.num_key_value_heads",
+        ),
         ({"model": LLAMA, "tensor_parallel_size": 3}, "tensor_parallel_size"),
-        ({"model": "meta-llama/Llama-3.1-70B", "engine": "transformers",
-          "tensor_parallel_size": 16}, "tensor_parallel_size"),
+        (
+            {
+                "model": "meta-llama/Llama-3.1-70B",
+                "engine": "transformers",
+                "tensor_parallel_size": 16,
+            },
+            "tensor_parallel_size",
+        ),
         ({"model": LLAMA, "context_tokens": 0}, "context_tokens"),
         ({"model": LLAMA, "context_tokens": -5}, "context_tokens"),
         ({"model": LLAMA, "kv_budget_bytes": 10**30}, "kv_budget_bytes"),
@@ -76,9 +103,16 @@ def test_bad_input_exits_2_naming_the_field(body: dict[str, Any], field: str) ->
     assert any(e["field"] == field for e in problem["errors"]), problem
 
 
-@pytest.mark.parametrize("text", ['{"model": "x", "kv_budget_bytes": NaN}',
-                                  '{"model": "x", "kv_budget_bytes": Infinity}',
-                                  '{"model": "x"} trailing', "", "{"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"model": "x", "kv_budget_bytes": NaN}',
+        '{"model": "x", "kv_budget_bytes": Infinity}',
+        '{"model": "x"} trailing',
+        "",
+        "{",
+    ],
+)
 def test_malformed_json_exits_2(text: str) -> None:
     r = runner.invoke(app, ["plan", "--request", "-"], input=text)
     assert r.exit_code == 2 and r.stdout == ""
@@ -86,11 +120,25 @@ def test_malformed_json_exits_2(text: str) -> None:
 
 
 def test_convenience_flags_table_and_json() -> None:
-    r = runner.invoke(app, ["plan", "--model", LLAMA, "--context", "8192", "--budget", "48GiB",
-                            "--dtype", "bf16"])
+    r = runner.invoke(
+        app, ["plan", "--model", LLAMA, "--context", "8192", "--budget", "48GiB", "--dtype", "bf16"]
+    )
     assert r.exit_code == 0 and "47 requests fit" in r.stdout and "48.00x" in r.stdout
-    r = runner.invoke(app, ["plan", "--model", LLAMA, "--context", "8192", "--budget", "48GiB",
-                            "--dtype", "fp8", "--json"])
+    r = runner.invoke(
+        app,
+        [
+            "plan",
+            "--model",
+            LLAMA,
+            "--context",
+            "8192",
+            "--budget",
+            "48GiB",
+            "--dtype",
+            "fp8",
+            "--json",
+        ],
+    )
     assert json.loads(r.stdout)["capacity"]["max_requests"] == 95
     r = runner.invoke(app, ["plan", "--model", LLAMA, "--budget", "48 parsecs", "--json"])
     assert r.exit_code == 2 and json.loads(r.stderr)["errors"][0]["field"] == "kv_budget_bytes"
@@ -105,8 +153,12 @@ def test_models_and_gpus_list_the_catalog() -> None:
 
 
 def test_no_traceback_from_the_real_entry_point() -> None:
-    out = subprocess.run([sys.executable, "-m", "planner", "plan", "-r", "-"], input="[1, 2]",
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "planner", "plan", "-r", "-"],
+        input="[1, 2]",
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode == 2
     assert "Traceback" not in out.stderr
     json.loads(out.stderr)
@@ -114,16 +166,41 @@ def test_no_traceback_from_the_real_entry_point() -> None:
 
 def test_context_takes_k_suffix_and_budget_needs_a_unit() -> None:
     # "8k" = 8 × 1024 tokens, the convention `kvplan recommend --mix 70%:2k,...` already uses.
-    r = runner.invoke(app, ["plan", "--model", LLAMA, "--context", "8k", "--budget", "48GiB",
-                            "--dtype", "bf16", "--json"])
+    r = runner.invoke(
+        app,
+        [
+            "plan",
+            "--model",
+            LLAMA,
+            "--context",
+            "8k",
+            "--budget",
+            "48GiB",
+            "--dtype",
+            "bf16",
+            "--json",
+        ],
+    )
     assert r.exit_code == 0 and json.loads(r.stdout)["capacity"]["context_tokens"] == 8192
     # "--budget 48" would be 48 bytes (0 requests fit): a forgotten unit, refused by name.
     r = runner.invoke(app, ["plan", "--model", LLAMA, "--budget", "48", "--json"])
     assert r.exit_code == 2 and r.stdout == ""
     assert json.loads(r.stderr)["errors"][0]["field"] == "kv_budget_bytes"
     # A bare byte count is still bytes (the API's unit): 48 GiB written out.
-    r = runner.invoke(app, ["plan", "--model", LLAMA, "--budget", str(48 << 30), "--context",
-                            "8192", "--dtype", "bf16"])
+    r = runner.invoke(
+        app,
+        [
+            "plan",
+            "--model",
+            LLAMA,
+            "--budget",
+            str(48 << 30),
+            "--context",
+            "8192",
+            "--dtype",
+            "bf16",
+        ],
+    )
     assert r.exit_code == 0 and "47 requests fit" in r.stdout
     r = runner.invoke(app, ["plan", "--model", LLAMA, "--context", "8x", "--json"])
     assert r.exit_code == 2 and json.loads(r.stderr)["errors"][0]["field"] == "context_tokens"
@@ -140,19 +217,48 @@ def test_summary_says_what_is_missing_and_counts_agree() -> None:
     assert r.exit_code == 0
     assert "the model's maximum" in r.stdout and "give --budget" in r.stdout
     # Llama-3.1-70B TP 1 on one H100: the weights alone exceed the GPU, so nothing fits.
-    r = runner.invoke(app, ["plan", "--model", "meta-llama/Llama-3.1-70B", "--gpu",
-                            "H100-SXM-80GB", "--context", "8192"])
+    r = runner.invoke(
+        app,
+        [
+            "plan",
+            "--model",
+            "meta-llama/Llama-3.1-70B",
+            "--gpu",
+            "H100-SXM-80GB",
+            "--context",
+            "8192",
+        ],
+    )
     assert r.exit_code == 0 and "0 requests fit" in r.stdout
     assert "a batch of 1 request " in r.stdout
 
 
 def test_weights_and_reserve_flags_are_the_request_fields() -> None:
     # The note for a pasted MoE config says "set weights_bytes"; the flags set exactly that.
-    flags = ["plan", "--model", LLAMA, "--gpu", "H100-SXM-80GB", "--context", "8192",
-             "--weights", "0", "--reserve", "2GiB", "--json"]
+    flags = [
+        "plan",
+        "--model",
+        LLAMA,
+        "--gpu",
+        "H100-SXM-80GB",
+        "--context",
+        "8192",
+        "--weights",
+        "0",
+        "--reserve",
+        "2GiB",
+        "--json",
+    ]
     r = runner.invoke(app, flags)
-    code, out, _ = plan_json({"model": LLAMA, "gpu": "H100-SXM-80GB", "context_tokens": 8192,
-                              "weights_bytes": 0, "reserve_bytes": 2 << 30})
+    code, out, _ = plan_json(
+        {
+            "model": LLAMA,
+            "gpu": "H100-SXM-80GB",
+            "context_tokens": 8192,
+            "weights_bytes": 0,
+            "reserve_bytes": 2 << 30,
+        }
+    )
     assert r.exit_code == 0 and code == 0
     assert json.loads(r.stdout) == json.loads(out)
     r = runner.invoke(app, ["plan", "--model", LLAMA, "--weights", "lots", "--json"])
@@ -175,26 +281,70 @@ def test_cli_error_contract_loads_without_fastapi() -> None:
 
 def test_speculative_config_flag_declares_the_draft(tmp_path: Any) -> None:
     # vllm#19996: Llama-3.1-8B + a 1-layer EAGLE head, 51.63 GiB, 131,072 tokens: 3.13x.
-    head = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "num_hidden_layers": 1,
-            "num_attention_heads": 32, "num_key_value_heads": 8, "hidden_size": 4096}
+    head = {
+        "architectures": ["LlamaForCausalLM"],
+        "model_type": "llama",
+        "num_hidden_layers": 1,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "hidden_size": 4096,
+    }
     path = tmp_path / "eagle.json"
     path.write_text(json.dumps(head))
     spec = json.dumps({"method": "eagle", "model": str(path), "num_speculative_tokens": 3})
-    r = runner.invoke(app, ["plan", "--model", LLAMA, "--context", "131072", "--budget",
-                            "51.63GiB", "--block-size", "16", "--speculative-config", spec,
-                            "--json"])
+    r = runner.invoke(
+        app,
+        [
+            "plan",
+            "--model",
+            LLAMA,
+            "--context",
+            "131072",
+            "--budget",
+            "51.63GiB",
+            "--block-size",
+            "16",
+            "--speculative-config",
+            spec,
+            "--json",
+        ],
+    )
     assert r.exit_code == 0, r.stderr
     cap = json.loads(r.stdout)["capacity"]
     assert (cap["num_blocks"], cap["engine_reported_concurrency"]) == (25633, 3.13)
 
 
 def test_speculative_config_flag_errors_name_the_field() -> None:
-    r = runner.invoke(app, ["plan", "--model", LLAMA, "--context", "8192", "--budget", "40GiB",
-                            "--speculative-config", '{"method": "eagle"'])
+    r = runner.invoke(
+        app,
+        [
+            "plan",
+            "--model",
+            LLAMA,
+            "--context",
+            "8192",
+            "--budget",
+            "40GiB",
+            "--speculative-config",
+            '{"method": "eagle"',
+        ],
+    )
     assert r.exit_code == 2
     assert "speculative_config" in r.stderr + r.stdout
     no_draft = '{"method": "eagle", "num_speculative_tokens": 2}'
-    r = runner.invoke(app, ["plan", "--model", LLAMA, "--context", "8192", "--budget", "40GiB",
-                            "--speculative-config", no_draft])
+    r = runner.invoke(
+        app,
+        [
+            "plan",
+            "--model",
+            LLAMA,
+            "--context",
+            "8192",
+            "--budget",
+            "40GiB",
+            "--speculative-config",
+            no_draft,
+        ],
+    )
     assert r.exit_code == 2
     assert "speculative_config.model" in r.stderr + r.stdout

@@ -18,6 +18,8 @@ from typing import Any
 import httpx
 import pytest
 
+from planner.core.schema import PlanRequest
+from planner.cost import sweep_cost
 from tests.live_server import LiveServer
 from tests.test_cost import pasted
 
@@ -198,6 +200,16 @@ def _rss_bytes(pid: int) -> int:
 
 
 @pytest.mark.slow
+def _largest_admitted_sweep(base: dict[str, Any]) -> int:
+    limit = 8 << 20  # the default KVPLAN_MAX_RESPONSE_BYTES
+    request = PlanRequest.model_validate(base)
+    n = 1
+    while sweep_cost(request, n + 1, include_plans=True).response_bytes <= limit:
+        n += 1
+    assert n >= 2
+    return n
+
+
 def test_rss_bounded_by_the_largest_sweep_and_many_large_plans(server: LiveServer) -> None:
     pid = server.proc.pid
     # Warm: the worker exists and the catalog is loaded.
@@ -205,13 +217,18 @@ def test_rss_bounded_by_the_largest_sweep_and_many_large_plans(server: LiveServe
         httpx.post(f"{server.url}/api/v1/plan", json=HEAVIEST_PLAN, timeout=60).status_code == 200
     )
     before = _rss_bytes(pid)
-    # The largest sweep admitted: plans attached, just under KVPLAN_MAX_RESPONSE_BYTES (8 MiB).
+    # The largest sweep admitted: plans attached, as many points as the answer estimate lets
+    # under KVPLAN_MAX_RESPONSE_BYTES (8 MiB), and one more is refused.
+    base_plan = {k: v for k, v in HEAVIEST_PLAN.items() if k != "requests"}
+    base_plan["pipeline_parallel_size"] = 1
+    points = _largest_admitted_sweep(base_plan)
     sweep = {
-        "base": {**HEAVIEST_PLAN, "pipeline_parallel_size": 1, "requests": None},
-        "context_tokens": [100_000 + i for i in range(8)],
+        "base": base_plan,
+        "context_tokens": [100_000 + i for i in range(points)],
         "include_plans": True,
     }
-    sweep["base"].pop("requests")
+    over = {**sweep, "context_tokens": [100_000 + i for i in range(points + 1)]}
+    assert httpx.post(f"{server.url}/api/v1/sweep", json=over, timeout=60).status_code == 422
     peak = before
     done = threading.Event()
 

@@ -281,6 +281,77 @@ TEMPLATES: dict[str, str] = {
         "t0 + KV bytes / {decode_tbps}; the datasheet floor at {floor_tbps} stays the hard "
         "lower bound."
     ),
+    # -- reconcile (a log read back against the engine's rules) --------------------------------
+    "reconcile.model_from_log": "Model {model} taken from the log's arguments.",
+    "reconcile.plan_request_no_draft": (
+        "The plan request has no field for the {draft} draft layers: its figures leave them out."
+    ),
+    "reconcile.version_missing": (
+        "The log names no {engine} version; {engine} {version} rules assumed."
+    ),
+    "reconcile.version_unreadable": "Unreadable version {named!r}; {engine} {version} assumed.",
+    "reconcile.version_outside_rules": (
+        "The log is from {engine} {named}; kvplan's rules cover {covered}, so {version} rules "
+        "were used."
+    ),
+    "reconcile.vllm.version_from_line_numbers": (
+        "{engine} {version} rules, inferred from its line numbers ({source})."
+    ),
+    "reconcile.vllm.version_from_separate_lines": (
+        "{engine} {version} rules, inferred from its KV-size line without the concurrency "
+        "(before 0.28)."
+    ),
+    "reconcile.other_engine_lines": ("{lines} recognised line(s) of another engine were left out."),
+    "reconcile.lines_capped": (
+        "{lines} repeated line(s) beyond the first {cap} of each kind were not checked (several "
+        "restarts or ranks in one log?)."
+    ),
+    "reconcile.lines_truncated": "{lines} over-long line(s) were cut before matching.",
+    "reconcile.sglang.free_after_pool": (
+        "SGLang left {avail_gib} GiB free after the KV pool for activations and CUDA graphs."
+    ),
+    "reconcile.trtllm.tokens_not_block_multiple": (
+        "{tokens:,} tokens is not a multiple of tokens_per_block {block}: check block_size."
+    ),
+    "reconcile.vllm.workers_differ": (
+        "{workers} workers printed their available KV memory ({values} GiB); vLLM gives every "
+        "worker the smallest one's block count, so {used} GiB is used."
+    ),
+    "reconcile.vllm.weights_gb_is_gib": (
+        "vLLM's 'took X GB' weights line divides by 2^30: it is GiB."
+    ),
+    "reconcile.vllm.cuda_graphs_headroom": (
+        "CUDA graphs took {graphs_gib} GiB after the KV cache was allocated: they live in the "
+        "1 − gpu_memory_utilization headroom, not in the KV budget."
+    ),
+    "reconcile.vllm.reserve_negative": (
+        "GPU memory × gpu_memory_utilization is smaller than weights + available KV: the GPU or "
+        "utilization assumed here is not the one that wrote the log."
+    ),
+    "reconcile.vllm.mla_block_size": (
+        "vLLM's MLA backends force the block size on CUDA (FlashMLA 64, CUTLASS MLA 128); set "
+        "block_size if the log's figures were computed with it."
+    ),
+    "reconcile.vllm.hybrid_tokens_divided": (
+        "'GPU KV cache size' divides num_blocks by the {groups} KV-cache groups of this hybrid "
+        "model: it is not the tokens one request can hold."
+    ),
+    # -- recommend ---------------------------------------------------------------------------
+    "recommend.kv_dtype_chosen": (
+        "{dtype} KV cache chosen: the model's own dtype cannot hold the workload on these GPUs."
+    ),
+    "recommend.replace_model": "Replace MODEL with the checkpoint's name or path.",
+    "recommend.max_num_seqs": (
+        "max_num_seqs {batch} per instance keeps the batch within what the KV pool holds "
+        "{quantile:.0%} of the time ({tail}; expected {expected:.1f}, {method} method)."
+    ),
+    "recommend.tpot_floor": (
+        "The TPOT check uses the decode step's memory-bandwidth floor (KV + weights read once "
+        "per step): a lower bound, real steps are slower."
+    ),
+    "engine.trtllm.replicas": (
+        "Run {instances} trtllm-serve instances of TP {tp} behind a load balancer."
+    ),
 }
 
 

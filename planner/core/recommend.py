@@ -13,9 +13,11 @@ fp8, then the fewest GPUs, then the smallest TP.
 
 from __future__ import annotations
 
+from planner.core.answer import NoteOut
 from planner.core.engines import get_engine
 from planner.core.flags import engine_dtype, model_name, render
 from planner.core.inputs import Catalog
+from planner.core.notes import Notes
 from planner.core.recommend_schema import (
     Candidate,
     ClassNeed,
@@ -120,7 +122,7 @@ def recommend(req: RecommendRequest, *, catalog: Catalog) -> Recommendation:
     lengths, shares, max_len = mix_classes(req)
     gpu_label = req.gpu if isinstance(req.gpu, str) else req.gpu.name
     name = model_name(req.model)
-    notes: list[str] = []
+    notes = Notes()
     planner = Planner(catalog)
     best, evals = search(req, planner)
     candidates = [
@@ -156,7 +158,8 @@ def recommend(req: RecommendRequest, *, catalog: Catalog) -> Recommendation:
             nearest=_nearest(req, worst, limit, planner),
             plan_request=None,
             candidates=candidates,
-            notes=notes,
+            notes=notes.texts(),
+            notes_detail=_details(notes),
         )
     assert best.mix is not None
     util = best.body["gpu_memory_utilization"]
@@ -182,25 +185,22 @@ def recommend(req: RecommendRequest, *, catalog: Catalog) -> Recommendation:
         ],
     }
     if best.dtype != "auto":
-        notes.append(
-            f"{best.dtype} KV cache chosen: the model's own dtype cannot hold the "
-            "workload on these GPUs."
-        )
+        notes.add("recommend.kv_dtype_chosen", dtype=best.dtype)
     replicas = engine.replicas_note(best.instances, best.tp) if best.instances > 1 else None
     if replicas:
         notes.append(replicas)
     if name == "MODEL":
-        notes.append("Replace MODEL with the checkpoint's name or path.")
-    notes.append(
-        f"max_num_seqs {best.batch} per instance keeps the batch within what the KV pool holds "
-        f"{req.tail_quantile:.0%} of the time ({best.mix.tail_concurrency}; expected "
-        f"{best.mix.expected_concurrency:.1f}, {best.mix.method} method)."
+        notes.add("recommend.replace_model")
+    notes.add(
+        "recommend.max_num_seqs",
+        batch=best.batch,
+        quantile=req.tail_quantile,
+        tail=best.mix.tail_concurrency,
+        expected=best.mix.expected_concurrency,
+        method=best.mix.method,
     )
     if req.tpot_seconds is not None:
-        notes.append(
-            "The TPOT check uses the decode step's memory-bandwidth floor (KV + weights "
-            "read once per step): a lower bound, real steps are slower."
-        )
+        notes.add("recommend.tpot_floor")
     return Recommendation(
         feasible=True,
         engine=req.engine,
@@ -220,8 +220,13 @@ def recommend(req: RecommendRequest, *, catalog: Catalog) -> Recommendation:
         nearest=[],
         plan_request=plan_request,
         candidates=candidates,
-        notes=notes,
+        notes=notes.texts(),
+        notes_detail=_details(notes),
     )
+
+
+def _details(notes: Notes) -> list[NoteOut]:
+    return [NoteOut.model_validate(d) for d in notes.details()]
 
 
 def _capacity(ev: Eval, lengths: list[int], shares: list[float]) -> WorkloadCapacity:

@@ -6,6 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
+from planner.core.answer import NoteOut
 from planner.core.engines import DEFAULT_ENGINE, serving_engines
 from planner.core.schema import (
     MAX_BYTES,
@@ -182,6 +183,9 @@ class Recommendation(_Out):
     )
     candidates: list[Candidate]
     notes: list[str]
+    notes_detail: list[NoteOut] = Field(
+        default_factory=list, description="The notes, each with its stable code and params."
+    )
 
 
 __all__ = [

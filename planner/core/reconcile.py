@@ -11,12 +11,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from planner.core.answer import NoteOut
 from planner.core.engines import Engine, engine_class, engine_labels, log_engines
 from planner.core.engines.versions import parse_version, version_text
 from planner.core.errors import FieldError, PlanError
 from planner.core.inputs import Catalog, ResolvedModel, resolve_draft
 from planner.core.logs import Fact, ParsedLog, engine_hint, parse_log
 from planner.core.model import ModelShape, shape_from_config
+from planner.core.notes import Notes, Param
 from planner.core.reconcile_common import Ctx, Resolved
 from planner.core.reconcile_schema import LoggedLine, ReconcileRequest, ReconcileResult, Summary
 from planner.core.reconcile_settings import resolve_settings, settings_dtype
@@ -59,9 +61,9 @@ def _engine(claimed: str | None, log: ParsedLog, text: str) -> str:
 
 def _model(
     req: ReconcileRequest, log: ParsedLog, catalog: Catalog
-) -> tuple[ModelShape | None, str | dict[str, Any] | None, str | None, str, list[str]]:
+) -> tuple[ModelShape | None, str | dict[str, Any] | None, str | None, str, Notes]:
     """(shape, reference for a plan, label, why there is no model, notes)."""
-    notes: list[str] = []
+    notes = Notes()
     model = req.model
     if isinstance(model, dict):
         named = model.get("_name_or_path")
@@ -84,7 +86,7 @@ def _model(
                 "config.json as model"
             )
             return None, None, None, why, notes
-        notes.append(f"Model {entry.shape.id} taken from the log's arguments.")
+        notes.add("reconcile.model_from_log", model=str(entry.shape.id))
         return entry.shape, entry.shape.id, entry.shape.id, "", notes
     return (
         None,
@@ -140,10 +142,7 @@ def _plan_request(ctx: Ctx) -> dict[str, Any] | None:
         body["speculative_config"] = s.speculative
     body.update(ctx.plan_extra)
     if s.draft:
-        ctx.notes.append(
-            f"The plan request has no field for the {s.draft} draft layers: its figures leave "
-            "them out."
-        )
+        ctx.notes.add("reconcile.plan_request_no_draft", draft=s.draft)
     return body
 
 
@@ -158,39 +157,44 @@ def _cap(facts: list[Fact]) -> tuple[list[Fact], int]:
     return kept, len(facts) - len(kept)
 
 
-def _engine_at_version(
-    name: str, log: ParsedLog, notes: list[str], given: str | None = None
-) -> Engine:
+def _engine_at_version(name: str, log: ParsedLog, notes: Notes, given: str | None = None) -> Engine:
     """The engine at the release the request or the log names (its version line, else its
     line-number fingerprint); otherwise the newest verified release, said in a note."""
     cls = engine_class(name)
     if given is not None:
         return cls(cls.releases.resolve(given, label=cls.label))
     newest = cls(cls.releases.default)
-    named, how = log.version, "its version line"
+    named = log.version
+    how: tuple[str, dict[str, Param]] | None = None  # the note saying how it was inferred
     if named is None:
         inferred = newest.version_from_log([f for f in log.facts if f.engine == name])
         if inferred is not None:
-            named, how = inferred
+            named, how = inferred[0], inferred[1:]
     if named is None:
-        notes.append(
-            f"The log names no {cls.label} version; {cls.label} {newest.version_text} rules "
-            "assumed."
-        )
+        notes.add("reconcile.version_missing", engine=cls.label, version=newest.version_text)
         return newest
     parsed = parse_version(named)
     if parsed is None:
-        notes.append(f"Unreadable version {named!r}; {cls.label} {newest.version_text} assumed.")
+        notes.add(
+            "reconcile.version_unreadable",
+            named=named,
+            engine=cls.label,
+            version=newest.version_text,
+        )
         return newest
     first, last = cls.releases.first, cls.releases.last
     clamped = min(max(parsed, first), last)
     if clamped != parsed:
-        notes.append(
-            f"The log is from {cls.label} {named}; kvplan's rules cover "
-            f"{cls.releases.describe()}, so {version_text(clamped)} rules were used."
+        notes.add(
+            "reconcile.version_outside_rules",
+            engine=cls.label,
+            named=named,
+            covered=cls.releases.describe(),
+            version=version_text(clamped),
         )
-    elif not log.version:
-        notes.append(f"{cls.label} {version_text(clamped)} rules, inferred from {how}.")
+    elif how is not None:
+        code, params = how
+        notes.add(code, engine=cls.label, version=version_text(clamped), **params)
     return cls(clamped)
 
 
@@ -200,7 +204,7 @@ def _bind_state(
     dtype: KVDtype,
     settings: Resolved,
     req: ReconcileRequest,
-    notes: list[str],
+    notes: Notes,
 ) -> tuple[ModelShape | None, str]:
     """State layers sized as the engine sizes them, and the block size it then uses; a
     setup the engine's rules do not cover leaves the figures unrecomputed, with the reason."""
@@ -220,7 +224,7 @@ def _bind_state(
     except FieldError as exc:
         return None, exc.problems[0].msg if exc.problems else exc.detail
     settings.block = block
-    notes.extend(n.text for n in more)
+    notes.extend(more)
     return bound, ""
 
 
@@ -259,13 +263,10 @@ def reconcile(req: ReconcileRequest, *, catalog: Catalog) -> ReconcileResult:
     facts = [f for f in log.facts if f.engine == engine.name]
     others = len(log.facts) - len(facts)
     if others:
-        notes.append(f"{others} recognised line(s) of another engine were left out.")
+        notes.add("reconcile.other_engine_lines", lines=others)
     facts, dropped = _cap(facts)
     if dropped:
-        notes.append(
-            f"{dropped} repeated line(s) beyond the first {MAX_FACTS_PER_KIND} of each kind "
-            "were not checked (several restarts or ranks in one log?)."
-        )
+        notes.add("reconcile.lines_capped", lines=dropped, cap=MAX_FACTS_PER_KIND)
     ctx = Ctx(
         engine=engine,
         log=log,
@@ -282,7 +283,7 @@ def reconcile(req: ReconcileRequest, *, catalog: Catalog) -> ReconcileResult:
         ctx.plan_extra["enable_prefix_caching"] = req.settings.enable_prefix_caching
     fmt = engine.reconcile_log(ctx)
     if log.lines_truncated:
-        ctx.notes.append(f"{log.lines_truncated} over-long line(s) were cut before matching.")
+        ctx.notes.add("reconcile.lines_truncated", lines=log.lines_truncated)
     statuses = [c.status for c in ctx.checks]
     summary = Summary(
         equal=statuses.count("equal"),
@@ -307,7 +308,9 @@ def reconcile(req: ReconcileRequest, *, catalog: Catalog) -> ReconcileResult:
         summary=summary,
         reserves=ctx.reserves,
         plan_request=_plan_request(ctx),
-        notes=list(dict.fromkeys(ctx.notes)),  # several lines may raise the same note
+        # Several lines may raise the same note; Notes keeps each once, in order.
+        notes=ctx.notes.texts(),
+        notes_detail=[NoteOut.model_validate(d) for d in ctx.notes.details()],
     )
 
 

@@ -19,6 +19,7 @@ from planner.core.engines import Engine
 from planner.core.errors import PlanError
 from planner.core.logs import Fact, ParsedLog, half_unit, to_float
 from planner.core.model import ModelShape
+from planner.core.notes import Notes
 from planner.core.reconcile_schema import Check, Reserves, SettingUsed, Status
 from planner.core.specs import (
     FullAttentionSpec,
@@ -72,7 +73,7 @@ class Ctx:
     no_model_reason: str
     dtype: KVDtype | None
     settings: Resolved
-    notes: list[str] = field(default_factory=list)
+    notes: Notes = field(default_factory=Notes)
     checks: list[Check] = field(default_factory=list)
     reserves: Reserves | None = None
     plan_extra: dict[str, Any] = field(default_factory=dict)

@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
+from planner.core.answer import NoteOut
 from planner.core.engines import log_engines
 from planner.core.logs import MAX_LOG_BYTES
 from planner.core.schema import MAX_BYTES, MAX_CONFIG_KEYS, MAX_PARALLEL, MAX_TOKENS
@@ -197,6 +198,9 @@ class ReconcileResult(_Out):
         description="A POST /api/v1/plan body for the same deployment, using the learned figures."
     )
     notes: list[str]
+    notes_detail: list[NoteOut] = Field(
+        default_factory=list, description="The notes, each with its stable code and params."
+    )
 
 
 __all__ = [

@@ -36,8 +36,9 @@ def client(tmp_path: Path) -> Iterator[TestClient]:
 
 
 def test_calibrated_estimate_beside_the_datasheet_floor(client: TestClient) -> None:
-    stored = client.post("/api/v1/calibrations", json=RECORD,
-                         headers={"Authorization": f"Bearer {TOKEN}"})
+    stored = client.post(
+        "/api/v1/calibrations", json=RECORD, headers={"Authorization": f"Bearer {TOKEN}"}
+    )
     assert stored.status_code == 201
     cid = stored.json()["id"]
     plain = client.post("/api/v1/plan", json=PLAN).json()["bounds"]
@@ -73,10 +74,16 @@ def test_unknown_calibration_id_is_422_naming_it(client: TestClient) -> None:
 
 
 def test_a_calibration_from_another_device_is_called_out(client: TestClient) -> None:
-    cpu = {**RECORD, "device_name": "AMD EPYC (2 threads)", "backend": "numpy-cpu",
-           "copy_bandwidth_bytes_per_s": 2.0e10, "decode_bandwidth_bytes_per_s": 9.6e9,
-           "fixed_overhead_seconds": 1.15e-4}
-    cid = client.post("/api/v1/calibrations", json=cpu,
-                      headers={"Authorization": f"Bearer {TOKEN}"}).json()["id"]
+    cpu = {
+        **RECORD,
+        "device_name": "AMD EPYC (2 threads)",
+        "backend": "numpy-cpu",
+        "copy_bandwidth_bytes_per_s": 2.0e10,
+        "decode_bandwidth_bytes_per_s": 9.6e9,
+        "fixed_overhead_seconds": 1.15e-4,
+    }
+    cid = client.post(
+        "/api/v1/calibrations", json=cpu, headers={"Authorization": f"Bearer {TOKEN}"}
+    ).json()["id"]
     body = client.post("/api/v1/plan", json={**PLAN, "calibration_id": cid}).json()
     assert any("measured on AMD EPYC" in n for n in body["notes"])

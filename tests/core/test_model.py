@@ -33,8 +33,15 @@ def test_k_and_v_head_sizes_that_differ() -> None:
 
 
 def test_mla_latent_no_times_two() -> None:
-    s = shape_from_config({**BASE, "model_type": "deepseek_v3", "kv_lora_rank": 512,
-                           "qk_rope_head_dim": 64, "num_key_value_heads": 8})
+    s = shape_from_config(
+        {
+            **BASE,
+            "model_type": "deepseek_v3",
+            "kv_lora_rank": 512,
+            "qk_rope_head_dim": 64,
+            "num_key_value_heads": 8,
+        }
+    )
     assert s.is_mla and s.layers[0].elements_per_token == 576 and s.layers[0].kv_heads == 1
 
 
@@ -43,21 +50,34 @@ def test_sliding_everywhere_from_model_level_field() -> None:
 
 
 def test_use_sliding_window_false_disables_it() -> None:
-    assert kinds({**BASE, "model_type": "qwen2", "sliding_window": 16,
-                  "use_sliding_window": False}) == [("full", None)] * 4
+    assert (
+        kinds({**BASE, "model_type": "qwen2", "sliding_window": 16, "use_sliding_window": False})
+        == [("full", None)] * 4
+    )
 
 
 def test_layer_types_win() -> None:
-    cfg = {**BASE, "sliding_window": 8,
-           "layer_types": ["sliding_attention", "full_attention", "full_attention",
-                           "sliding_attention"]}
+    cfg = {
+        **BASE,
+        "sliding_window": 8,
+        "layer_types": [
+            "sliding_attention",
+            "full_attention",
+            "full_attention",
+            "sliding_attention",
+        ],
+    }
     assert kinds(cfg) == [("sliding", 8), ("full", None), ("full", None), ("sliding", 8)]
 
 
 def test_gemma2_and_gpt_oss_alternate_from_even_indices() -> None:
     for mt in ("gemma2", "gpt_oss"):
         assert kinds({**BASE, "model_type": mt, "sliding_window": 8}) == [
-            ("sliding", 8), ("full", None), ("sliding", 8), ("full", None)]
+            ("sliding", 8),
+            ("full", None),
+            ("sliding", 8),
+            ("full", None),
+        ]
 
 
 def test_sliding_window_pattern() -> None:
@@ -67,17 +87,29 @@ def test_sliding_window_pattern() -> None:
 
 
 def test_gemma3_text_config_default_pattern() -> None:
-    cfg = {"model_type": "gemma3", "torch_dtype": "bfloat16",
-           "text_config": {**BASE, "model_type": "gemma3_text", "num_hidden_layers": 6,
-                           "sliding_window": 8, "head_dim": 32}}
+    cfg = {
+        "model_type": "gemma3",
+        "torch_dtype": "bfloat16",
+        "text_config": {
+            **BASE,
+            "model_type": "gemma3_text",
+            "num_hidden_layers": 6,
+            "sliding_window": 8,
+            "head_dim": 32,
+        },
+    }
     s = shape_from_config(cfg)
     assert [x.kind for x in s.layers] == ["sliding"] * 5 + ["full"]
     assert s.dtype == "bf16" and s.head_dim == 32
 
 
 def test_llama4_chunked_local_attention() -> None:
-    cfg = {**BASE, "model_type": "llama4_text", "num_hidden_layers": 8,
-           "attention_chunk_size": 8192}
+    cfg = {
+        **BASE,
+        "model_type": "llama4_text",
+        "num_hidden_layers": 8,
+        "attention_chunk_size": 8192,
+    }
     got = kinds(cfg)
     assert got[3] == ("full", None) and got[7] == ("full", None)
     assert got[0] == ("chunked", 8192)
@@ -113,9 +145,17 @@ def test_parameter_count_counts_every_expert() -> None:
         est = parameter_counts(entry.config).total
         assert abs(est - entry.num_parameters) / entry.num_parameters < 1e-4
     # Qwen3-30B-A3B (a pasted MoE config): ~30.5 B parameters, not the 3.3 B of a dense read.
-    qwen_moe = {"model_type": "qwen3_moe", "hidden_size": 2048, "num_hidden_layers": 48,
-                "num_attention_heads": 32, "num_key_value_heads": 4, "head_dim": 128,
-                "num_experts": 128, "moe_intermediate_size": 768, "intermediate_size": 6144,
-                "vocab_size": 151936}
+    qwen_moe = {
+        "model_type": "qwen3_moe",
+        "hidden_size": 2048,
+        "num_hidden_layers": 48,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 4,
+        "head_dim": 128,
+        "num_experts": 128,
+        "moe_intermediate_size": 768,
+        "intermediate_size": 6144,
+        "vocab_size": 151936,
+    }
     est = parameter_counts({**qwen_moe, "num_experts_per_tok": 8}).total
     assert 30.4e9 < est < 30.6e9

@@ -21,8 +21,10 @@ def _read_bytes(model: str, tp: int, gpu: str, batch: int) -> tuple[float, float
     )
     b = p.bounds
     assert b is not None
-    return b.weights_read_seconds * b.bandwidth_bytes_per_s * tp, b.kv_read_seconds, (
-        b.weights_read_seconds
+    return (
+        b.weights_read_seconds * b.bandwidth_bytes_per_s * tp,
+        b.kv_read_seconds,
+        (b.weights_read_seconds),
     )
 
 

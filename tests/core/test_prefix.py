@@ -46,10 +46,14 @@ def test_shared_prefix_blocks_count_once_for_admission() -> None:
     # 2 requests of 1,024 tokens need 2 × 64 blocks; sharing a 512-token prefix saves 32 blocks.
     page_blocks = 64 + 64 - 32
     budget = (page_blocks + 1) * 16 * 32 * 8 * 128 * 2 * 2  # + the null block
-    shared = run(model=SEED_CONFIG, kv_budget_bytes=budget,
-                 requests=[{"context_tokens": 1024, "count": 2, "prefix_tokens": 512}])
-    alone = run(model=SEED_CONFIG, kv_budget_bytes=budget,
-                requests=[{"context_tokens": 1024, "count": 2}])
+    shared = run(
+        model=SEED_CONFIG,
+        kv_budget_bytes=budget,
+        requests=[{"context_tokens": 1024, "count": 2, "prefix_tokens": 512}],
+    )
+    alone = run(
+        model=SEED_CONFIG, kv_budget_bytes=budget, requests=[{"context_tokens": 1024, "count": 2}]
+    )
     assert shared.capacity is not None and alone.capacity is not None
     assert shared.capacity.workload_fits is True
     assert alone.capacity.workload_fits is False

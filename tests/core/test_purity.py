@@ -9,8 +9,22 @@ from pathlib import Path
 
 CORE = Path(__file__).resolve().parents[2] / "planner" / "core"
 FORBIDDEN_IMPORTS = {
-    "fastapi", "starlette", "uvicorn", "httpx", "jinja2", "typer", "logging", "os", "sqlite3",
-    "pathlib", "socket", "subprocess", "prometheus_client", "psycopg", "requests", "shutil",
+    "fastapi",
+    "starlette",
+    "uvicorn",
+    "httpx",
+    "jinja2",
+    "typer",
+    "logging",
+    "os",
+    "sqlite3",
+    "pathlib",
+    "socket",
+    "subprocess",
+    "prometheus_client",
+    "psycopg",
+    "requests",
+    "shutil",
 }
 FORBIDDEN_CALLS = {"open", "print", "input", "getenv"}
 
@@ -43,8 +57,7 @@ def test_core_modules_import_nothing_impure() -> None:
 def test_core_modules_stay_small() -> None:
     # One concept per module: no module of the core over about 400 lines.
     sizes = {
-        str(p.relative_to(CORE)): len(p.read_text("utf-8").splitlines())
-        for p in CORE.rglob("*.py")
+        str(p.relative_to(CORE)): len(p.read_text("utf-8").splitlines()) for p in CORE.rglob("*.py")
     }
     assert {name: n for name, n in sizes.items() if n > 420} == {}
 

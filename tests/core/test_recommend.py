@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from planner.core.notes import TEMPLATES
 from planner.core.recommend_schema import Recommendation, RecommendRequest
 from planner.core.schema import Plan, PlanRequest
 from planner.service import plan, recommend
@@ -267,3 +268,51 @@ def test_many_classes_batch_is_whole_requests_summing_to_max_num_seqs() -> None:
     assert sum(counts) == r.settings.max_num_seqs == 20
     assert max(counts) - min(counts) <= 1
     assert plan_from_command(r, "H100-SXM-80GB").capacity.workload_fits is True  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("body", "codes"),
+    [
+        (
+            {"engine": "trtllm", "gpu_count": 4, "concurrency": 200, "tpot_seconds": 0.5},
+            {"engine.trtllm.replicas", "recommend.max_num_seqs", "recommend.tpot_floor"},
+        ),
+        (
+            {
+                "model": {
+                    "model_type": "llama",
+                    "num_hidden_layers": 4,
+                    "hidden_size": 512,
+                    "num_attention_heads": 8,
+                    "num_key_value_heads": 8,
+                    "intermediate_size": 1024,
+                    "vocab_size": 1000,
+                    "torch_dtype": "bfloat16",
+                },
+                "concurrency": 8,
+            },
+            {"recommend.replace_model", "recommend.max_num_seqs"},
+        ),
+        ({"concurrency": 64}, {"recommend.kv_dtype_chosen", "recommend.max_num_seqs"}),
+    ],
+    ids=["trtllm-replicas-tpot", "config-model", "fp8"],
+)
+def test_recommend_notes_are_coded(body: dict[str, Any], codes: set[str]) -> None:
+    r = rec(
+        **{"model": "meta-llama/Llama-3.1-8B", "gpu": "H100-SXM-80GB", "context_mix": MIX, **body}
+    )
+    assert r.feasible
+    assert [d.text for d in r.notes_detail] == r.notes  # no note left without a code
+    for d in r.notes_detail:
+        assert TEMPLATES[d.code].format(**d.params) == d.text
+    assert codes <= {d.code for d in r.notes_detail}
+
+
+def test_recommend_note_text_is_unchanged() -> None:
+    # The English text is the contract: byte-identical to what the answer said before codes.
+    r = rec(model="meta-llama/Llama-3.1-8B", gpu="H100-SXM-80GB", context_mix=MIX, concurrency=64)
+    assert r.notes[0] == (
+        "fp8 KV cache chosen: the model's own dtype cannot hold the workload on these GPUs."
+    )
+    assert r.notes_detail[0].code == "recommend.kv_dtype_chosen"
+    assert r.notes_detail[0].params == {"dtype": "fp8"}

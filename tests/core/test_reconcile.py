@@ -15,6 +15,8 @@ from typing import Any
 import pytest
 
 from planner.core.errors import FieldError
+from planner.core.logs.lines import MAX_LINE_CHARS
+from planner.core.notes import TEMPLATES
 from planner.core.reconcile_schema import Check, ReconcileRequest, ReconcileResult
 from planner.core.schema import PlanRequest
 from planner.service import plan, reconcile
@@ -518,6 +520,105 @@ def test_repeated_lines_are_bounded() -> None:
     )
     assert len(r.checks) == 32 and len(r.lines) == 33
     assert any("468 repeated line(s)" in note for note in r.notes)
+
+
+# ---- Every note has a code ------------------------------------------------------------------
+
+
+def coded(r: ReconcileResult) -> dict[str, dict[str, Any]]:
+    """code -> params of each note, after checking every note text comes from its code."""
+    assert [d.text for d in r.notes_detail] == r.notes  # no note left without a code
+    for d in r.notes_detail:
+        assert TEMPLATES[d.code].format(**d.params) == d.text
+    return {d.code: dict(d.params) for d in r.notes_detail}
+
+
+@pytest.mark.parametrize("fixture_id", sorted(FIXTURES))
+def test_fixture_notes_have_codes(fixture_id: str) -> None:
+    r = run(fixture_id)
+    assert r.notes
+    coded(r)
+
+
+def test_log_quirks_are_coded_notes() -> None:
+    # A vLLM log from a release older than the rules cover, an over-long line, an SGLang line
+    # and Gemma-3's seven KV-cache groups (engine_rules.md §6.2), each raising its own note.
+    log = (
+        "INFO vLLM API server version 0.1.0\n"
+        + "x" * (MAX_LINE_CHARS + 1)
+        + "\nAvailable KV cache memory: 40.00 GiB\n"
+        "GPU KV cache size: 74,896 tokens\n"
+        "Maximum concurrency for 32,768 tokens per request: 5.95x\n"
+        "[2025-01-01 00:00:00 TP0] KV Cache is allocated. #tokens: 1000, K size: 1.00 GB, "
+        "V size: 1.00 GB\n"
+    )
+    r = reconcile(ReconcileRequest(log=log, model="google/gemma-3-27b-it", engine="vllm"))
+    codes = coded(r)
+    assert codes["reconcile.version_outside_rules"]["named"] == "0.1.0"
+    assert codes["reconcile.other_engine_lines"] == {"lines": 1}
+    assert codes["reconcile.lines_truncated"] == {"lines": 1}
+    assert codes["reconcile.vllm.hybrid_tokens_divided"] == {"groups": 7}
+    # The English text is the contract: byte-identical to what the answer said before codes.
+    assert (
+        "'GPU KV cache size' divides num_blocks by the 7 KV-cache groups of this hybrid model: "
+        "it is not the tokens one request can hold." in r.notes
+    )
+
+
+@pytest.mark.parametrize(
+    ("line", "code", "text"),
+    [
+        (
+            "(Worker pid=1) INFO [gpu_worker.py:436] Available KV cache memory: 40.00 GiB",
+            "reconcile.vllm.version_from_line_numbers",
+            "vLLM 0.19 rules, inferred from its line numbers (gpu_worker.py:436).",
+        ),
+        (
+            "INFO [kv_cache_utils.py:634] GPU KV cache size: 327,680 tokens",
+            "reconcile.vllm.version_from_separate_lines",
+            "vLLM 0.19 rules, inferred from its KV-size line without the concurrency "
+            "(before 0.28).",
+        ),
+    ],
+    ids=["line-numbers", "separate-lines"],
+)
+def test_inferred_version_is_a_coded_note(line: str, code: str, text: str) -> None:
+    # The release a log without a version line came from: gpu_worker.py:436 is vLLM 0.19's
+    # "Available KV cache memory" line; a KV-size line without the concurrency predates 0.28.
+    r = reconcile(ReconcileRequest(log=line + "\n", model="meta-llama/Llama-3.1-8B"))
+    assert r.engine_version == "0.19"
+    assert code in coded(r)
+    assert text in r.notes  # the English text is unchanged
+
+
+@pytest.mark.parametrize(
+    ("log", "model", "code"),
+    [
+        (
+            "INFO non-default args: {'model': 'meta-llama/Llama-3.1-8B'}\n"
+            "Available KV cache memory: 40.00 GiB\nGPU KV cache size: 327,680 tokens\n",
+            None,
+            "reconcile.model_from_log",
+        ),
+        (
+            "(Worker_TP0 pid=1) Available KV cache memory: 40.00 GiB\n"
+            "(Worker_TP1 pid=2) Available KV cache memory: 39.00 GiB\n"
+            "GPU KV cache size: 319,488 tokens\n",
+            "meta-llama/Llama-3.1-8B",
+            "reconcile.vllm.workers_differ",
+        ),
+        (
+            "Available KV cache memory: 1.00 GiB\n"
+            + "\n".join(f"GPU KV cache size: {1000 + i:,} tokens" for i in range(40)),
+            "meta-llama/Llama-3.1-8B",
+            "reconcile.lines_capped",
+        ),
+    ],
+    ids=["model-from-log", "workers", "repeated"],
+)
+def test_reconcile_notes_are_coded(log: str, model: str | None, code: str) -> None:
+    r = reconcile(ReconcileRequest(log=log, model=model))
+    assert code in coded(r)
 
 
 # ---- vLLM rules shared with plan(): pipeline stages and the hybrid-manager switch --------------

@@ -312,9 +312,7 @@ def test_unknown_calibration_is_an_error_on_its_field(client: TestClient) -> Non
 
 
 def test_tiny_bandwidth_is_a_form_error_not_a_500(client: TestClient) -> None:
-    response = client.get(
-        "/?model=meta-llama/Llama-3.1-8B&kv_budget_gib=48&bandwidth_tbps=1e-30"
-    )
+    response = client.get("/?model=meta-llama/Llama-3.1-8B&kv_budget_gib=48&bandwidth_tbps=1e-30")
     assert response.status_code == 200
     assert error_text(response.text, "bandwidth_tbps")  # refused next to its field
 

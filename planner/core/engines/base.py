@@ -20,7 +20,7 @@ from planner.core.engines.versions import Releases, Version, version_text
 from planner.core.errors import FieldError
 from planner.core.hardware import Gpu
 from planner.core.model import ModelShape
-from planner.core.notes import Note, note
+from planner.core.notes import Note, Param, note
 from planner.core.parallel import Stages
 from planner.core.specs import LayerSpec, WindowPolicy, cdiv
 from planner.core.units import GiB, KVDtype, fmt_gib
@@ -334,8 +334,9 @@ class Engine:
         """The engine generation ("v0", "v1") whose lines the log holds, where it has several."""
         return None
 
-    def version_from_log(self, facts: Sequence[Any]) -> tuple[str, str] | None:
-        """(release, how it was inferred) from a log's own lines, where they tell."""
+    def version_from_log(self, facts: Sequence[Any]) -> tuple[str, str, dict[str, Param]] | None:
+        """(release, the code of a note saying how it was inferred, that note's own params;
+        reconcile adds `engine` and `version`) from a log's own lines, where they tell."""
         return None
 
     def reconcile_log(self, ctx: Any) -> str:
@@ -350,7 +351,7 @@ class Engine:
         """(command line, extra files by name) for `instances` replicas; `model` is quoted."""
         raise FieldError("engine", f"{self.label} has no launch command to recommend")
 
-    def replicas_note(self, instances: int, tp: int) -> str | None:
+    def replicas_note(self, instances: int, tp: int) -> Note | None:
         """How to run several replicas, where the engine has no data-parallel flag."""
         return None
 

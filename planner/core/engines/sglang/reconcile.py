@@ -162,10 +162,7 @@ def reconcile_sglang(ctx: Ctx) -> str:
         )
     pool_end = ctx.first("pool_end")
     if pool_end is not None:
-        ctx.notes.append(
-            f"SGLang left {pool_end.values['avail_gb']} GiB free after the KV pool for "
-            "activations and CUDA graphs."
-        )
+        ctx.notes.add("reconcile.sglang.free_after_pool", avail_gib=pool_end.values["avail_gb"])
     return "SGLang"
 
 

@@ -165,8 +165,8 @@ class Trtllm(Engine):
             parts.append(f"--extra_llm_api_options {EXTRA_OPTIONS_FILE}")
         return " ".join(parts), files
 
-    def replicas_note(self, instances: int, tp: int) -> str | None:
-        return f"Run {instances} trtllm-serve instances of TP {tp} behind a load balancer."
+    def replicas_note(self, instances: int, tp: int) -> Note | None:
+        return note("engine.trtllm.replicas", instances=instances, tp=tp)
 
     def stage_pool(
         self, stack: Stack, dtype: KVDtype, block: int, policy: WindowPolicy, budget_bytes: int

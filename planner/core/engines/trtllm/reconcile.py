@@ -169,9 +169,8 @@ def reconcile_trtllm(ctx: Ctx) -> str:
             arithmetic=f"{tokens:,} tokens × {bpt:,} B per token per rank / 2^30 = {pred:.3f}",
         )
         if tokens % s.block:
-            ctx.notes.append(
-                f"{tokens:,} tokens is not a multiple of tokens_per_block {s.block}: check "
-                "block_size."
+            ctx.notes.add(
+                "reconcile.trtllm.tokens_not_block_multiple", tokens=tokens, block=s.block
             )
     for f in ctx.of("using_tokens"):
         tokens = to_int(f.values["tokens"])

@@ -59,7 +59,7 @@ from planner.core.engines.vllm.start import (
 from planner.core.errors import FieldError
 from planner.core.hardware import Gpu
 from planner.core.model import ModelShape
-from planner.core.notes import Note, note
+from planner.core.notes import Note, Param, note
 from planner.core.parallel import Stages
 from planner.core.specs import ChunkedLocalSpec, WindowPolicy
 from planner.core.units import GiB, KVDtype
@@ -356,7 +356,7 @@ class Vllm(VllmStateLayers, Engine):
             return "v1"
         return "v0" if kinds & V0_KINDS else "v1"
 
-    def version_from_log(self, facts: Sequence[Any]) -> tuple[str, str] | None:
+    def version_from_log(self, facts: Sequence[Any]) -> tuple[str, str, dict[str, Param]] | None:
         return version_from_log(facts)
 
     def reconcile_log(self, ctx: Any) -> str:

@@ -70,10 +70,7 @@ def tokens_checks(ctx: Ctx, src: KvSource | None) -> None:
                 f"{int(pred):,} tokens (vLLM {ctx.engine.version_text})"
             )
         if groups > 1 and not as_vllm(ctx).tokens_from_concurrency:
-            ctx.notes.append(
-                f"'GPU KV cache size' divides num_blocks by the {groups} KV-cache groups of this "
-                "hybrid model: it is not the tokens one request can hold."
-            )
+            ctx.notes.add("reconcile.vllm.hybrid_tokens_divided", groups=groups)
         judge(
             ctx,
             GPU_TOKENS,

@@ -24,6 +24,7 @@ from planner.core.logs.lines import (
     pairs,
     re_at,
 )
+from planner.core.notes import Param
 
 
 def _v0_profile(line: str, low: str, pos: int) -> dict[str, str] | None:
@@ -221,17 +222,19 @@ V0_KINDS = frozenset({"v0_profile", "v0_breakdown", "v0_instance_memory", "v0_er
 _SOURCE_LINE = re.compile(r"gpu_worker\.py:(\d{1,5})")
 
 
-def version_from_log(facts: Sequence[Any]) -> tuple[str, str] | None:
-    """(release, how it was inferred) from a vLLM log's own lines, where they tell."""
+def version_from_log(facts: Sequence[Any]) -> tuple[str, str, dict[str, Param]] | None:
+    """(release, note code saying how it was inferred, that note's own params) from a vLLM
+    log's own lines, where they tell."""
     for f in facts:
         m = _SOURCE_LINE.search(f.text)
         found = LOG_FINGERPRINTS.get(f"gpu_worker.py:{m.group(1)}") if m else None
-        if found:
-            return found, f"its line numbers (gpu_worker.py:{m.group(1) if m else ''})"
+        if found and m:
+            source = f"gpu_worker.py:{m.group(1)}"
+            return found, "reconcile.vllm.version_from_line_numbers", {"source": source}
     # From 0.28 "GPU KV cache size" and "Maximum concurrency" share one log line; a KV-size
     # line without the concurrency is older, and most such logs come from 0.19.
     if any(f.kind == "kv_tokens" and "concurrency" not in f.text.lower() for f in facts):
-        return SEPARATE_LINES_ASSUMED, "its KV-size line without the concurrency (before 0.28)"
+        return SEPARATE_LINES_ASSUMED, "reconcile.vllm.version_from_separate_lines", {}
     return None
 
 

@@ -44,11 +44,11 @@ def kv_source(ctx: Ctx) -> KvSource | None:
         low = min(avail, key=lambda f: to_float(f.values["gib"]))
         values = {f.values["gib"] for f in avail}
         if len(values) > 1:
-            ctx.notes.append(
-                f"{len(avail)} workers printed their available KV memory "
-                f"({', '.join(sorted(values))} GiB); vLLM gives every worker the smallest "
-                "one's block count, so "
-                f"{low.values['gib']} GiB is used."
+            ctx.notes.add(
+                "reconcile.vllm.workers_differ",
+                workers=len(avail),
+                values=", ".join(sorted(values)),
+                used=low.values["gib"],
             )
         return low.values["gib"], low, "Available KV cache memory"
     for kind, key in (("v0_profile", "kv_cache_size"), ("v0_breakdown", "kv_gib")):
@@ -91,7 +91,7 @@ def _reserves(ctx: Ctx, src: KvSource | None) -> None:
         weights_rank = round(to_float(w.values["gib"]) * GiB)
         derivation.append(f"weights per rank {w.values['gib']} GiB (line {w.line_no})")
         if w.values.get("unit") == "GB":
-            ctx.notes.append("vLLM's 'took X GB' weights line divides by 2^30: it is GiB.")
+            ctx.notes.add("reconcile.vllm.weights_gb_is_gib")
     prof = ctx.first("v1_profile") or ctx.first("v0_breakdown")
     if prof is not None:
         if "activation_gib" in prof.values:
@@ -107,10 +107,7 @@ def _reserves(ctx: Ctx, src: KvSource | None) -> None:
     g = ctx.first("cuda_graph")
     if g is not None:
         graphs = round(to_float(g.values["gib"]) * GiB)
-        ctx.notes.append(
-            f"CUDA graphs took {g.values['gib']} GiB after the KV cache was allocated: they live "
-            "in the 1 − gpu_memory_utilization headroom, not in the KV budget."
-        )
+        ctx.notes.add("reconcile.vllm.cuda_graphs_headroom", graphs_gib=g.values["gib"])
     if src is not None:
         kv = round(to_float(src[0]) * GiB)
     elif (tokens := ctx.first("kv_tokens")) is not None:
@@ -128,10 +125,7 @@ def _reserves(ctx: Ctx, src: KvSource | None) -> None:
             f"{gib(reserve)}"
         )
         if reserve < 0:
-            ctx.notes.append(
-                "GPU memory × gpu_memory_utilization is smaller than weights + available KV: "
-                "the GPU or utilization assumed here is not the one that wrote the log."
-            )
+            ctx.notes.add("reconcile.vllm.reserve_negative")
             reserve = None
     elif kv is not None:
         derivation.append(
@@ -168,10 +162,7 @@ def reconcile_vllm(ctx: Ctx) -> str:
     padding_checks(ctx)
     _reserves(ctx, src)
     if ctx.shape.is_mla and not ctx.shape.has_state and ctx.settings.block not in (64, 128):
-        ctx.notes.append(
-            "vLLM's MLA backends force the block size on CUDA (FlashMLA 64, CUTLASS MLA 128); "
-            "set block_size if the log's figures were computed with it."
-        )
+        ctx.notes.add("reconcile.vllm.mla_block_size")
     return fmt
 
 
