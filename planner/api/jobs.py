@@ -181,6 +181,8 @@ class CalibrationSnapshot:
     decode_bandwidth_bytes_per_s: float
     copy_bandwidth_bytes_per_s: float
     fixed_overhead_seconds: float
+    per_layer_overhead_seconds: float | None = None
+    matmul_flops_per_s: float | None = None
 
     @classmethod
     def of(cls, found: CalibrationLike) -> CalibrationSnapshot:
@@ -191,6 +193,8 @@ class CalibrationSnapshot:
             found.decode_bandwidth_bytes_per_s,
             found.copy_bandwidth_bytes_per_s,
             found.fixed_overhead_seconds,
+            found.per_layer_overhead_seconds,
+            found.matmul_flops_per_s,
         )
 
 

@@ -158,6 +158,10 @@ class CalibratedOut(_Out):
     decode_bandwidth_bytes_per_s: float
     fixed_overhead_seconds: float
     attention_calls: int
+    # A validated record's step terms (kvplan probe --validate); None on a plain probe record.
+    per_layer_overhead_seconds: float | None = None
+    matmul_flops_per_s: float | None = None
+    matmul_seconds: float | None = None
     decode_step_seconds: float
     decode_tokens_per_s: float
 

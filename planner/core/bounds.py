@@ -234,11 +234,22 @@ def decode_bounds(
     calibrated = None
     if calibration is not None:
         calls = sum(lay.layers for lay in layouts)
+        weights_seconds = weights_rank / calibration.copy_bandwidth_bytes_per_s
         est = (
             calls * calibration.fixed_overhead_seconds
             + batch_kv / calibration.decode_bandwidth_bytes_per_s
-            + weights_rank / calibration.copy_bandwidth_bytes_per_s
+            + weights_seconds
         )
+        # A validated record (kvplan probe --validate) adds the step's other work: a cost per
+        # layer, and matmuls that outlast the weight stream once the batch is large enough.
+        per_layer = calibration.per_layer_overhead_seconds
+        flops = calibration.matmul_flops_per_s
+        matmul = 0.0
+        if per_layer is not None:
+            est += calls * per_layer
+        if flops and pf_params:
+            matmul = 2.0 * pf_params / tp * n_batch / flops
+            est += max(0.0, matmul - weights_seconds)
         calibrated = s.CalibratedOut(
             calibration_id=str(calibration.id),
             device_name=calibration.device_name,
@@ -246,6 +257,9 @@ def decode_bounds(
             decode_bandwidth_bytes_per_s=calibration.decode_bandwidth_bytes_per_s,
             fixed_overhead_seconds=calibration.fixed_overhead_seconds,
             attention_calls=calls,
+            per_layer_overhead_seconds=per_layer,
+            matmul_flops_per_s=flops or None,
+            matmul_seconds=matmul if flops and pf_params else None,
             decode_step_seconds=est,
             decode_tokens_per_s=n_batch / est if est > 0 else 0.0,
         )
@@ -259,6 +273,24 @@ def decode_bounds(
                 floor_tbps=fmt_tbps(bw),
             )
         )
+        if flops and pf_params:
+            notes.append(
+                note(
+                    "bounds.calibrated_terms",
+                    calls=calls,
+                    per_layer_us=f"{(per_layer or 0.0) * 1e6:.1f}",
+                    matmul_ms=f"{matmul * 1e3:.3f}",
+                    tflops=f"{flops / 1e12:.2f}",
+                )
+            )
+        elif per_layer is not None:
+            notes.append(
+                note(
+                    "bounds.calibrated_layer_term",
+                    calls=calls,
+                    per_layer_us=f"{per_layer * 1e6:.1f}",
+                )
+            )
 
     sweep: list[s.SweepPointOut] = []
     top = max(ctx, inp.max_model_len or ctx, 1024)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from planner.core import schema as s
+from planner.core.calibration import CalibrationLike
 from planner.core.engines import Engine, Scheduling, get_engine
 from planner.core.errors import FieldError, ModelConfigError, UnknownIdError
 from planner.core.hardware import Gpu
@@ -53,23 +54,6 @@ class Catalog(Protocol):
     def model(self, model_id: str, revision: str | None) -> ResolvedModel: ...
 
     def gpu(self, gpu_id: str) -> Gpu: ...
-
-
-class CalibrationLike(Protocol):
-    """What `plan()` needs from a stored probe result (planner.probe / planner.store)."""
-
-    @property
-    def id(self) -> Any: ...
-    @property
-    def device_name(self) -> str: ...
-    @property
-    def measured_at(self) -> Any: ...
-    @property
-    def decode_bandwidth_bytes_per_s(self) -> float: ...
-    @property
-    def copy_bandwidth_bytes_per_s(self) -> float: ...
-    @property
-    def fixed_overhead_seconds(self) -> float: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -281,6 +281,15 @@ TEMPLATES: dict[str, str] = {
         "t0 + KV bytes / {decode_tbps}; the datasheet floor at {floor_tbps} stays the hard "
         "lower bound."
     ),
+    "bounds.calibrated_terms": (
+        "The calibration carries a validated model's step terms: {calls} layers × {per_layer_us} "
+        "µs, and matmuls of {matmul_ms} ms at {tflops} TFLOP/s where they outlast the weight "
+        "stream."
+    ),
+    "bounds.calibrated_layer_term": (
+        "The calibration carries a validated model's step term: {calls} layers × {per_layer_us} "
+        "µs (no matmul rate was fitted)."
+    ),
     # -- reconcile (a log read back against the engine's rules) --------------------------------
     "reconcile.model_from_log": "Model {model} taken from the log's arguments.",
     "reconcile.plan_request_no_draft": (

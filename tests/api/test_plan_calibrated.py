@@ -87,3 +87,33 @@ def test_a_calibration_from_another_device_is_called_out(client: TestClient) -> 
     ).json()["id"]
     body = client.post("/api/v1/plan", json={**PLAN, "calibration_id": cid}).json()
     assert any("measured on AMD EPYC" in n for n in body["notes"])
+
+
+def test_a_validated_record_adds_its_step_terms(client: TestClient) -> None:
+    # A record from `kvplan probe --validate` carries two fitted terms (issue 17): a cost per
+    # layer, and a matmul rate whose time replaces the weight stream's once it is longer.
+    validated = {**RECORD, "per_layer_overhead_seconds": 5e-6, "matmul_flops_per_s": 1e13}
+    cid = client.post(
+        "/api/v1/calibrations", json=validated, headers={"Authorization": f"Bearer {TOKEN}"}
+    ).json()["id"]
+    resp = client.post("/api/v1/plan", json={**PLAN, "calibration_id": cid})
+    assert resp.status_code == 200
+    cal = resp.json()["bounds"]["calibrated"]
+    kv = 10 * 8192 * 131072
+    weights = 8030261248 * 2 - 128256 * 4096 * 2
+    # 2 FLOPs per parameter per token through every weight but the embedding lookup.
+    matmul = 2 * (8030261248 - 128256 * 4096) * 10 / 1e13
+    assert matmul > weights / 4.3e12  # compute-bound at this rate: the matmuls set the time
+    expected = 32 * 2e-5 + kv / 4.0e12 + 32 * 5e-6 + matmul
+    assert cal["decode_step_seconds"] == pytest.approx(expected, rel=1e-12)
+    assert cal["per_layer_overhead_seconds"] == 5e-6 and cal["matmul_flops_per_s"] == 1e13
+    assert cal["matmul_seconds"] == pytest.approx(matmul, rel=1e-12)
+    codes = [n["code"] for n in resp.json()["notes_detail"]]
+    assert "bounds.calibrated_terms" in codes
+    # A plain probe record leaves the terms out: the bytes-only estimate of the test above.
+    plain_id = client.post(
+        "/api/v1/calibrations", json=RECORD, headers={"Authorization": f"Bearer {TOKEN}"}
+    ).json()["id"]
+    plain = client.post("/api/v1/plan", json={**PLAN, "calibration_id": plain_id}).json()
+    assert plain["bounds"]["calibrated"]["per_layer_overhead_seconds"] is None
+    assert plain["bounds"]["calibrated"]["decode_step_seconds"] < cal["decode_step_seconds"]

@@ -292,6 +292,8 @@ def test_calibrated_estimate_names_the_gpu_and_the_time(
         decode_bandwidth_bytes_per_s: float = 2.9e12
         copy_bandwidth_bytes_per_s: float = 3.0e12
         fixed_overhead_seconds: float = 5e-6
+        per_layer_overhead_seconds: float | None = None
+        matmul_flops_per_s: float | None = None
 
     async def fake_lookup(request: object, http_request: object) -> Calibration:
         return Calibration()
