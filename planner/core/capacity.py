@@ -137,6 +137,27 @@ class Pool(ABC):
         return lo
 
 
+@dataclass(frozen=True, slots=True)
+class BytesBudgetPool(Pool):
+    """Admission by bytes, not by a shared block count (no paging, or cyclic window buffers):
+    a request of `ctx` tokens holds `request_bytes(ctx)` of the budget; nothing is shared."""
+
+    shares_prefix: ClassVar[bool] = False
+
+    @abstractmethod
+    def request_bytes(self, ctx: int) -> int:
+        """Bytes one request of `ctx` tokens holds."""
+
+    def max_requests(self, ctx: int) -> int:
+        if self.usable_blocks <= 0:
+            return 0
+        need = self.request_bytes(ctx)
+        return self.budget_bytes // need if need else 0
+
+    def fits(self, workload: Sequence[tuple[int, int]], shared_tokens: Sequence[int] = ()) -> bool:
+        return sum(n * self.request_bytes(c) for c, n in workload) <= self.budget_bytes
+
+
 def full_stack(stack: Stack) -> Stack:
     """The stack with window layers sized full length, merging specs that become equal."""
     merged: dict[LayerSpec, int] = {}
@@ -151,4 +172,4 @@ def groups_of(stack: Stack, block_size: int) -> tuple[KVGroup, ...]:
     return tuple(KVGroup(s, n, 0, block_size) for s, n in stack)
 
 
-__all__ = ["MAX_CONTEXT_SEARCH", "KVGroup", "Pool", "full_stack", "groups_of"]
+__all__ = ["MAX_CONTEXT_SEARCH", "BytesBudgetPool", "KVGroup", "Pool", "full_stack", "groups_of"]

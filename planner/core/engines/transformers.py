@@ -3,11 +3,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from planner.core.capacity import Pool, groups_of
+from planner.core.capacity import BytesBudgetPool, Pool, groups_of
 from planner.core.engines.base import Engine, Scheduling
 from planner.core.engines.versions import Releases
 from planner.core.errors import FieldError
@@ -19,25 +18,14 @@ from planner.core.units import KVDtype
 
 
 @dataclass(frozen=True, slots=True)
-class BytesPool(Pool):
+class BytesPool(BytesBudgetPool):
     """No paging: a request holds exactly its tensors; slots are tokens of the full width."""
-
-    shares_prefix: ClassVar[bool] = False
 
     def request_bytes(self, ctx: int) -> int:
         return request_kv_bytes(self.stack, self.dtype, ctx, self.policy)
 
     def blocks_per_request(self, ctx: int) -> int:
         return cdiv(self.request_bytes(ctx), max(1, self.per_token_bytes))
-
-    def max_requests(self, ctx: int) -> int:
-        if self.usable_blocks <= 0:
-            return 0
-        need = self.request_bytes(ctx)
-        return self.budget_bytes // need if need else 0
-
-    def fits(self, workload: Sequence[tuple[int, int]], shared_tokens: Sequence[int] = ()) -> bool:
-        return sum(n * self.request_bytes(c) for c, n in workload) <= self.budget_bytes
 
 
 @dataclass(frozen=True)

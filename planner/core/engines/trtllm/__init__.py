@@ -4,11 +4,10 @@ ceil(Hkv / tp), every layer full length unless KvCacheConfig.max_attention_windo
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from planner.core.capacity import Pool, full_stack, groups_of
+from planner.core.capacity import BytesBudgetPool, Pool, full_stack, groups_of
 from planner.core.engines.base import EXTRA_OPTIONS_FILE, Engine, Scheduling
 from planner.core.engines.trtllm.logs import (
     LOG_EXAMPLE,
@@ -37,10 +36,8 @@ class BlockPool(Pool):
 
 
 @dataclass(frozen=True, slots=True)
-class CyclicPool(Pool):
+class CyclicPool(BytesBudgetPool):
     """Windowed layers keep a cyclic buffer: admission by bytes, not by a shared block count."""
-
-    shares_prefix: ClassVar[bool] = False
 
     def blocks_per_request(self, ctx: int) -> int:
         return sum(g.spec.cyclic_blocks(ctx, g.block_size) for g in self.groups)
@@ -53,15 +50,6 @@ class CyclicPool(Pool):
             * g.layers
             for g in self.groups
         )
-
-    def max_requests(self, ctx: int) -> int:
-        if self.usable_blocks <= 0:
-            return 0
-        need = self.request_bytes(ctx)
-        return self.budget_bytes // need if need else 0
-
-    def fits(self, workload: Sequence[tuple[int, int]], shared_tokens: Sequence[int] = ()) -> bool:
-        return sum(n * self.request_bytes(c) for c, n in workload) <= self.budget_bytes
 
 
 @dataclass(frozen=True)
