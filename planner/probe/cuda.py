@@ -266,8 +266,9 @@ def _copy_case(torch: Any, pool: Any, n_bytes: int) -> Case:
     return Case("copy", nbytes, nbytes, _event_timer(torch, run))
 
 
-def _try_graph(torch: Any, call_all: Callable[[], None]) -> Callable[[], None] | None:
-    """Capture one rotation (R calls) in a CUDA graph; None when capture is not possible."""
+def capture_graph(torch: Any, call_all: Callable[[], None]) -> Callable[[], None] | None:
+    """`call_all` (one rotation of R calls, or one model step) captured in a CUDA graph after
+    two warm-up runs on a side stream; None when capture is not possible."""
     try:
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
@@ -326,7 +327,7 @@ def _decode_case(
         for j in range(rotations):
             one(j)
 
-    replay = _try_graph(torch, call_all) if use_graph else None
+    replay = capture_graph(torch, call_all) if use_graph else None
     cursor = [0]
 
     def run_eager(n: int) -> None:

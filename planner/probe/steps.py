@@ -28,11 +28,12 @@ import inspect
 import random
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from planner.probe.backend import ProbeUnavailable
+from planner.probe.cuda import capture_graph
 
 
 @dataclass(frozen=True, slots=True)
@@ -291,33 +292,10 @@ def _time_cpu(point: _Point, cfg: StepConfig) -> list[float]:
     return out
 
 
-def _capture(torch: Any, point: _Point) -> Callable[[], None] | None:
-    """The step as a CUDA graph, or None when this transformers/torch cannot capture it."""
-    try:
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            for _ in range(2):
-                point.step()
-        torch.cuda.current_stream().wait_stream(side)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            point.step()
-        torch.cuda.synchronize()
-        replay: Callable[[], None] = graph.replay
-        return replay
-    except Exception:
-        try:
-            torch.cuda.synchronize()
-        except Exception:  # noqa: S110 - the eager path reports its own errors
-            pass
-        return None
-
-
 def _time_cuda(
     torch: Any, point: _Point, cfg: StepConfig, use_graph: bool
 ) -> tuple[list[float], bool]:
-    run = _capture(torch, point) if use_graph else None
+    run = capture_graph(torch, point.step) if use_graph else None
     call = run if run is not None else point.step
     for _ in range(max(cfg.warmup_steps, 3)):
         call()
