@@ -166,7 +166,9 @@ def test_healthz_answers_during_the_heaviest_allowed_plan(server: LiveServer) ->
     result: dict[str, Any] = {}
 
     def heavy() -> None:
+        started = time.monotonic()
         result["response"] = httpx.post(f"{server.url}/api/v1/plan", json=HEAVIEST_PLAN, timeout=60)
+        result["seconds"] = time.monotonic() - started
 
     worker = threading.Thread(target=heavy)
     worker.start()
@@ -179,7 +181,9 @@ def test_healthz_answers_during_the_heaviest_allowed_plan(server: LiveServer) ->
             time.sleep(0.02)
     worker.join()
     assert result["response"].status_code == 200, server.log()[-3000:]
-    assert slowest < 0.5
+    # Not a speed figure: had the plan held the event loop, one health check would have waited
+    # for most of it. On a loaded machine a check may still take some hundreds of ms.
+    assert slowest < min(2.0, result["seconds"] / 2), (slowest, result["seconds"])
 
 
 def _rss_bytes(pid: int) -> int:

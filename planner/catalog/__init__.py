@@ -97,6 +97,8 @@ class GpuEntry(_Frozen):
     bf16_dense_flops: float | None = Field(default=None, gt=0)
     fp8_dense_flops: float | None = Field(default=None, gt=0)
     l2_bytes: int | None = Field(default=None, gt=0)
+    # CUDA compute capability, major × 10 + minor (NVIDIA's CUDA GPUs table); None off CUDA.
+    compute_capability: int | None = Field(default=None, ge=10, le=200)
     source: str
     # Figures not taken from a vendor datasheet (e.g. a cut-down export part) say so here.
     estimated: list[str] = []

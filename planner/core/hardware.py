@@ -12,6 +12,9 @@ class Gpu:
     memory_bytes: int  # memory as torch sees it (what the engine's fractions apply to)
     bandwidth_bytes_per_s: float
     bf16_dense_flops: float | None = None
+    # CUDA compute capability as vLLM compares it (major × 10 + minor: H100 90, A100 80);
+    # None where unknown or not CUDA.
+    compute_capability: int | None = None
 
     @property
     def names(self) -> tuple[str, ...]:

@@ -135,7 +135,14 @@ def resolve_gpu(request: s.PlanRequest, catalog: Catalog) -> Gpu | None:
     if g is None:
         return None
     if isinstance(g, s.GpuSpec):
-        return Gpu(None, g.name, g.memory_bytes, g.bandwidth_bytes_per_s, g.bf16_dense_flops)
+        return Gpu(
+            None,
+            g.name,
+            g.memory_bytes,
+            g.bandwidth_bytes_per_s,
+            g.bf16_dense_flops,
+            g.compute_capability,
+        )
     return catalog.gpu(g)
 
 
@@ -206,6 +213,8 @@ def resolve(
         notes.extend(more)
         shape = apply_speculation(shape, speculation)
     gpu = resolve_gpu(request, catalog)
+    if gpu is not None:
+        engine.check_gpu(shape, gpu)
     if request.calibration_id is not None and (
         calibration is None or str(calibration.id) != request.calibration_id
     ):

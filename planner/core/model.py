@@ -282,7 +282,11 @@ def shape_from_config(
 def _quant_method(config: Mapping[str, Any]) -> str | None:
     qc = config.get("quantization_config")
     method = qc.get("quant_method") if isinstance(qc, Mapping) else None
-    return method.lower() if isinstance(method, str) else None
+    if not isinstance(method, str):
+        return None
+    # vLLM's name for the config class: ModelOpt NVFP4 is ModelOptNvFp4Config ("modelopt_fp4").
+    algo = str(qc.get("quant_algo") or "").upper() if isinstance(qc, Mapping) else ""
+    return "modelopt_fp4" if method.lower() == "modelopt" and algo == "NVFP4" else method.lower()
 
 
 def _rope_scaling(cfg: Mapping[str, Any]) -> tuple[str, float, int | None] | None:

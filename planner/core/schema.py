@@ -115,6 +115,11 @@ class GpuSpec(_Strict):
     memory_bytes: PositiveBytes
     bandwidth_bytes_per_s: Bandwidth
     bf16_dense_flops: Annotated[float, Field(gt=0, le=1e18)] | None = None
+    compute_capability: Annotated[int, Field(ge=10, le=200)] | None = Field(
+        default=None,
+        description="CUDA compute capability as major × 10 + minor (e.g. 75 for a T4): the "
+        "engine's quantization kernels are checked against it.",
+    )
 
 
 class PlanRequest(_Strict):

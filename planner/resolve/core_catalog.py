@@ -71,7 +71,14 @@ class ResolvingCatalog:
         from planner.catalog import get_gpu
 
         e = get_gpu(gpu_id)
-        return Gpu(e.id, e.name, e.usable_memory_bytes, e.bandwidth_bytes_per_s, e.bf16_dense_flops)
+        return Gpu(
+            e.id,
+            e.name,
+            e.usable_memory_bytes,
+            e.bandwidth_bytes_per_s,
+            e.bf16_dense_flops,
+            e.compute_capability,
+        )
 
 
 __all__ = ["ResolvingCatalog", "as_core_model"]

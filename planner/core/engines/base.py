@@ -101,6 +101,9 @@ class Engine:
         return []
 
     # -- validation (what the engine refuses) ------------------------------------------------
+    def check_gpu(self, shape: ModelShape, gpu: Gpu) -> None:
+        """Raise FieldError("gpu") where the engine cannot run this checkpoint on `gpu`."""
+
     def validate(
         self,
         shape: ModelShape,

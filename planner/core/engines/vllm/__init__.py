@@ -32,6 +32,7 @@ from planner.core.engines.vllm.logs import (
     version_from_log,
 )
 from planner.core.engines.vllm.need import startup_need
+from planner.core.engines.vllm.quant_gpu import check_quantization_on_gpu
 from planner.core.engines.vllm.refusals import refuse
 from planner.core.engines.vllm.releases import (
     ASYNC_DEFAULT_SINCE,
@@ -136,6 +137,9 @@ class Vllm(VllmStateLayers, Engine):
         super().validate(shape, tp, pp, kv_dtype, model_dtype, kv_explicit)
         refuse(self.version, shape, tp, kv_dtype, model_dtype)
         check_shared_kv_parallel(shape, pp)
+
+    def check_gpu(self, shape: ModelShape, gpu: Gpu) -> None:
+        check_quantization_on_gpu(self.version, shape, gpu)
 
     # -- settings ----------------------------------------------------------------------------
     def block_size(
