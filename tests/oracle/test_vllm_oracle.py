@@ -33,7 +33,7 @@ from planner.core.capacity import MAX_CONTEXT_SEARCH
 from planner.core.errors import FieldError, PlanError
 from planner.core.schema import PlanRequest
 from planner.service import plan
-from tests.oracle.conftest import AGREEMENT_KEY, SUMMARY_KEY
+from tests.oracle.conftest import AGREEMENT_KEY, SUMMARY_KEY, require_oracle_python
 
 pytestmark = pytest.mark.oracle
 
@@ -192,10 +192,6 @@ def _minor(version: str) -> str:
     return ".".join(version.split(".")[:2])
 
 
-def _oracle_python(version: str) -> Path:
-    return ROOT / f".venv-oracle-{version}" / "bin" / "python"
-
-
 BASE_CASES = _generate()
 # One case per (release, configuration); ids start with the release.
 CASES = [dict(c, vllm=v, id=f"v{_minor(v)}-{c['id']}") for v in ORACLE_VERSIONS for c in BASE_CASES]
@@ -224,14 +220,7 @@ def _oracle_inputs(version: str) -> list[dict[str, Any]]:
 
 def _run_oracle(version: str, cache_dir: Path) -> dict[str, dict[str, Any]]:
     """vLLM's figures for every case of one release: one subprocess, cached by content."""
-    python = _oracle_python(version)
-    if not python.exists():
-        missing = f"the vLLM {version} oracle virtualenv is missing ({python}); run `make oracle`"
-        # `make test` installs the oracle and sets KVPLAN_REQUIRE_ORACLE; CI must never skip it.
-        required = (os.environ.get(k, "").lower() for k in ("CI", "KVPLAN_REQUIRE_ORACLE"))
-        if any(v in ("1", "true", "yes") for v in required):
-            pytest.fail(missing)
-        pytest.skip(missing)
+    python = require_oracle_python(version)
     harness = HARNESS.get(_minor(version))
     assert harness, f"no oracle harness for vLLM {version} (HARNESS lists {sorted(HARNESS)})"
     inputs = _oracle_inputs(version)

@@ -27,13 +27,12 @@ import pytest
 from planner.core.capacity import MAX_CONTEXT_SEARCH
 from planner.core.schema import PlanRequest
 from planner.service import plan
-from tests.oracle.conftest import SUMMARY_KEY
+from tests.oracle.conftest import SUMMARY_KEY, require_oracle_python
 from tests.oracle.test_vllm_oracle import (
     FIGURES,
     VLLM_KV_DTYPE,
     _oracle_config,
     _oracle_figures,
-    _oracle_python,
     _plan_request,
     _planner_config,
     _planner_figures,
@@ -218,14 +217,7 @@ def _oracle_inputs() -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="session")
 def draft_oracle(request: pytest.FixtureRequest) -> dict[str, dict[str, Any]]:
-    python = _oracle_python(VERSION)
-    if not python.exists():
-        missing = f"the vLLM {VERSION} oracle virtualenv is missing ({python}); run `make oracle`"
-        # `make test` sets KVPLAN_REQUIRE_ORACLE, as CI does: never skipped there.
-        required = (os.environ.get(k, "").lower() for k in ("CI", "KVPLAN_REQUIRE_ORACLE"))
-        if any(v in ("1", "true", "yes") for v in required):
-            pytest.fail(missing)
-        pytest.skip(missing)
+    python = require_oracle_python(VERSION)
     cache_dir = Path(request.config.rootpath) / ".pytest_cache" / "vllm-oracle"
     cache_dir.mkdir(parents=True, exist_ok=True)
     inputs = _oracle_inputs()

@@ -29,7 +29,7 @@ from planner.core.capacity import MAX_CONTEXT_SEARCH
 from planner.core.errors import FieldError, PlanError
 from planner.core.schema import PlanRequest
 from planner.service import plan
-from tests.oracle.test_vllm_oracle import _oracle_python
+from tests.oracle.conftest import require_oracle_python
 
 pytestmark = pytest.mark.oracle
 
@@ -188,12 +188,7 @@ def hybrid_oracle(request: pytest.FixtureRequest) -> Any:
 
 def _run(version: str, request: pytest.FixtureRequest) -> dict[str, dict[str, Any]]:
     harness = RELEASES[version][0]
-    python = _oracle_python(version)
-    if not python.exists():
-        missing = f"the vLLM {version} oracle virtualenv is missing ({python}); run `make oracle`"
-        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-            pytest.fail(missing)
-        pytest.skip(missing)
+    python = require_oracle_python(version)
     cache_dir = Path(request.config.rootpath) / ".pytest_cache" / "vllm-oracle"
     cache_dir.mkdir(parents=True, exist_ok=True)
     inputs = _oracle_inputs(version)

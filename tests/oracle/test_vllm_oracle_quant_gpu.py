@@ -11,7 +11,8 @@ import subprocess
 import pytest
 
 from planner.core.engines.vllm.quant_gpu import READ_AT
-from tests.oracle.test_vllm_oracle import ORACLE_VERSIONS, _oracle_python
+from tests.oracle.conftest import require_oracle_python
+from tests.oracle.test_vllm_oracle import ORACLE_VERSIONS
 
 pytestmark = pytest.mark.oracle
 
@@ -34,13 +35,7 @@ print(json.dumps(out))
 
 @pytest.mark.parametrize("version", ORACLE_VERSIONS)
 def test_minimum_capabilities_are_the_wheels_own(version: str) -> None:
-    python = _oracle_python(version)
-    if not python.exists():
-        required = (os.environ.get(k, "").lower() for k in ("CI", "KVPLAN_REQUIRE_ORACLE"))
-        missing = f"the vLLM {version} oracle virtualenv is missing ({python}); run `make oracle`"
-        if any(v in ("1", "true", "yes") for v in required):
-            pytest.fail(missing)
-        pytest.skip(missing)
+    python = require_oracle_python(version)
     major, minor = (int(x) for x in version.split(".")[:2])
     table = READ_AT[(major, minor)]
     proc = subprocess.run(
