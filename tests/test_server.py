@@ -20,6 +20,7 @@ import pytest
 
 from planner.core.schema import PlanRequest
 from planner.cost import sweep_cost
+from planner.settings import Settings
 from tests.live_server import LiveServer
 from tests.test_cost import pasted
 
@@ -205,7 +206,7 @@ def _rss_bytes(pid: int) -> int:
 
 @pytest.mark.slow
 def _largest_admitted_sweep(base: dict[str, Any]) -> int:
-    limit = 8 << 20  # the default KVPLAN_MAX_RESPONSE_BYTES
+    limit = Settings.model_fields["max_response_bytes"].default  # the live server's
     request = PlanRequest.model_validate(base)
     n = 1
     while sweep_cost(request, n + 1, include_plans=True).response_bytes <= limit:

@@ -16,11 +16,8 @@ oracle script and the oracle version, so a rerun does not start vLLM again.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import random
-import subprocess
 import sys
 from functools import cache
 from pathlib import Path
@@ -33,7 +30,7 @@ from planner.core.capacity import MAX_CONTEXT_SEARCH
 from planner.core.errors import FieldError, PlanError
 from planner.core.schema import PlanRequest
 from planner.service import plan
-from tests.oracle.conftest import AGREEMENT_KEY, SUMMARY_KEY, require_oracle_python
+from tests.oracle.conftest import AGREEMENT_KEY, SUMMARY_KEY, run_cached_oracle
 
 pytestmark = pytest.mark.oracle
 
@@ -220,35 +217,9 @@ def _oracle_inputs(version: str) -> list[dict[str, Any]]:
 
 def _run_oracle(version: str, cache_dir: Path) -> dict[str, dict[str, Any]]:
     """vLLM's figures for every case of one release: one subprocess, cached by content."""
-    python = require_oracle_python(version)
     harness = HARNESS.get(_minor(version))
     assert harness, f"no oracle harness for vLLM {version} (HARNESS lists {sorted(HARNESS)})"
-    inputs = _oracle_inputs(version)
-    # The answers depend on the inputs, the harness, the vLLM release and the pinned set it runs on.
-    key_parts = [json.dumps(inputs, sort_keys=True).encode(), version.encode()]
-    key_parts += [(HERE / n).read_bytes() for n in (harness, f"requirements-{version}.txt")]
-    key = hashlib.sha256(b"\0".join(key_parts)).hexdigest()[:20]
-    out_path = cache_dir / f"{version}-{key}.json"
-    if not out_path.exists():
-        in_path = cache_dir / f"{version}-{key}.in.json"
-        in_path.write_text(json.dumps(inputs))
-        tmp = out_path.with_suffix(".part")
-        proc = subprocess.run(
-            [str(python), str(HERE / harness), str(in_path), str(tmp)],
-            capture_output=True,
-            text=True,
-            timeout=1800,
-            env={**os.environ, "VLLM_LOGGING_LEVEL": "ERROR"},
-        )
-        if proc.returncode != 0 or not tmp.exists():
-            pytest.fail(
-                f"the vLLM {version} oracle failed (rc {proc.returncode}):\n{proc.stderr[-4000:]}"
-            )
-        tmp.rename(out_path)
-    data = json.loads(out_path.read_text())
-    got = data["meta"]["vllm_version"]
-    assert got == version, f"oracle virtualenv has vLLM {got}, expected {version}"
-    return {r["id"]: r for r in data["results"]}
+    return run_cached_oracle(version, harness, _oracle_inputs(version), cache_dir)
 
 
 @pytest.fixture(scope="session")

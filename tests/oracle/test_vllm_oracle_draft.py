@@ -13,11 +13,8 @@ scheduling modes. Answers are cached like the main oracle's, keyed by inputs and
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import random
-import subprocess
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -27,7 +24,7 @@ import pytest
 from planner.core.capacity import MAX_CONTEXT_SEARCH
 from planner.core.schema import PlanRequest
 from planner.service import plan
-from tests.oracle.conftest import SUMMARY_KEY, require_oracle_python
+from tests.oracle.conftest import SUMMARY_KEY, run_cached_oracle
 from tests.oracle.test_vllm_oracle import (
     FIGURES,
     VLLM_KV_DTYPE,
@@ -217,34 +214,17 @@ def _oracle_inputs() -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="session")
 def draft_oracle(request: pytest.FixtureRequest) -> dict[str, dict[str, Any]]:
-    python = require_oracle_python(VERSION)
     cache_dir = Path(request.config.rootpath) / ".pytest_cache" / "vllm-oracle"
     cache_dir.mkdir(parents=True, exist_ok=True)
-    inputs = _oracle_inputs()
-    parts = [json.dumps(inputs, sort_keys=True).encode(), VERSION.encode()]
-    parts += [(HERE / n).read_bytes() for n in (HARNESS, "vllm_sizing.py")]
-    parts.append((HERE / f"requirements-{VERSION}.txt").read_bytes())
-    key = hashlib.sha256(b"\0".join(parts)).hexdigest()[:20]
-    out_path = cache_dir / f"draft-{VERSION}-{key}.json"
-    if not out_path.exists():
-        in_path = cache_dir / f"draft-{VERSION}-{key}.in.json"
-        in_path.write_text(json.dumps(inputs))
-        tmp = out_path.with_suffix(".part")
-        proc = subprocess.run(
-            [str(python), str(HERE / HARNESS), str(in_path), str(tmp)],
-            capture_output=True,
-            text=True,
-            timeout=3600,
-            env={**os.environ, "VLLM_LOGGING_LEVEL": "ERROR"},
-        )
-        if proc.returncode != 0 or not tmp.exists():
-            pytest.fail(
-                f"the vLLM draft oracle failed (rc {proc.returncode}):\n{proc.stderr[-4000:]}"
-            )
-        tmp.rename(out_path)
-    data = json.loads(out_path.read_text())
-    assert data["meta"]["vllm_version"] == VERSION
-    return {r["id"]: r for r in data["results"]}
+    return run_cached_oracle(
+        VERSION,
+        HARNESS,
+        _oracle_inputs(),
+        cache_dir,
+        prefix="draft-",
+        also_read=("vllm_sizing.py",),
+        timeout_s=3600,
+    )
 
 
 def _body(c: dict[str, Any]) -> dict[str, Any]:

@@ -14,11 +14,8 @@ context and the model's maximum length.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import random
-import subprocess
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -29,7 +26,7 @@ from planner.core.capacity import MAX_CONTEXT_SEARCH
 from planner.core.errors import FieldError, PlanError
 from planner.core.schema import PlanRequest
 from planner.service import plan
-from tests.oracle.conftest import require_oracle_python
+from tests.oracle.conftest import run_cached_oracle
 
 pytestmark = pytest.mark.oracle
 
@@ -188,33 +185,12 @@ def hybrid_oracle(request: pytest.FixtureRequest) -> Any:
 
 def _run(version: str, request: pytest.FixtureRequest) -> dict[str, dict[str, Any]]:
     harness = RELEASES[version][0]
-    python = require_oracle_python(version)
     cache_dir = Path(request.config.rootpath) / ".pytest_cache" / "vllm-oracle"
     cache_dir.mkdir(parents=True, exist_ok=True)
-    inputs = _oracle_inputs(version)
     base = "vllm_sizing.py" if version.startswith("0.33") else "vllm_sizing_0_11.py"
-    parts = [json.dumps(inputs, sort_keys=True).encode(), version.encode()]
-    parts += [(HERE / n).read_bytes() for n in (harness, base)]
-    parts.append((HERE / f"requirements-{version}.txt").read_bytes())
-    key = hashlib.sha256(b"\0".join(parts)).hexdigest()[:20]
-    out_path = cache_dir / f"hybrid-{version}-{key}.json"
-    if not out_path.exists():
-        in_path = cache_dir / f"hybrid-{version}-{key}.in.json"
-        in_path.write_text(json.dumps(inputs))
-        tmp = out_path.with_suffix(".part")
-        proc = subprocess.run(
-            [str(python), str(HERE / harness), str(in_path), str(tmp)],
-            capture_output=True,
-            text=True,
-            timeout=1800,
-            env={**os.environ, "VLLM_LOGGING_LEVEL": "ERROR"},
-        )
-        if proc.returncode != 0 or not tmp.exists():
-            pytest.fail(f"the hybrid oracle failed (rc {proc.returncode}):\n{proc.stderr[-4000:]}")
-        tmp.rename(out_path)
-    data = json.loads(out_path.read_text())
-    assert data["meta"]["vllm_version"] == version
-    return {r["id"]: r for r in data["results"]}
+    return run_cached_oracle(
+        version, harness, _oracle_inputs(version), cache_dir, prefix="hybrid-", also_read=(base,)
+    )
 
 
 def _plan_body(c: dict[str, Any]) -> dict[str, Any]:
