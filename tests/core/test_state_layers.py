@@ -57,6 +57,9 @@ def _counts(config: dict[str, Any]) -> dict[str, int]:
         ("moonshotai/Kimi-Linear-48B-A3B-Instruct", {"kda": 20, "mla": 7}),
         # layer_types: 22 "conv", 8 "full_attention".
         ("LiquidAI/LFM2-2.6B", {"short_conv": 22, "full": 8}),
+        # Qwen3.5 architecture (text_config layer_types): 3 linear_attention, 1 full, repeated.
+        ("Qwen/Qwen3.6-27B", {"gdn": 48, "full": 16}),
+        ("Qwen/Qwen3.6-35B-A3B", {"gdn": 30, "full": 10}),
     ],
 )
 def test_published_configs_layer_mix(model: str, expected: dict[str, int]) -> None:
@@ -95,6 +98,25 @@ def test_nemotron_pattern_and_layers_block_type_agree() -> None:
     # NemotronH keeps its SSM state in fp32 unless the config says otherwise.
     state = next(s for s in a.layers if isinstance(s, Mamba2Spec))
     assert state.ssm_dtype == "fp32"
+
+
+def test_qwen3_5_recurrent_state_is_float32() -> None:
+    # vLLM 0.33 Qwen3_5ForConditionalGenerationConfig sets mamba_ssm_cache_dtype from the
+    # text config's mamba_ssm_dtype ("float32"); gated_delta_net_state_dtype keeps the conv in
+    # the model dtype. Qwen3.6-27B: conv (3, 2·16·128 + 48·128) bf16, recurrent (48, 128, 128)
+    # fp32 = 61,440 + 3,145,728 (the 0.33 oracle's MambaSpec.real_page_size_bytes).
+    for config in (HYBRID["Qwen/Qwen3.6-27B"], HYBRID["Qwen/Qwen3.6-27B"]["text_config"]):
+        shape = shape_from_config(config)
+        gdn = next(s for s in shape.layers if isinstance(s, GatedDeltaNetSpec))
+        assert gdn.ssm_dtype == "fp32"
+        assert gdn.bind(model_dtype="bf16").state_bytes == 3_207_168
+    # Qwen3-Next has no such field: its recurrent state is in the model dtype.
+    qwen = shape_from_config(HYBRID["Qwen/Qwen3-Next-80B-A3B-Instruct"])
+    assert next(s for s in qwen.layers if isinstance(s, GatedDeltaNetSpec)).ssm_dtype == "model"
+    bad = {**HYBRID["Qwen/Qwen3.6-27B"]["text_config"], "mamba_ssm_dtype": "fp8"}
+    with pytest.raises(ModelConfigError) as err:
+        shape_from_config(bad)
+    assert err.value.problems[0].loc == ("model", "mamba_ssm_dtype")
 
 
 def test_state_bytes_follow_vllms_shape_calculator() -> None:
