@@ -29,7 +29,7 @@ from planner.core.speculative import (
     draft_shape_of,
     resolve_speculation,
 )
-from planner.core.speculative_schema import SpeculativeConfig
+from planner.core.speculative_schema import MTP_METHOD_ALIASES, SpeculativeConfig
 from planner.core.units import KVDtype, kv_dtype
 
 
@@ -335,6 +335,8 @@ def resolve_draft(
             f"not model {engine.label}'s draft cache. Plan with engine vllm, or omit "
             "speculative_config",
         )
+    if spec.method in MTP_METHOD_ALIASES:
+        spec = spec.model_copy(update={"method": "mtp"})
     notes: list[Note] = []
     draft_shape = None
     draft_weights: int | None = None

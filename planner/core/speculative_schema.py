@@ -20,7 +20,12 @@ class _Out(BaseModel):
     model_config = ConfigDict(frozen=True)
 
 
-SpeculativeMethod = Literal["eagle", "eagle3", "mtp", "draft_model", "ngram"]
+SpeculativeMethod = Literal[
+    "eagle", "eagle3", "mtp", "draft_model", "ngram", "qwen3_next_mtp", "qwen3_5_mtp"
+]
+# Older method names vLLM 0.33 still takes and replaces with mtp (SpeculativeConfig: "method
+# `...` is deprecated and replaced with mtp").
+MTP_METHOD_ALIASES = frozenset({"qwen3_next_mtp", "qwen3_5_mtp"})
 
 
 class SpeculativeConfig(_Strict):
@@ -29,7 +34,8 @@ class SpeculativeConfig(_Strict):
 
     method: SpeculativeMethod = Field(
         description="eagle, eagle3 (EAGLE heads), mtp (the model's own multi-token-prediction "
-        "layers), draft_model (a smaller model), ngram (prompt lookup: no KV layers)."
+        "layers; qwen3_next_mtp and qwen3_5_mtp are vLLM's older names for it), draft_model "
+        "(a smaller model), ngram (prompt lookup: no KV layers)."
     )
     model: Annotated[str, Field(min_length=1, max_length=200)] | dict[str, Any] | None = Field(
         default=None,
@@ -94,6 +100,7 @@ class SpeculativeBoundsOut(_Out):
 
 
 __all__ = [
+    "MTP_METHOD_ALIASES",
     "DraftOut",
     "SpeculativeBoundsOut",
     "SpeculativeConfig",

@@ -169,6 +169,39 @@ def test_vllm_raises_the_block_and_pads_the_state_page() -> None:
     assert {"block.vllm_hybrid_raised", "state.vllm_mode"} <= codes
 
 
+@pytest.mark.parametrize(
+    ("model", "spec", "prefix_caching", "expected"),
+    [
+        # vLLM 0.33 (the hybrid oracle's harness, 40 GiB, 32,768 tokens, mnbt 8,192, async):
+        # Qwen3-Next with one MTP token: the MTP layer joins the 12 attention layers (13; the
+        # state groups get one padding layer), conv rows 3 + 1, 2 + 1 + 1 GDN blocks.
+        ("Qwen/Qwen3-Next-80B-A3B-Instruct", {"method": "mtp", "num_speculative_tokens": 1},
+         None, (576, 2800, 40.58, 13, 4)),
+        # vLLM's older method name is the same draft.
+        ("Qwen/Qwen3-Next-80B-A3B-Instruct",
+         {"method": "qwen3_next_mtp", "num_speculative_tokens": 1}, None,
+         (576, 2800, 40.58, 13, 4)),
+        # Qwen3.6-27B, 3 MTP tokens, prefix caching off: 1 + 3 state blocks.
+        ("Qwen/Qwen3.6-27B", {"method": "mtp", "num_speculative_tokens": 3}, False,
+         (800, 771, 14.55, 17, 4)),
+    ],
+)  # fmt: skip
+def test_mtp_drafts_on_gated_delta_net_hybrids(
+    model: str, spec: dict[str, Any], prefix_caching: bool | None, expected: tuple[Any, ...]
+) -> None:
+    body: dict[str, Any] = {"kv_budget_bytes": 40 << 30, "max_num_batched_tokens": 8192}
+    if prefix_caching is not None:
+        body["enable_prefix_caching"] = prefix_caching
+    p = _plan(HYBRID[model], speculative_config=spec, **body)
+    cap = p.capacity
+    assert cap is not None and p.model.draft is not None
+    full = next(g for g in cap.kv_groups if g.kind == "full")
+    state = next(g for g in cap.kv_groups if g.kind == "mamba")
+    got = (p.block_size, cap.num_blocks, cap.engine_reported_concurrency, full.layers)
+    assert (*got, state.blocks_per_request) == expected
+    assert p.model.draft.kv_layers == 1
+
+
 def test_model_output_names_the_mixers() -> None:
     p = _plan(HYBRID["Qwen/Qwen3-Next-80B-A3B-Instruct"])
     state = [g for g in p.model.groups if g.kind == "mamba"]
