@@ -5,8 +5,11 @@ other engines' rules."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
+from planner.catalog import get_model
 from planner.core.errors import FieldError
 from tests.core.conftest import GiB, run
 
@@ -160,6 +163,47 @@ def test_mla_fp8_e5m2_kv_cache(version: str, block_size: int | None) -> None:
     with pytest.raises(FieldError) as err:
         run(**body)
     assert err.value.problems[0].field == "kv_cache_dtype"
+
+
+def _v32() -> dict[str, Any]:
+    """DeepSeek-V3.2: DeepSeek-V3's shape with the published indexer fields."""
+    cfg = dict(get_model("deepseek-ai/DeepSeek-V3").config)
+    cfg.update(model_type="deepseek_v32", architectures=["DeepseekV32ForCausalLM"],
+               index_head_dim=128, index_n_heads=64, index_topk=2048)  # fmt: skip
+    return cfg
+
+
+@pytest.mark.parametrize(
+    ("kv", "dtype", "blocks"),
+    [
+        # vLLM 0.33 (its own sizing code run on CPU; TP 8, 40 GiB, 32,768 tokens): fp8 goes to
+        # FlashMLA-sparse as fp8_ds_mla (656 + 132 indexer B/token), fp8_e4m3 to FlashInfer-
+        # MLA-sparse as plain fp8 (576 + 132), a bf16 cache becomes auto for V3.2
+        # (DeepseekV32ForCausalLM.verify_and_update_config), so a float16 model keeps it.
+        ("fp8", "auto", 13961),
+        ("fp8_e4m3", "auto", 15538),
+        ("bf16", "float16", 8568),
+        ("auto", "float16", 8568),
+        # No sparse backend runs a quantized cache with a float16 model.
+        ("fp8", "float16", None),
+        ("fp8_e4m3", "float16", None),
+    ],
+)
+def test_deepseek_v32_cache_dtypes(kv: str, dtype: str, blocks: int | None) -> None:
+    body: dict[str, Any] = dict(
+        model=_v32(), kv_cache_dtype=kv, tensor_parallel_size=8, kv_budget_bytes=B40,
+        context_tokens=32768, max_num_batched_tokens=8192,
+    )  # fmt: skip
+    if dtype != "auto":
+        body["dtype"] = dtype
+    if blocks is None:
+        with pytest.raises(FieldError) as err:
+            run(**body)
+        assert err.value.problems[0].field == "dtype"
+        return
+    p = run(**body)
+    assert p.block_size == 64 and p.capacity is not None
+    assert p.capacity.num_blocks == blocks
 
 
 def test_head_dim_explicit_beats_hidden_over_heads() -> None:
