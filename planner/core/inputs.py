@@ -204,6 +204,8 @@ def resolve(
     dtype_notes += more
     explicit_kv = request.kv_cache_dtype.strip().lower() != "auto"
     engine.validate(shape, tp, pp, kv, model_dtype, explicit_kv)
+    shape = engine.bind_layers(shape, kv, model_dtype)  # the draft copies these layers too
+    model = replace(model, shape=shape)
     notes.extend(layer_form_notes(shape))
     speculation = None
     if request.speculative_config is not None:

@@ -182,6 +182,10 @@ class Engine:
         """The KV-cache dtypes this release accepts (kvplan's names)."""
         return self.kv_cache_dtypes
 
+    def bind_layers(self, shape: ModelShape, kv: KVDtype, model_dtype: str) -> ModelShape:
+        """The shape with its layers stored as this engine stores them (as parsed by default)."""
+        return shape
+
     # -- state layers (Mamba, linear attention) -----------------------------------------------
     def bind_state(
         self,

@@ -21,7 +21,11 @@ from planner.core.engines.vllm.groups import (
 )
 from planner.core.engines.vllm.hybrid import VllmStateLayers
 from planner.core.engines.vllm.launch import big_gpu, vllm_serve_command
-from planner.core.engines.vllm.layer_rules import check_shared_kv_parallel, sparse_mla_block
+from planner.core.engines.vllm.layer_rules import (
+    bind_sparse_mla,
+    check_shared_kv_parallel,
+    sparse_mla_block,
+)
 from planner.core.engines.vllm.logs import (
     LOG_EXAMPLE,
     LOG_HINTS,
@@ -140,6 +144,9 @@ class Vllm(VllmStateLayers, Engine):
 
     def check_gpu(self, shape: ModelShape, gpu: Gpu) -> None:
         check_quantization_on_gpu(self.version, shape, gpu)
+
+    def bind_layers(self, shape: ModelShape, kv: KVDtype, model_dtype: str) -> ModelShape:
+        return bind_sparse_mla(self.version, shape)
 
     # -- settings ----------------------------------------------------------------------------
     def block_size(
