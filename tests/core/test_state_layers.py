@@ -291,3 +291,15 @@ def test_vllm_011_switches_prefix_caching_off_for_hybrids() -> None:
     new = _plan(kimi, engine_version="0.33", tensor_parallel_size=2, **body)
     assert old.totals.prefix_shared_bytes_saved == 0
     assert new.totals.prefix_shared_bytes_saved > 0
+
+
+def test_vllm_011_has_no_qwen3_5_and_no_checked_gdn_drafts() -> None:
+    # vLLM 0.11.0's wheel has no qwen3_5.py and its registry no Qwen3_5 architecture; MTP on a
+    # gated-delta-net hybrid is sized as 0.33 does only.
+    with pytest.raises(FieldError) as err:
+        _plan(HYBRID["Qwen/Qwen3.6-27B"], engine_version="0.11")
+    assert err.value.problems[0].field == "engine_version"
+    with pytest.raises(FieldError) as err:
+        _plan(HYBRID["Qwen/Qwen3-Next-80B-A3B-Instruct"], engine_version="0.11",
+              speculative_config={"method": "mtp", "num_speculative_tokens": 1})  # fmt: skip
+    assert err.value.problems[0].field == "speculative_config.method"
