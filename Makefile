@@ -12,8 +12,13 @@ AXE := build/axe/node_modules/axe-core/axe.min.js
 # pinned set in tests/oracle/requirements-x.txt, the wheel --no-deps), runs its harnesses live and
 # fails on any difference from the fixture; `make oracle-update RELEASE=x` rewrites the fixture.
 # The releases are listed once, in tests/oracle/versions.txt (newest first: the default RELEASE).
-ORACLE_VERSIONS := $(shell grep -v '^\#' tests/oracle/versions.txt)
+# ENGINE=sglang takes its releases from tests/oracle/versions-sglang.txt and its virtualenvs
+# from .venv-oracle-sglang-x (requirements-sglang-x.txt).
+ENGINE ?= vllm
+ORACLE_LIST := tests/oracle/$(if $(filter vllm,$(ENGINE)),versions.txt,versions-$(ENGINE).txt)
+ORACLE_VERSIONS := $(shell grep -v '^\#' $(ORACLE_LIST) | awk '{print $$1}')
 RELEASE ?= $(firstword $(ORACLE_VERSIONS))
+ORACLE_VENV := .venv-oracle-$(if $(filter vllm,$(ENGINE)),,$(ENGINE)-)$(RELEASE)
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
@@ -53,12 +58,26 @@ install: $(STAMP)
 	rm -rf build/wheels/vllm-$*
 	touch $@
 
-oracle: $(STAMP) .venv-oracle-$(RELEASE)/.installed
-	KVPLAN_ORACLE_RELEASE=$(RELEASE) KVPLAN_REQUIRE_ORACLE=1 $(BIN)/python -m pytest tests/oracle
+# SGLang's the same way: its pinned set, then the wheel --no-deps (the stubs its sizing code
+# needs on CPU are in the harness, tests/oracle/sglang_*.py).
+.venv-oracle-sglang-%/.installed: tests/oracle/requirements-sglang-%.txt
+	rm -rf .venv-oracle-sglang-$* build/wheels/sglang-$*
+	$(PYTHON) -m pip download -q --no-deps --dest build/wheels/sglang-$* sglang==$*
+	$(PYTHON) -m venv .venv-oracle-sglang-$*
+	.venv-oracle-sglang-$*/bin/python -m pip install -q --upgrade pip
+	.venv-oracle-sglang-$*/bin/python -m pip install -q -r $<
+	.venv-oracle-sglang-$*/bin/python -m pip install -q --no-deps build/wheels/sglang-$*/sglang-*.whl
+	cd build/wheels/sglang-$* && sha256sum sglang-*.whl | awk '{print $$2, $$1}' > ../../../.venv-oracle-sglang-$*/.wheel
+	rm -rf build/wheels/sglang-$*
+	touch $@
 
-oracle-update: $(STAMP) .venv-oracle-$(RELEASE)/.installed
-	KVPLAN_ORACLE_RELEASE=$(RELEASE) KVPLAN_ORACLE_WRITE=1 KVPLAN_REQUIRE_ORACLE=1 \
-	  $(BIN)/python -m pytest tests/oracle
+ORACLE_ENV = KVPLAN_ORACLE_ENGINE=$(ENGINE) KVPLAN_ORACLE_RELEASE=$(RELEASE) KVPLAN_REQUIRE_ORACLE=1
+
+oracle: $(STAMP) $(ORACLE_VENV)/.installed
+	$(ORACLE_ENV) $(BIN)/python -m pytest tests/oracle
+
+oracle-update: $(STAMP) $(ORACLE_VENV)/.installed
+	$(ORACLE_ENV) KVPLAN_ORACLE_WRITE=1 $(BIN)/python -m pytest tests/oracle
 
 lint: $(STAMP)
 	$(BIN)/ruff check planner tests bench

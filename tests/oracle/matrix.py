@@ -66,8 +66,10 @@ def _truthy(name: str) -> bool:
     return os.environ.get(name, "").lower() in ("1", "true", "yes")
 
 
-def live_release() -> str | None:
-    """The release whose harnesses run live in this session (make oracle), or None."""
+def live_release(engine: str = "vllm") -> str | None:
+    """The release of `engine` whose harnesses run live in this session (make oracle), or None."""
+    if os.environ.get("KVPLAN_ORACLE_ENGINE", "vllm") != engine:
+        return None
     return os.environ.get("KVPLAN_ORACLE_RELEASE") or None
 
 
@@ -76,8 +78,7 @@ def _required() -> bool:
 
 
 def _regenerate_hint(engine: str, release: str) -> str:
-    target = "oracle-update" if engine == "vllm" else f"oracle-update ENGINE={engine}"
-    return f"`make {target} RELEASE={release}`"
+    return f"`make oracle-update ENGINE={engine} RELEASE={release}`"
 
 
 def release_python(engine: str, release: str) -> Path:
@@ -205,7 +206,7 @@ def oracle_results(
     harness_sha = _harness_sha(harness, also_read)
     fixture = _read_fixture(path)
     hint = _regenerate_hint(engine, release)
-    if live_release() != release:
+    if live_release(engine) != release:
         if fixture is None:
             pytest.fail(f"no fixture {path.relative_to(ROOT)} for {engine} {release}; {hint}")
         if fixture["provenance"].get("release") != fixture_release(release, engine):

@@ -39,6 +39,7 @@ def fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setitem(matrix.ENGINE_VENV, "fake", ".venv-fake-{release}")
     for k in ("KVPLAN_ORACLE_RELEASE", "KVPLAN_ORACLE_WRITE", "CI", "KVPLAN_REQUIRE_ORACLE"):
         monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("KVPLAN_ORACLE_ENGINE", "fake")
     return tmp_path
 
 
@@ -123,6 +124,12 @@ def test_shared_release_is_checked_against_the_other_fixture(
     with pytest.raises(pytest.fail.Exception, match="needs a fixture of its own"):
         _ask("2.0.0")
     assert not matrix.fixture_path("fake", "2.0.0", "h").exists()
+
+
+def test_live_release_is_per_engine(fake: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KVPLAN_ORACLE_RELEASE", "2.1.0")
+    assert matrix.live_release("fake") == "2.1.0"
+    assert matrix.live_release("vllm") is None  # another engine's release is not run live
 
 
 def test_missing_virtualenv_fails_where_required(
