@@ -332,3 +332,21 @@ def test_default_max_num_seqs_caps_running_requests() -> None:
     long = run(model="meta-llama/Llama-3.1-8B", gpu="H100-SXM-80GB", context_tokens=32768)
     assert long.capacity is not None and long.capacity.limited_by == "kv_blocks"
     assert long.capacity.max_running_requests == long.capacity.max_requests
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        # vLLM 0.33 (its own config code, the plain oracle grid): ModelConfig refuses a
+        # max_model_len beyond the model's before VllmConfig refuses the fp16 cache of a bf16
+        # model...
+        ({"model": "meta-llama/Llama-3.1-8B", "kv_cache_dtype": "fp16"}, "context_tokens"),
+        # ...and before any MLA backend is chosen; the model dtype is checked before both.
+        ({"model": "deepseek-ai/DeepSeek-V2-Lite", "kv_cache_dtype": "fp8_e5m2"}, "context_tokens"),
+        ({"model": "google/gemma-2-9b", "dtype": "float16", "kv_cache_dtype": "fp16"}, "dtype"),
+    ],
+)
+def test_vllm_refuses_a_too_long_context_first(body: dict[str, Any], field: str) -> None:
+    with pytest.raises(FieldError) as err:
+        run(**body, context_tokens=1 << 20, kv_budget_bytes=B40)
+    assert err.value.problems[0].field == field

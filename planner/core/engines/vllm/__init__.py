@@ -89,6 +89,7 @@ class Vllm(VllmStateLayers, Engine):
     kv_sharing = speculative_drafts = True  # Gemma-3n sharing, draft layers (layer_rules)
     takes_async_scheduling: ClassVar[bool] = True
     long_context_override: ClassVar[str | None] = "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1"
+    context_checked_early: ClassVar[bool] = True  # ModelConfig, before VllmConfig's checks
     # CacheDType (vllm/config/cache.py): float16 from 0.18, per-token-head scales from 0.20.
     kv_cache_dtypes: ClassVar[tuple[str, ...]] = (
         "auto", "fp16", "bf16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc",
