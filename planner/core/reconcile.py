@@ -182,8 +182,7 @@ def _engine_at_version(name: str, log: ParsedLog, notes: Notes, given: str | Non
             version=newest.version_text,
         )
         return newest
-    first, last = cls.releases.first, cls.releases.last
-    clamped = min(max(parsed, first), last)
+    clamped = cls.releases.clamp(parsed)
     if clamped != parsed:
         notes.add(
             "reconcile.version_outside_rules",

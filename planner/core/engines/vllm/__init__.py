@@ -48,6 +48,7 @@ from planner.core.engines.vllm.releases import (
     MLA_BACKEND_PRIORITY_SINCE,
     MLA_BLOCK_HONOURED_SINCE,
     PER_TOKEN_HEAD_KV_SINCE,
+    RELEASES,
     TOKENS_FROM_CONCURRENCY_SINCE,
     UTIL_092_SINCE,
     V2_RUNNER_SINCE,
@@ -68,8 +69,6 @@ from planner.core.units import GiB, KVDtype
 if TYPE_CHECKING:  # these import the registry
     from planner.core.inputs import Inputs
     from planner.core.recommend_schema import EngineSettings
-
-RELEASES = Releases(first=(0, 9, 0), last=(0, 33, 0), default=(0, 33, 0))
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,11 @@ shipped code has it, read in vLLM's wheels; the rules themselves are in this pac
 
 from __future__ import annotations
 
+from planner.core.engines.versions import Releases
+
+# The releases whose rules kvplan models (every minor line, their patch and pre-releases).
+RELEASES = Releases(first=(0, 9, 0), last=(0, 33, 0), default=(0, 33, 0))
+
 # Async scheduling on by default for generative models (SchedulerConfig.async_scheduling=None
 # resolved in VllmConfig.__post_init__, PR #27614); 0.14 alone turned it off again under PP.
 ASYNC_DEFAULT_SINCE = (0, 14)
@@ -15,7 +20,8 @@ IN_FLIGHT_ADMISSION_SINCE = (0, 26)
 # batches in flight (VllmConfig.max_concurrent_batches).
 V2_RUNNER_SINCE = (0, 29)
 # "GPU KV cache size: N tokens" = int(max_concurrency × max_model_len) (get_kv_cache_capacity);
-# before, num_blocks // groups × block_size. A patch release: 0.20.0 still had the old one.
+# before, num_blocks // groups × block_size. A patch release: 0.20.0 and 0.20.1rc1 (real
+# logs) still had the old one, so 0.20.1's pre-releases come before it (versions.since).
 TOKENS_FROM_CONCURRENCY_SINCE = (0, 20, 1)
 # gpu_memory_utilization default 0.92 (vllm/config/cache.py, PR #38284); 0.9 before.
 UTIL_092_SINCE = (0, 20)

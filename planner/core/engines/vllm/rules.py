@@ -5,33 +5,29 @@ Read in the released wheels; see `budget.py` for the sources."""
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from typing import Literal
 
+from planner.core.engines.versions import Version, parse_version, since, version_text
+from planner.core.engines.vllm.releases import RELEASES
 from planner.core.errors import FieldError
 from planner.core.units import GiB
 
-Version = tuple[int, int, int]
-OLDEST: Version = (0, 9, 0)
-NEWEST_MINOR = 33
-
-_VERSION_RE = re.compile(r"^\s*v?(\d+)\.(\d+)(?:\.(\d+))?")
-
 
 def parse_vllm_version(text: str) -> Version:
-    """'0.19.0', '0.29.1rc1.dev17+gd2d…', 'v0.15.2rc1' → (major, minor, patch); refuses others."""
-    m = _VERSION_RE.match(text or "")
-    if not m:
+    """'0.19.0', '0.29.1rc1.dev17+gd2d…', 'v0.15.2rc1' → the release (pre-releases kept, so
+    that they order before their final release); refuses a release outside `RELEASES`."""
+    words = (text or "").split()
+    v = parse_version(words[0]) if words else None  # "0.10.1.dev (main, …)": its first word
+    if v is None:
         raise FieldError(
             "engine_version", f"{text!r} is not a vLLM version; give one such as '0.19.0'"
         )
-    v = (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0))
-    if v < OLDEST or v[0] != 0 or v[1] > NEWEST_MINOR:
+    if not RELEASES.covers(v):
         raise FieldError(
             "engine_version",
             f"vLLM {text} is outside the releases whose memory profiling is modelled "
-            f"(0.9.0–0.{NEWEST_MINOR}.x)",
+            f"({version_text(RELEASES.first)}.0–{version_text(RELEASES.last)}.x)",
         )
     return v
 
@@ -149,7 +145,7 @@ _RULES: tuple[VllmRules, ...] = (
 
 def vllm_rules(engine_version: str) -> VllmRules:
     v = parse_vllm_version(engine_version)
-    return [r for r in _RULES if r.since <= v][-1]
+    return [r for r in _RULES if since(v, r.since)][-1]
 
 
 def vllm_default_memory_utilization(engine_version: str) -> float:
