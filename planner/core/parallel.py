@@ -9,13 +9,25 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Literal, Protocol
 
 from planner.core.model import ModelShape
 from planner.core.specs import LayerSpec, Stack, cache_layers, stack_of
 
-if TYPE_CHECKING:  # the engines build pools from Stages
-    from planner.core.engines.base import Engine, ExtraLayers
+# Where the L % pp leftover layers go: vLLM one each to the stages just before the last, SGLang
+# to the last ones, TensorRT-LLM to the first ones.
+ExtraLayers = Literal["before_last", "last", "first"]
+
+
+class Engine(Protocol):
+    """How an engine shards layers (`planner.core.engines.base.Engine` is one)."""
+
+    @property
+    def pp_extra_layers(self) -> ExtraLayers: ...
+
+    def kv_heads_per_rank(self, kv_heads: int, tp: int) -> int: ...
+
+    def rank_spec(self, spec: LayerSpec, tp: int) -> LayerSpec: ...
 
 
 def pipeline_stage_layers(

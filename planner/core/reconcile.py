@@ -13,10 +13,12 @@ from typing import Any
 
 from planner.core.answer import NoteOut
 from planner.core.engines import Engine, engine_class, engine_labels, log_engines
+from planner.core.engines.readers import read_log
 from planner.core.engines.versions import parse_version, version_text
 from planner.core.errors import FieldError, PlanError
 from planner.core.inputs import Catalog, ResolvedModel, resolve_draft
-from planner.core.logs import Fact, ParsedLog, engine_hint, parse_log
+from planner.core.logs import Fact, ParsedLog
+from planner.core.logs.parse import engine_hint, parse_log
 from planner.core.model import ModelShape, shape_from_config
 from planner.core.notes import Notes, Param
 from planner.core.reconcile_common import Ctx, Resolved
@@ -280,7 +282,7 @@ def reconcile(req: ReconcileRequest, *, catalog: Catalog) -> ReconcileResult:
     )
     if req.settings.enable_prefix_caching is not None:
         ctx.plan_extra["enable_prefix_caching"] = req.settings.enable_prefix_caching
-    fmt = engine.reconcile_log(ctx)
+    fmt = read_log(ctx)
     if log.lines_truncated:
         ctx.notes.add("reconcile.lines_truncated", lines=log.lines_truncated)
     statuses = [c.status for c in ctx.checks]
