@@ -24,6 +24,7 @@ from planner.core.model import ModelShape
 from planner.core.notes import Note, Param, note
 from planner.core.parallel import ExtraLayers, Stages
 from planner.core.specs import LayerSpec, WindowPolicy, cdiv
+from planner.core.speculative import Speculation
 from planner.core.units import GiB, KVDtype, fmt_gib
 
 if TYPE_CHECKING:
@@ -113,6 +114,10 @@ class Engine:
                 "transformers, which give those layers no cache",
             )
         self.validate_parallel(shape, tp, pp)
+
+    def speculation(self, sp: Speculation) -> Speculation:
+        """The speculative draft as this release sizes it (FieldError for a method it lacks)."""
+        return sp
 
     def validate_parallel(self, shape: ModelShape, tp: int, pp: int) -> None:
         """The parallel sizes the engine accepts for this model."""

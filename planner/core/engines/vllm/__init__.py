@@ -22,7 +22,8 @@ from planner.core.engines.vllm.groups import (
 )
 from planner.core.engines.vllm.hybrid import VllmStateLayers
 from planner.core.engines.vllm.launch import big_gpu, vllm_serve_command
-from planner.core.engines.vllm.layer_rules import check_shared_kv_parallel, sparse_mla_block
+from planner.core.engines.vllm.layer_rules import check_shared_kv_parallel as check_shared
+from planner.core.engines.vllm.layer_rules import sparse_mla_block, speculation_at
 from planner.core.engines.vllm.logs import (
     LOG_EXAMPLE,
     LOG_HINTS,
@@ -65,6 +66,7 @@ from planner.core.model import ModelShape
 from planner.core.notes import Note, Param, note
 from planner.core.parallel import Stages
 from planner.core.specs import ChunkedLocalSpec, LayerSpec, Stack, WindowPolicy
+from planner.core.speculative import Speculation
 from planner.core.units import GiB, KVDtype
 
 
@@ -132,7 +134,10 @@ class Vllm(VllmStateLayers, Engine):
     ) -> None:
         super().validate(shape, tp, pp, kv_dtype, model_dtype, kv_explicit)
         refuse(self.version, shape, tp, kv_dtype, model_dtype)
-        check_shared_kv_parallel(shape, pp)
+        check_shared(shape, pp)
+
+    def speculation(self, sp: Speculation) -> Speculation:
+        return speculation_at(self.version, sp)
 
     def check_gpu(self, shape: ModelShape, gpu: Gpu) -> None:
         check_quantization_on_gpu(self.version, shape, gpu)
@@ -311,8 +316,7 @@ class Vllm(VllmStateLayers, Engine):
     def startup_need(
         self, pool: VllmPool, stage_stacks: Sequence[Stack], whole_model: Callable[[], Stack]
     ) -> Callable[[int], int]:
-        """Bytes the start check counts for one request of a length (`need.startup_need`):
-        what plan() and the log reader both ask."""
+        """What the start check counts for one request of a length (plan() and log reader)."""
         return startup_need(self, pool, stage_stacks, whole_model)
 
     def estimate_max_len(

@@ -1,11 +1,17 @@
-"""vLLM's rules for the layer kinds beyond plain attention: KV sharing and sparse MLA."""
+"""vLLM's rules for the layer kinds beyond plain attention: KV sharing, sparse MLA and the
+speculative draft's methods."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from planner.core.engines.versions import Version, since, version_text
+from planner.core.engines.vllm.releases import DFLASH_FILL_IN_SLOT_SINCE, DFLASH_SINCE
 from planner.core.errors import FieldError
 from planner.core.model import ModelShape
 from planner.core.notes import Note, note
 from planner.core.specs import IndexerSpec
+from planner.core.speculative import Speculation
 
 # FlashMLA-sparse's only kernel block size on SM90 (DeepSeek-V3.2's indexer backend).
 SPARSE_MLA_BLOCK = 64
@@ -37,4 +43,21 @@ def sparse_mla_block(requested: int | None, shape: ModelShape) -> tuple[int, lis
     return block, [note("block.vllm_sparse_mla", block=block)]
 
 
-__all__ = ["SPARSE_MLA_BLOCK", "check_shared_kv_parallel", "sparse_mla_block"]
+def speculation_at(version: Version, sp: Speculation) -> Speculation:
+    """The draft as this release sizes it (kvplan's speculative rules are 0.33's); a method the
+    release lacks is refused with its reason."""
+    if sp.method != "dflash":
+        return sp
+    if not since(version, DFLASH_SINCE):
+        raise FieldError(
+            ("speculative_config", "method"),
+            f"vLLM {version_text(version)} has no speculative method 'dflash' (SpeculativeConfig "
+            "takes it from vLLM 0.20); use eagle3, or plan for vLLM 0.20 or later",
+        )
+    if not since(version, DFLASH_FILL_IN_SLOT_SINCE):
+        # Before 0.23 the scheduler reserved DFlash k lookahead slots, as for EAGLE.
+        return replace(sp, lookahead_tokens=sp.num_speculative_tokens)
+    return sp
+
+
+__all__ = ["SPARSE_MLA_BLOCK", "check_shared_kv_parallel", "sparse_mla_block", "speculation_at"]

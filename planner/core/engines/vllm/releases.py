@@ -54,6 +54,11 @@ BIG_GPU_16K_SINCE = (0, 28)
 # below ratio × the smallest: never up to 0.11, 1.25 in 0.12–0.17, 1.5 from 0.18.
 GROUP_RATIO_125_SINCE = (0, 12)
 GROUP_RATIO_15_SINCE = (0, 18)
+# Speculative method "dflash" (SpeculativeConfig.method, vllm/config/speculative.py; absent in
+# 0.19.1's wheel, present in 0.20.0's); its drafter reserves k lookahead slots, k + 1 from 0.23
+# (v1/core/sched/scheduler.py, then VllmConfig.num_lookahead_tokens from 0.28).
+DFLASH_SINCE = (0, 20)
+DFLASH_FILL_IN_SLOT_SINCE = (0, 23)
 
 # -- what each release's start-up log looks like ------------------------------------------------
 # The fact kinds (engines/vllm/logs.py) whose source line a log prints ("[gpu_worker.py:298]
