@@ -23,8 +23,8 @@ from tests.core.test_reconcile import FIXTURES, INPUTS, coded, run
 @pytest.mark.parametrize(
     ("fixture_id", "release", "code", "params"),
     [
-        # LMCache#1739, opened 2025-10-03: every line is 0.10.2's (0.11.0 moved the KV-size
-        # lines to kv_cache_utils.py:1087/1091); 0.10.2 was the release of that September.
+        # LMCache#1739, its lines dated 10-03 (an Oct-2025 log): every line is 0.10.2's; 0.11.0
+        # prints the same worker line but its KV-size lines at kv_cache_utils.py:1087/1091.
         (
             "vllm-v1-qwen3-14b-lmcache1739",
             "0.10.2",

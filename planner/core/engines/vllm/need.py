@@ -4,23 +4,32 @@ one copy that plan() and the log reader both ask (`Vllm.startup_need`, `Vllm.est
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable, Sequence
+from typing import Protocol
 
 from planner.core.capacity import MAX_CONTEXT_SEARCH
-from planner.core.engines.versions import since
+from planner.core.engines.versions import Version, since
 from planner.core.engines.vllm.groups import VllmPool, one_request_bytes
 from planner.core.engines.vllm.releases import POOL_NEED_SINCE
 from planner.core.engines.vllm.rules import vllm_max_len_scope
 from planner.core.engines.vllm.start import vllm_estimate_max_model_len
-from planner.core.specs import Stack
+from planner.core.specs import LayerSpec, Stack
 
-if TYPE_CHECKING:
-    from planner.core.engines.vllm import Vllm
+
+class Release(Protocol):
+    """The vLLM release whose rules count (`Vllm` is one)."""
+
+    @property
+    def version(self) -> Version: ...
+    @property
+    def version_text(self) -> str: ...
+    @property
+    def group_ratio(self) -> float: ...
+    def chunked_sized_full(self, layers: Iterable[LayerSpec]) -> bool: ...
 
 
 def startup_need(
-    engine: Vllm,
+    engine: Release,
     pool: VllmPool,
     stage_stacks: Sequence[Stack],
     whole_model: Callable[[], Stack],
