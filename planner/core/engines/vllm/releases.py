@@ -54,6 +54,27 @@ BIG_GPU_16K_SINCE = (0, 28)
 # below ratio × the smallest: never up to 0.11, 1.25 in 0.12–0.17, 1.5 from 0.18.
 GROUP_RATIO_125_SINCE = (0, 12)
 GROUP_RATIO_15_SINCE = (0, 18)
+# The memory profile (rules.py; `Worker.determine_available_memory`, from 0.12
+# `utils/mem_utils.memory_profiling`): 0.9.0 subtracts the whole peak; from 0.9.1 the increase
+# during the profile, NCCL set-up charged to it; from 0.11 the snapshot follows
+# init_worker_distributed_environment (NCCL no longer charged); from 0.27 consumed memory plus
+# the transient peak headroom.
+PROFILE_INCREASE_SINCE = (0, 9, 1)
+NCCL_UNCHARGED_SINCE = (0, 11)
+CONSUMED_TRANSIENT_SINCE = (0, 27)
+# requested = ceil(total × gpu_memory_utilization) (v1/worker/utils.request_memory); × util,
+# truncated, before.
+REQUEST_CEIL_SINCE = (0, 14)
+# The one-request check and max-length estimate count the whole model under PP in 0.14–0.16
+# (vllm#32105); from 0.17 each worker's own projected layers again.
+WHOLE_MODEL_CHECK_SINCE = (0, 14)
+WORKER_CHECK_SINCE = (0, 17)
+# The dummy sampler's top-k/top-p in Triton (before: PyTorch sort, more bytes per logit).
+TRITON_SAMPLER_SINCE = (0, 17)
+# CUDA-graph memory estimated and logged (GPUModelRunner.profile_cudagraph_memory, PR #30515),
+# subtracted by default from 0.20 (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS default "1").
+GRAPHS_ESTIMATED_SINCE = (0, 18)
+GRAPHS_SUBTRACTED_SINCE = (0, 20)
 # Speculative method "dflash" (SpeculativeConfig.method, vllm/config/speculative.py; absent in
 # 0.19.1's wheel, present in 0.20.0's); its drafter reserves k lookahead slots, k + 1 from 0.23
 # (v1/core/sched/scheduler.py, then VllmConfig.num_lookahead_tokens from 0.28).
