@@ -31,6 +31,14 @@ from tests.core.test_reconcile import FIXTURES, INPUTS, coded, run
             "reconcile.vllm.version_from_line_numbers",
             {"source": "gpu_worker.py:298, kv_cache_utils.py:864, kv_cache_utils.py:868"},
         ),
+        # vllm#25350 quotes one tagged line: "Maximum concurrency" at kv_cache_utils.py:868 is
+        # 0.10.2's alone (0.10.1 logs it at 853 or 1017, 0.11.0 at 1091).
+        (
+            "vllm-v1-fp8kv-mml100k-vllm25350",
+            "0.10.2",
+            "reconcile.vllm.version_from_line_numbers",
+            {"source": "kv_cache_utils.py:868"},
+        ),
         # The IBM Code Engine tutorial states vLLM 0.11.0; its four lines are 0.11.0's alone.
         (
             "vllm-v1-granite4-micro-fp8-l40s-ibmcodeengine",
