@@ -1,9 +1,11 @@
 """Engine versions: parsing what users type ("0.19", "0.19.0", "v0.10.1", "0.20.1rc1") and
 rules keyed by the version ranges in which they held.
 
-A final release is (major, minor, patch). A pre-release carries a fourth number that ranks it
-(`PRE_KINDS`: dev < a < b < rc, then its own number), and it comes before its final release:
-0.20.1rc1 < 0.20.1 (vLLM's "GPU KV cache size" formula changed between those two builds).
+A final release is (major, minor, patch). A pre-release (a, b, rc) carries a fourth number that
+ranks it (`PRE_KINDS`, then its own number), and it comes before its final release: 0.20.1rc1 <
+0.20.1 (vLLM's "GPU KV cache size" formula changed between those two builds). A development
+build named after a release ("0.9.1.dev705+g01220ce89") is that release: vLLM numbers its main
+branch after the last tag, and that build's log prints 0.9.2's source lines, not 0.9.0's.
 """
 
 from __future__ import annotations
@@ -16,31 +18,29 @@ from planner.core.errors import FieldError
 # (major, minor, patch), or (major, minor, patch, pre-release rank) for a pre-release.
 Version = tuple[int, ...]
 
-PRE_KINDS = ("dev", "a", "b", "rc")
+PRE_KINDS = ("a", "b", "rc")
 _PRE_STEP = 10_000  # rank = kind index × step + the pre-release's number
 
 _VERSION_RE = re.compile(
     r"^\s*v?(\d{1,3})\.(\d{1,3})(?:\.(\d{1,3}))?"
     r"(?:\.\d{1,3})?"  # a fourth release number (vLLM 0.9.0.1, 0.10.1.1) is a rebuild
     r"(?:[.-]?(a|b|rc)(\d{1,4}))?"
-    r"(?:[.-]?(dev)(\d{0,4}))?"
+    r"(?:[.-]?dev\d{0,6})?"
     r"(?:[.+-][A-Za-z0-9.+-]*)?\s*$"
 )
 
 
 def parse_version(text: str) -> Version | None:
     """ "0.19" → (0, 19, 0); "v0.10.1" → (0, 10, 1); "0.20.1rc1" → (0, 20, 1, rc1's rank);
-    "0.15.2rc1.dev93+g11a4c9d" → rc1 (a build on the way to rc1 is ordered with it); else None."""
+    "0.15.2rc1.dev93+g11a4c9d" → rc1 (a build past rc1 is ordered with it); "0.9.1.dev705" →
+    (0, 9, 1); else None."""
     m = _VERSION_RE.match(text)
     if not m:
         return None
     base = (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0))
-    if m.group(4):
-        kind, number = m.group(4), int(m.group(5))
-    elif m.group(6):
-        kind, number = "dev", int(m.group(7) or 0)
-    else:
-        return base
+    if not m.group(4):
+        return base  # a final release, or a development build named after it
+    kind, number = m.group(4), int(m.group(5))
     return (*base, PRE_KINDS.index(kind) * _PRE_STEP + min(number, _PRE_STEP - 1))
 
 
@@ -59,8 +59,7 @@ def version_text(version: Version) -> str:
     major, minor, patch = version[:3]
     if is_prerelease(version):
         kind, number = divmod(version[3], _PRE_STEP)
-        sep = "." if PRE_KINDS[kind] == "dev" else ""
-        return f"{major}.{minor}.{patch}{sep}{PRE_KINDS[kind]}{number}"
+        return f"{major}.{minor}.{patch}{PRE_KINDS[kind]}{number}"
     return f"{major}.{minor}" if patch == 0 else f"{major}.{minor}.{patch}"
 
 
