@@ -23,7 +23,11 @@ from planner.core.engines.vllm.groups import (
 from planner.core.engines.vllm.hybrid import VllmStateLayers
 from planner.core.engines.vllm.launch import big_gpu, vllm_serve_command
 from planner.core.engines.vllm.layer_rules import check_shared_kv_parallel as check_shared
-from planner.core.engines.vllm.layer_rules import sparse_mla_block, speculation_at
+from planner.core.engines.vllm.layer_rules import (
+    derived_max_model_len,
+    sparse_mla_block,
+    speculation_at,
+)
 from planner.core.engines.vllm.logs import (
     LOG_EXAMPLE,
     LOG_HINTS,
@@ -277,20 +281,7 @@ class Vllm(VllmStateLayers, Engine):
         return True
 
     def max_model_len(self, shape: ModelShape) -> int | None:
-        """`_get_and_verify_max_len` (0.14+: derive_max_model_len_and_key): the config's
-        length scaled by RoPE scaling (not for su/longrope/llama3 types, nor Gemma-3, whose
-        length is already scaled; yarn scales its original length), and `model_max_length`
-        over both, even when larger."""
-        derived = shape.max_position_embeddings
-        rope = shape.rope_scaling
-        if derived is not None and rope is not None and "gemma3" not in (shape.model_type or ""):
-            kind, factor, original = rope
-            if kind not in ("su", "longrope", "llama3", "default", "mrope"):
-                base = original if kind == "yarn" and original else derived
-                derived = int(base * factor)
-        if shape.model_max_length is not None:
-            return shape.model_max_length
-        return derived
+        return derived_max_model_len(shape)
 
     # -- the memory budget -------------------------------------------------------------------
     def derive_budget(self, inp: PlanInputs, weights_per_rank: int) -> BudgetTerms:

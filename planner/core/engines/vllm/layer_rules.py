@@ -1,5 +1,5 @@
-"""vLLM's rules for the layer kinds beyond plain attention: KV sharing, sparse MLA and the
-speculative draft's methods."""
+"""vLLM's rules for the layer kinds beyond plain attention (KV sharing, sparse MLA), the
+speculative draft's methods, and the model length it derives from the config."""
 
 from __future__ import annotations
 
@@ -43,6 +43,23 @@ def sparse_mla_block(requested: int | None, shape: ModelShape) -> tuple[int, lis
     return block, [note("block.vllm_sparse_mla", block=block)]
 
 
+def derived_max_model_len(shape: ModelShape) -> int | None:
+    """`_get_and_verify_max_len` (0.14+: derive_max_model_len_and_key): the config's length
+    scaled by RoPE scaling (not for su/longrope/llama3 types, nor Gemma-3, whose length is
+    already scaled; yarn scales its original length), and `model_max_length` over both, even
+    when larger."""
+    derived = shape.max_position_embeddings
+    rope = shape.rope_scaling
+    if derived is not None and rope is not None and "gemma3" not in (shape.model_type or ""):
+        kind, factor, original = rope
+        if kind not in ("su", "longrope", "llama3", "default", "mrope"):
+            base = original if kind == "yarn" and original else derived
+            derived = int(base * factor)
+    if shape.model_max_length is not None:
+        return shape.model_max_length
+    return derived
+
+
 def speculation_at(version: Version, sp: Speculation) -> Speculation:
     """The draft as this release sizes it (kvplan's speculative rules are 0.33's); a method the
     release lacks is refused with its reason."""
@@ -60,4 +77,10 @@ def speculation_at(version: Version, sp: Speculation) -> Speculation:
     return sp
 
 
-__all__ = ["SPARSE_MLA_BLOCK", "check_shared_kv_parallel", "sparse_mla_block", "speculation_at"]
+__all__ = [
+    "SPARSE_MLA_BLOCK",
+    "check_shared_kv_parallel",
+    "derived_max_model_len",
+    "sparse_mla_block",
+    "speculation_at",
+]
