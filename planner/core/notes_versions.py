@@ -12,6 +12,11 @@ VERSION_TEMPLATES: dict[str, str] = {
         "The log is from {engine} {named}; kvplan's rules cover {covered}, so {version} rules "
         "were used."
     ),
+    # The version line and the source lines disagree (a development build's name).
+    "reconcile.version_lines_differ": (
+        "The log names {engine} {named}, but its line numbers ({source}) are those of {found} "
+        "alone: a build between releases? The named release's rules were used."
+    ),
     # Sure: every source line the log prints is this release's, and no other release's.
     "reconcile.vllm.version_from_line_numbers": (
         "{engine} {version} rules, inferred from its line numbers ({source})."

@@ -196,6 +196,17 @@ def _engine_at_version(name: str, log: ParsedLog, notes: Notes, given: str | Non
     elif how is not None:
         code, params = how
         notes.add(code, engine=cls.label, version=version_text(clamped), **params)
+    else:
+        lines = newest.release_of_lines([f for f in log.facts if f.engine == name])
+        found = parse_version(lines[0]) if lines else None
+        if lines and found and found[:3] != parsed[:3]:
+            notes.add(
+                "reconcile.version_lines_differ",
+                engine=cls.label,
+                named=named,
+                found=lines[0],
+                source=lines[1],
+            )
     return cls(clamped)
 
 

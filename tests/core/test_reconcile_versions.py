@@ -122,3 +122,24 @@ def test_a_pre_release_version_line_takes_the_rules_before_its_final_release(
     )
     assert r.engine_version == version_line.removesuffix(".0")
     assert ("reconcile.vllm.hybrid_tokens_divided" in coded(r)) is divided
+
+
+def test_a_version_line_the_source_lines_contradict_is_kept_and_said() -> None:
+    # vllm#19996's serve log (tests/fixtures/engine_logs_drafts.jsonl) ran a build the fixture
+    # names 0.9.1.dev705+g01220ce89; its three lines are 0.9.2's alone (0.9.1's wheel logs them
+    # at gpu_worker.py:227 and kv_cache_utils.py:715/719).
+    lines = [
+        "INFO 06-23 14:21:48 [gpu_worker.py:232] Available KV cache memory: 51.63 GiB",
+        "INFO 06-23 14:21:48 [kv_cache_utils.py:716] GPU KV cache size: 410,128 tokens",
+        "INFO 06-23 14:21:48 [kv_cache_utils.py:720] Maximum concurrency for 131,072 tokens per "
+        "request: 3.13x",
+    ]
+    log = "INFO vLLM API server version 0.9.1.dev705+g01220ce89\n" + "\n".join(lines) + "\n"
+    r = reconcile(ReconcileRequest(log=log, model="meta-llama/Llama-3.1-8B"))
+    assert r.engine_version == "0.9.1"
+    assert coded(r)["reconcile.version_lines_differ"] == {
+        "engine": "vLLM",
+        "named": "0.9.1.dev705+g01220ce89",
+        "found": "0.9.2",
+        "source": "gpu_worker.py:232, kv_cache_utils.py:716, kv_cache_utils.py:720",
+    }

@@ -331,6 +331,11 @@ class Engine:
         reconcile adds `engine` and `version`) from a log's own lines, where they tell."""
         return None
 
+    def release_of_lines(self, facts: Sequence[Any]) -> tuple[str, str] | None:
+        """(release, the lines that say so) where every source line the log prints is one
+        release's alone (to hold against the release its version line names)."""
+        return None
+
     # -- launch flags ------------------------------------------------------------------------
     # kvplan KV dtype name → the engine's flag value, for dtypes other than the model's own.
     launch_kv_dtypes: ClassVar[dict[str, str]] = {}

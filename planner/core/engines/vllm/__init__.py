@@ -35,6 +35,7 @@ from planner.core.engines.vllm.logs import (
     LOG_VERSION_MARKERS,
     V0_KINDS,
     V1_KINDS,
+    release_of_lines,
     version_from_log,
 )
 from planner.core.engines.vllm.need import estimate_max_len, startup_need
@@ -311,14 +312,10 @@ class Vllm(VllmStateLayers, Engine):
         return startup_need(self, pool, stage_stacks, whole_model)
 
     def estimate_max_len(
-        self,
-        pool: VllmPool,
-        need: Callable[[int], int],
-        check_memory_bytes: int,
-        stage_stacks: Sequence[Stack],
+        self, pool: VllmPool, need: Callable[[int], int], check: int, stacks: Sequence[Stack]
     ) -> int:
-        """vLLM's estimate of the longest max_model_len over its check's memory."""
-        return estimate_max_len(pool, need, check_memory_bytes, stage_stacks)
+        """vLLM's estimate of the longest max_model_len over its check's memory (`check`)."""
+        return estimate_max_len(pool, need, check, stacks)
 
     def _need(self, inp: PlanInputs, pool: VllmPool) -> tuple[Callable[[int], int], Stages]:
         stages = Stages.of(inp.shape, self, inp.tp, inp.pp)
@@ -372,6 +369,9 @@ class Vllm(VllmStateLayers, Engine):
 
     def version_from_log(self, facts: Sequence[Any]) -> tuple[str, str, dict[str, Param]] | None:
         return version_from_log(facts)
+
+    def release_of_lines(self, facts: Sequence[Any]) -> tuple[str, str] | None:
+        return release_of_lines(facts)
 
     # -- launch flags ------------------------------------------------------------------------
     launch_kv_dtypes: ClassVar[dict[str, str]] = {

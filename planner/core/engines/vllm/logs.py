@@ -262,6 +262,14 @@ def version_from_log(facts: Sequence[Any]) -> tuple[str, str, dict[str, Param]] 
     return None
 
 
+def release_of_lines(facts: Sequence[Any]) -> tuple[str, str] | None:
+    """(release, its lines) where every source line the log prints is that release's alone."""
+    found = version_from_log(facts)
+    if found is None or found[1] != "reconcile.vllm.version_from_line_numbers":
+        return None
+    return found[0], str(found[2]["source"])
+
+
 __all__ = [
     "LOG_EXAMPLE",
     "LOG_HINTS",
@@ -269,5 +277,6 @@ __all__ = [
     "LOG_VERSION_MARKERS",
     "V0_KINDS",
     "V1_KINDS",
+    "release_of_lines",
     "version_from_log",
 ]
