@@ -15,6 +15,7 @@ from planner.core.engines.base import Engine
 from planner.core.engines.reads import LaunchSettings, PlanInputs, Scheduling
 from planner.core.engines.versions import Releases, since
 from planner.core.engines.vllm.budget import vllm_budget
+from planner.core.engines.vllm.drafts import speculation_at
 from planner.core.engines.vllm.groups import (
     VllmPool,
     vllm_groups,
@@ -22,12 +23,7 @@ from planner.core.engines.vllm.groups import (
 )
 from planner.core.engines.vllm.hybrid import VllmStateLayers
 from planner.core.engines.vllm.launch import big_gpu, vllm_serve_command
-from planner.core.engines.vllm.layer_rules import check_shared_kv_parallel as check_shared
-from planner.core.engines.vllm.layer_rules import (
-    derived_max_model_len,
-    sparse_mla_block,
-    speculation_at,
-)
+from planner.core.engines.vllm.layer_rules import check_shared_kv_parallel, sparse_mla_block
 from planner.core.engines.vllm.logs import (
     LOG_EXAMPLE,
     LOG_HINTS,
@@ -60,6 +56,7 @@ from planner.core.engines.vllm.releases import (
     UTIL_092_SINCE,
     V2_RUNNER_SINCE,
 )
+from planner.core.engines.vllm.rules import derived_max_model_len
 from planner.core.engines.vllm.start import (
     vllm_check_memory_bytes,
     vllm_estimate_max_model_len,
@@ -139,10 +136,7 @@ class Vllm(VllmStateLayers, Engine):
     ) -> None:
         super().validate(shape, tp, pp, kv_dtype, model_dtype, kv_explicit)
         refuse(self.version, shape, tp, kv_dtype, model_dtype)
-        check_shared(shape, pp)
-
-    def speculation(self, sp: Speculation) -> Speculation:
-        return speculation_at(self.version, sp)
+        check_shared_kv_parallel(shape, pp)
 
     def check_gpu(self, shape: ModelShape, gpu: Gpu) -> None:
         check_quantization_on_gpu(self.version, shape, gpu)
@@ -283,6 +277,9 @@ class Vllm(VllmStateLayers, Engine):
 
     def max_model_len(self, shape: ModelShape) -> int | None:
         return derived_max_model_len(shape)
+
+    def speculation(self, sp: Speculation) -> Speculation:
+        return speculation_at(self.version, sp)
 
     # -- the memory budget -------------------------------------------------------------------
     def derive_budget(self, inp: PlanInputs, weights_per_rank: int) -> BudgetTerms:

@@ -24,6 +24,7 @@ from planner.core.engines.vllm.releases import (
     WORKER_CHECK_SINCE,
 )
 from planner.core.errors import FieldError
+from planner.core.model import ModelShape
 from planner.core.units import GiB
 
 
@@ -156,3 +157,20 @@ def vllm_max_len_scope(engine_version: str) -> Scope:
     "stage": that worker's own layers (the binding worker is the one that fails first).
     """
     return vllm_rules(engine_version).max_len_scope
+
+
+def derived_max_model_len(shape: ModelShape) -> int | None:
+    """`_get_and_verify_max_len` (0.14+: derive_max_model_len_and_key): the config's length
+    scaled by RoPE scaling (not for su/longrope/llama3 types, nor Gemma-3, whose length is
+    already scaled; yarn scales its original length), and `model_max_length` over both, even
+    when larger."""
+    derived = shape.max_position_embeddings
+    rope = shape.rope_scaling
+    if derived is not None and rope is not None and "gemma3" not in (shape.model_type or ""):
+        kind, factor, original = rope
+        if kind not in ("su", "longrope", "llama3", "default", "mrope"):
+            base = original if kind == "yarn" and original else derived
+            derived = int(base * factor)
+    if shape.model_max_length is not None:
+        return shape.model_max_length
+    return derived
