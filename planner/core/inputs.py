@@ -30,7 +30,7 @@ from planner.core.speculative import (
     draft_shape_of,
     resolve_speculation,
 )
-from planner.core.speculative_schema import MTP_METHOD_ALIASES, SpeculativeConfig
+from planner.core.speculative_schema import SpeculativeConfig
 from planner.core.units import KVDtype, kv_dtype
 
 
@@ -341,8 +341,6 @@ def resolve_draft(
             f"not model {engine.label}'s draft cache. Plan with engine vllm, or omit "
             "speculative_config",
         )
-    if spec.method in MTP_METHOD_ALIASES:
-        spec = spec.model_copy(update={"method": "mtp"})
     notes: list[Note] = []
     draft_shape = None
     draft_weights: int | None = None
@@ -371,6 +369,7 @@ def resolve_draft(
                 ("speculative_config", "model"), f"the draft: {exc.problems[0].msg}"
             ) from None
     sp = resolve_speculation(spec, model.shape, target_config, draft_shape, draft_weights, tp)
+    sp = engine.speculation(sp)  # the release's own draft rules
     if sp.method == "mtp" and model.weights_bytes is not None:
         # The MTP module is part of the checkpoint: about one decoder layer's share of it.
         sp = replace(
