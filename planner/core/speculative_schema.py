@@ -69,7 +69,8 @@ class SpeculativeConfig(_Strict):
     @classmethod
     def _mtp_alias(cls, data: Any) -> Any:
         # vLLM replaces the older per-model MTP method names with mtp.
-        if isinstance(data, dict) and data.get("method") in MTP_METHOD_ALIASES:
+        method = data.get("method") if isinstance(data, dict) else None
+        if isinstance(method, str) and method in MTP_METHOD_ALIASES:
             return {**data, "method": "mtp"}
         return data
 
