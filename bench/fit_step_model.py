@@ -61,6 +61,7 @@ class Point:
     id: str
     source: str  # publisher: the repository the row was read from
     source_url: str
+    model: str
     cls: str
     batch: int
     tp: int
@@ -130,6 +131,7 @@ def point_for(row: dict[str, Any]) -> Point:
         id=row["id"],
         source=_source(row["source_url"]),
         source_url=row["source_url"],
+        model=row["model"],
         cls=row["cls"],
         batch=row["batch"],
         tp=tp,
@@ -309,7 +311,8 @@ def main() -> None:
     c = fit(a)
     train = errors(a, c)
     by_source, source_lines = loso(pts, lambda p: p.source)
-    by_model, _ = loso(pts, lambda p: p.source_url)
+    by_file, _ = loso(pts, lambda p: p.source_url)
+    by_model, _ = loso(pts, lambda p: p.model)
     ratio = a.measured / a.floor
     digest = hashlib.sha256(raw).hexdigest()[:16]
     provenance = (
@@ -342,7 +345,8 @@ physics** (bytes over datasheet bandwidth) and uses none of them.
 |---|---|---|---|---|---|
 {row("training fit", train)}
 {row("leave-one-source-out (publisher)", by_source)}
-{row("leave-one-source-file-out", by_model)}
+{row("leave-one-source-file-out", by_file)}
+{row("leave-one-model-out", by_model)}
 
 Leave-one-source-out by publisher (constants fitted on the other publisher only):
 
