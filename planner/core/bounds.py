@@ -328,7 +328,7 @@ def decode_bounds(
         notes.extend(more)
     expected = None
     if gpu is not None or calibration is not None:
-        expected = plan_expected(
+        expected, more = plan_expected(
             inp,
             requests=n_batch,
             weights_bytes=weights_rank,
@@ -338,6 +338,7 @@ def decode_bounds(
             bandwidth_bytes_per_s=bw,
             speculative=speculative,
         )
+        notes.extend(more)
     out = s.BoundsOut(
         bandwidth_bytes_per_s=bw,
         source=source,

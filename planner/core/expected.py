@@ -27,6 +27,7 @@ from planner.core.calibration import CalibrationLike
 from planner.core.expected_schema import ExpectedOut, StepTermOut
 from planner.core.hardware import Gpu
 from planner.core.inputs import Inputs
+from planner.core.notes import Note, note
 from planner.core.speculative_schema import SpeculativeBoundsOut
 from planner.core.step_constants import (
     DEFAULT_LINK_BANDWIDTH_BYTES_PER_S,
@@ -233,7 +234,7 @@ def plan_expected(
     floor_seconds: float,
     bandwidth_bytes_per_s: float,
     speculative: SpeculativeBoundsOut | None,
-) -> ExpectedOut:
+) -> tuple[ExpectedOut, list[Note]]:
     """`bounds.expected` for a plan: the floor's bytes, the model's FLOPs, the GPU's rates."""
     sp = inp.speculation
     k = sp.num_speculative_tokens if sp is not None else 0
@@ -260,7 +261,7 @@ def plan_expected(
         draft = speculative.draft_read_seconds * bandwidth_bytes_per_s / rates.kv_bytes_per_s
         draft += k * len(sp.draft_layers) * rates.constants.per_layer_seconds
     calibration = inp.calibration
-    return expected_step(
+    out = expected_step(
         work,
         rates,
         floor_seconds=floor_seconds,
@@ -270,6 +271,22 @@ def plan_expected(
         tokens_per_step=speculative.tokens_per_step if speculative is not None else None,
         acceptance_rate=speculative.acceptance_rate if speculative is not None else None,
     )
+    notes = [
+        note(
+            "bounds.expected",
+            expected_ms=f"{out.decode_step_seconds * 1e3:.3f}",
+            floor_ms=f"{floor_seconds * 1e3:.3f}",
+            source=out.constants_source,
+        )
+    ]
+    if inp.tp > 1 and (inp.gpu is None or inp.gpu.link_bandwidth_bytes_per_s is None):
+        notes.append(
+            note(
+                "bounds.expected_no_link",
+                link_gbps=f"{DEFAULT_LINK_BANDWIDTH_BYTES_PER_S / 1e9:.0f}",
+            )
+        )
+    return out, notes
 
 
 __all__ = [
