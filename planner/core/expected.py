@@ -279,6 +279,8 @@ def plan_expected(
             source=out.constants_source,
         )
     ]
+    if inp.request.enforce_eager:
+        notes.append(note("bounds.expected_eager"))
     if inp.tp > 1 and (inp.gpu is None or inp.gpu.link_bandwidth_bytes_per_s is None):
         notes.append(
             note(

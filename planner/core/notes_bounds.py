@@ -42,6 +42,10 @@ BOUNDS_TEMPLATES: dict[str, str] = {
         "No link figures for this GPU: tensor-parallel all-reduce assumed over PCIe 4.0 x16 "
         "({link_gbps} GB/s one way)."
     ),
+    "bounds.expected_eager": (
+        "enforce_eager: the fitted per-layer cost assumes CUDA graphs; without them every "
+        "kernel is launched from the host, so a real step is slower than this estimate."
+    ),
     "recommend.tpot_expected": (
         "The TPOT and throughput checks use the expected decode step (bounds.expected, fitted "
         "constants); a candidate whose bandwidth floor already misses a target is rejected."

@@ -280,3 +280,9 @@ def test_step_terms_without_a_matmul_rate() -> None:
     t = {x.code: x for x in step_terms(work, rates)}
     assert t["matmul"].seconds == 0.0 and t["weights_read"].counted
     assert t["weights_read"].seconds == pytest.approx(1e-3)
+
+
+def test_enforce_eager_says_the_estimate_assumes_cuda_graphs() -> None:
+    p = llama8b(enforce_eager=True)
+    assert "bounds.expected_eager" in {n.code for n in p.notes_detail}
+    assert "bounds.expected_eager" not in {n.code for n in llama8b().notes_detail}
