@@ -286,3 +286,27 @@ def test_enforce_eager_says_the_estimate_assumes_cuda_graphs() -> None:
     p = llama8b(enforce_eager=True)
     assert "bounds.expected_eager" in {n.code for n in p.notes_detail}
     assert "bounds.expected_eager" not in {n.code for n in llama8b().notes_detail}
+
+
+def test_a_custom_gpu_without_link_figures_assumes_pcie() -> None:
+    gpu = {"name": "mine", "memory_bytes": 80 << 30, "bandwidth_bytes_per_s": 2e12}
+    p = run(
+        model="meta-llama/Llama-3.1-70B",
+        gpu=gpu,
+        tensor_parallel_size=2,
+        requests=[{"context_tokens": 1000, "count": 4}],
+    )
+    ar = terms(p)["all_reduce"]
+    assert ar.params["link_bytes_per_s"] == pytest.approx(32e9 * FITTED.link_efficiency)
+    assert "bounds.expected_no_link" in {n.code for n in p.notes_detail}
+    # No FLOPs figure: the compute side is unknown, the memory side decides.
+    assert terms(p)["matmul"].seconds == 0.0 and expected(p).dominant == "memory"
+    given = run(
+        model="meta-llama/Llama-3.1-70B",
+        gpu={**gpu, "link_bandwidth_bytes_per_s": 400e9, "link_latency_seconds": 1e-6},
+        tensor_parallel_size=2,
+        requests=[{"context_tokens": 1000, "count": 4}],
+    )
+    assert terms(given)["all_reduce"].params["link_bytes_per_s"] == pytest.approx(
+        400e9 * FITTED.link_efficiency
+    )
