@@ -143,6 +143,9 @@ def resolve_gpu(request: s.PlanRequest, catalog: Catalog) -> Gpu | None:
             g.bandwidth_bytes_per_s,
             g.bf16_dense_flops,
             g.compute_capability,
+            fp8_dense_flops=g.fp8_dense_flops,
+            link_bandwidth_bytes_per_s=g.link_bandwidth_bytes_per_s,
+            link_latency_seconds=g.link_latency_seconds,
         )
     return catalog.gpu(g)
 
