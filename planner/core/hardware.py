@@ -3,6 +3,19 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
+
+# What a custom GPU gives, by the request's own field names.
+_CUSTOM_FIELDS = (
+    "name",
+    "memory_bytes",
+    "bandwidth_bytes_per_s",
+    "bf16_dense_flops",
+    "compute_capability",
+    "fp8_dense_flops",
+    "link_bandwidth_bytes_per_s",
+    "link_latency_seconds",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,6 +34,11 @@ class Gpu:
     link_bandwidth_bytes_per_s: float | None = None
     link_latency_seconds: float | None = None
     link_name: str | None = None
+
+    @classmethod
+    def custom(cls, spec: Any) -> Gpu:
+        """A request's custom GPU object (schema.GpuSpec: the same field names)."""
+        return cls(None, **{f: getattr(spec, f) for f in _CUSTOM_FIELDS})
 
     @property
     def names(self) -> tuple[str, ...]:

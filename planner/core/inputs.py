@@ -136,17 +136,7 @@ def resolve_gpu(request: s.PlanRequest, catalog: Catalog) -> Gpu | None:
     if g is None:
         return None
     if isinstance(g, s.GpuSpec):
-        return Gpu(
-            None,
-            g.name,
-            g.memory_bytes,
-            g.bandwidth_bytes_per_s,
-            g.bf16_dense_flops,
-            g.compute_capability,
-            fp8_dense_flops=g.fp8_dense_flops,
-            link_bandwidth_bytes_per_s=g.link_bandwidth_bytes_per_s,
-            link_latency_seconds=g.link_latency_seconds,
-        )
+        return Gpu.custom(g)
     return catalog.gpu(g)
 
 
