@@ -39,6 +39,7 @@ def redact_url(url: str) -> str:
 
     return redact(url)
 
+
 WeightsSource = Literal["safetensors", "parameter_count", "request"]
 Source = Literal["request", "local", "catalog", "hub"]
 
@@ -181,8 +182,14 @@ class _Breaker:
                 return None
             return f"{until[1]} (not asked again for {left:.0f} s)"
 
-    def failed(self, endpoint: str, why: str, threshold: int, seconds: float,
-               retry_after: float | None = None) -> None:
+    def failed(
+        self,
+        endpoint: str,
+        why: str,
+        threshold: int,
+        seconds: float,
+        retry_after: float | None = None,
+    ) -> None:
         with self._lock:
             n = self._failures.get(endpoint, 0) + 1
             self._failures[endpoint] = n
@@ -406,7 +413,10 @@ def resolve_model(
         retry = cause.retry_after_seconds if isinstance(cause, HubRefused) else None
         if not s.offline and "cannot be written" not in exc.detail:
             _BREAKER.failed(
-                s.endpoint_url, exc.detail.split(";")[0], s.breaker_failures, s.breaker_seconds,
+                s.endpoint_url,
+                exc.detail.split(";")[0],
+                s.breaker_failures,
+                s.breaker_seconds,
                 retry,
             )
         raise
@@ -464,7 +474,9 @@ def hub_key(repo_id: str, revision: str | None, s: HubSettings) -> Key:
     return (s.endpoint_url, repo_id.lower(), revision or "main")
 
 
-def hub_state(typed: str, revision: str | None, s: HubSettings) -> ResolvedModel | FieldError | None:
+def hub_state(
+    typed: str, revision: str | None, s: HubSettings
+) -> ResolvedModel | FieldError | None:
     """What this process already knows about a Hub id without asking the Hub: the model, a
     remembered refusal (an unknown id, an open circuit), or None."""
     repo_id = hub_id(typed)

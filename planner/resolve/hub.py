@@ -65,8 +65,10 @@ def _translate(exc: Exception, repo_id: str, revision: str | None, s: HubSetting
     where = redact_url(s.endpoint_url)
     if isinstance(exc, HubRefused):
         return _refusal(exc, repo_id, where, s)
-    if isinstance(exc, OSError) and not isinstance(exc, ConnectionError) and (
-        exc.errno in _CACHE_ERRNOS or isinstance(exc, PermissionError)
+    if (
+        isinstance(exc, OSError)
+        and not isinstance(exc, ConnectionError)
+        and (exc.errno in _CACHE_ERRNOS or isinstance(exc, PermissionError))
     ):
         return HubUnavailableError(
             "model",
@@ -188,7 +190,12 @@ def _is_transport(exc: Exception) -> bool:
 def _call(fn: Callable[[], T], repo_id: str, revision: str | None, s: HubSettings) -> T:
     try:
         return fn()
-    except (HubRefused, hf_errors.HfHubHTTPError, hf_errors.LocalEntryNotFoundError, OSError) as exc:
+    except (
+        HubRefused,
+        hf_errors.HfHubHTTPError,
+        hf_errors.LocalEntryNotFoundError,
+        OSError,
+    ) as exc:
         raise _translate(exc, repo_id, revision, s) from None
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
         # The client parses the Hub's answers: one that is not JSON, or has wrong types.
@@ -358,9 +365,7 @@ def _fetch(repo_id: str, revision: str | None, s: HubSettings) -> HubModel:
         )
     commit = sha or revision
     siblings = info.siblings if isinstance(info.siblings, list) else []
-    files = {
-        sib.rfilename for sib in siblings if isinstance(getattr(sib, "rfilename", None), str)
-    }
+    files = {sib.rfilename for sib in siblings if isinstance(getattr(sib, "rfilename", None), str)}
     if files and "config.json" not in files:
         raise ModelFilesError(
             "model",

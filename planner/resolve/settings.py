@@ -70,7 +70,8 @@ class HubSettings(BaseSettings):
         description="How long an id the Hub does not know (or refuses) is answered from memory.",
     )
     breaker_failures: Annotated[int, Field(ge=1, le=1000)] = Field(
-        default=3, description="Hub failures in a row (timeout, network, 429, 5xx) that open "
+        default=3,
+        description="Hub failures in a row (timeout, network, 429, 5xx) that open "
         "the circuit: lookups then fail at once.",
     )
     breaker_seconds: Annotated[float, Field(gt=0, le=3600)] = Field(

@@ -129,8 +129,9 @@ class _Stream(httpcore2.NetworkStream):
     def close(self) -> None:
         self._inner.close()
 
-    def start_tls(self, ssl_context: Any, server_hostname: str | None = None,
-                  timeout: float | None = None) -> httpcore2.NetworkStream:
+    def start_tls(
+        self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None
+    ) -> httpcore2.NetworkStream:
         return _Stream(self._inner.start_tls(ssl_context, server_hostname, _left(timeout)))
 
     def get_extra_info(self, info: str) -> Any:
@@ -141,14 +142,20 @@ class _Backend(httpcore2.NetworkBackend):
     def __init__(self) -> None:
         self._inner = SyncBackend()
 
-    def connect_tcp(self, host: str, port: int, timeout: float | None = None,
-                    local_address: str | None = None,
-                    socket_options: Iterable[Any] | None = None) -> httpcore2.NetworkStream:
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore2.NetworkStream:
         stream = self._inner.connect_tcp(host, port, _left(timeout), local_address, socket_options)
         return _Stream(stream)
 
-    def connect_unix_socket(self, path: str, timeout: float | None = None,
-                            socket_options: Iterable[Any] | None = None) -> httpcore2.NetworkStream:
+    def connect_unix_socket(
+        self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
+    ) -> httpcore2.NetworkStream:
         return _Stream(self._inner.connect_unix_socket(path, _left(timeout), socket_options))
 
     def sleep(self, seconds: float) -> None:
@@ -225,12 +232,17 @@ class GuardedTransport(httpx2.HTTPTransport):
         if origin == budget.origin:
             return
         host = origin[1]
-        cdn = budget.public_hub and origin[0] == "https" and any(
-            host == h or host.endswith("." + h) for h in _PUBLIC_HUB_HOSTS
+        cdn = (
+            budget.public_hub
+            and origin[0] == "https"
+            and any(host == h or host.endswith("." + h) for h in _PUBLIC_HUB_HOSTS)
         )
         if not cdn:
-            raise HubRefused("redirect", f"a redirect to another host ({origin[0]}://{host}:"
-                             f"{origin[2]}), which is not followed")
+            raise HubRefused(
+                "redirect",
+                f"a redirect to another host ({origin[0]}://{host}:"
+                f"{origin[2]}), which is not followed",
+            )
 
     @staticmethod
     def _check(request: httpx2.Request, response: httpx2.Response, budget: _Budget) -> None:
@@ -260,8 +272,9 @@ class GuardedTransport(httpx2.HTTPTransport):
             sizes = [_int_header(headers, "content-length"), _int_header(headers, "x-linked-size")]
         for size in sizes:
             if size is not None and size > budget.max_bytes:
-                raise HubRefused("too_large", f"a file of {size} bytes (the limit is "
-                                 f"{budget.max_bytes})")
+                raise HubRefused(
+                    "too_large", f"a file of {size} bytes (the limit is {budget.max_bytes})"
+                )
         if request.method != "HEAD":
             response.stream = _CappedBody(response.stream, budget.max_bytes)
 
