@@ -371,7 +371,7 @@ def resolve_model(
             return hit
     s = _settings(settings)
 
-    repo_id = hub_id(typed)  # type: ignore[assignment]
+    repo_id = hub_id(typed)
     if repo_id is None:
         raise ModelNotFoundError(
             "model",
@@ -423,7 +423,8 @@ def resolve_model(
     except (ModelNotFoundError, RevisionNotFoundError, ModelFilesError, GatedModelError) as exc:
         if not s.offline:
             _BREAKER.succeeded(s.endpoint_url)
-            _MISSES.put(key, exc, s.negative_ttl_seconds)
+            if not isinstance(exc, GatedModelError):  # access depends on the token sent
+                _MISSES.put(key, exc, s.negative_ttl_seconds)
         raise
     if not s.offline:
         _BREAKER.succeeded(s.endpoint_url)

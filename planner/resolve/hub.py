@@ -43,7 +43,9 @@ MAX_CONFIG_BYTES = 4 << 20
 # Model info lists every file of the repo; the largest real repos' answers are a few MB.
 MAX_INFO_BYTES = 16 << 20
 # Filesystem errors that mean "the cache cannot be written", not "the network is down".
-_CACHE_ERRNOS = frozenset({errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT})
+_CACHE_ERRNOS = frozenset(
+    {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.ENOTDIR}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +70,7 @@ def _translate(exc: Exception, repo_id: str, revision: str | None, s: HubSetting
     if (
         isinstance(exc, OSError)
         and not isinstance(exc, ConnectionError)
-        and (exc.errno in _CACHE_ERRNOS or isinstance(exc, PermissionError))
+        and (exc.errno in _CACHE_ERRNOS or exc.filename is not None)
     ):
         return HubUnavailableError(
             "model",
