@@ -40,7 +40,8 @@ from planner.core.recommend_schema import RecommendRequest
 from planner.core.reconcile_schema import ReconcileRequest
 from planner.core.schema import PlanRequest
 from planner.probe import CalibrationIn, ProbeRequest
-from planner.settings import Settings, load_settings
+from planner.resolve.settings import HubSettings
+from planner.settings import Settings, load_hub_settings, load_settings
 from planner.web import explain as web_explain
 from planner.web import page as web_page
 from planner.web import reconcile as web_reconcile
@@ -116,8 +117,12 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
             close()
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
+def create_app(
+    settings: Settings | None = None, hub_settings: HubSettings | None = None
+) -> FastAPI:
     settings = settings if settings is not None else load_settings()
+    # Read and checked now, with the rest of the configuration (a bad value stops start-up).
+    hub_settings = hub_settings if hub_settings is not None else load_hub_settings()
     metrics = Metrics()
     app = FastAPI(
         title="kvplan",
@@ -133,6 +138,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         responses=_COMMON_ERRORS,
     )
     app.state.settings = settings
+    app.state.hub_settings = hub_settings
     app.state.metrics = metrics
     app.state.store = None
     app.state.work_pool = None

@@ -14,9 +14,10 @@ from typing import Any
 from planner.api.schemas import SweepPoint, SweepRequest, SweepResponse
 from planner.contract.problems import Problem, make_problem, problem_from_plan_error
 from planner.core.errors import PlanError
-from planner.core.inputs import CalibrationLike
+from planner.core.inputs import CalibrationLike, Catalog
 from planner.core.schema import Plan, PlanRequest
 from planner.core.variants import Replanner
+from planner.resolve import ResolvedModel
 from planner.service import default_catalog, plan
 
 
@@ -53,11 +54,26 @@ def too_big(size_bytes: int, limit_bytes: int) -> Answer:
     )
 
 
+def catalog_for(model: object, revision: str | None, resolved: ResolvedModel | None) -> Catalog:
+    """The default catalog, answering `model` with the model the server resolved, if any."""
+    base = default_catalog()
+    if resolved is None or not isinstance(model, str):
+        return base
+    from planner.resolve.core_catalog import ResolvingCatalog, WithResolved
+
+    assert isinstance(base, ResolvingCatalog)
+    return WithResolved(base, model, revision, resolved)
+
+
 def plan_job(
-    request: PlanRequest, calibration: CalibrationLike | None, max_response_bytes: int
+    request: PlanRequest,
+    calibration: CalibrationLike | None,
+    max_response_bytes: int,
+    resolved: ResolvedModel | None = None,
 ) -> Answer:
     try:
-        result = plan(request, calibration=calibration)
+        catalog = catalog_for(request.model, request.revision, resolved)
+        result = plan(request, calibration=calibration, catalog=catalog)
     except PlanError as exc:
         return problem_answer(problem_from_plan_error(exc), unplannable=1)
     body = result.model_dump_json().encode()
@@ -116,7 +132,10 @@ def _summary(context: int, batch: int, tp: int, result: Plan, include_plan: bool
 
 
 def sweep_job(
-    sweep: SweepRequest, calibration: CalibrationLike | None, max_response_bytes: int
+    sweep: SweepRequest,
+    calibration: CalibrationLike | None,
+    max_response_bytes: int,
+    resolved: ResolvedModel | None = None,
 ) -> Answer:
     """All points in grid order (contexts outermost). When no point plans, the base request
     itself is at fault: answered as `/plan` would, with its fields under `base.`."""
@@ -124,7 +143,7 @@ def sweep_job(
     tp_sizes = sweep.tensor_parallel_sizes or [sweep.base.tensor_parallel_size]
     points: list[SweepPoint] = []
     first_error: Problem | None = None
-    replan = Replanner(default_catalog(), calibration)
+    replan = Replanner(catalog_for(sweep.base.model, sweep.base.revision, resolved), calibration)
     for context in sweep.context_tokens:
         for batch in sweep.batch_sizes:
             for tp in tp_sizes:
@@ -240,6 +259,7 @@ __all__ = [
     "Answer",
     "CalibrationSnapshot",
     "CarriedPlanError",
+    "catalog_for",
     "plan_job",
     "problem_answer",
     "recommend_job",

@@ -1,0 +1,126 @@
+"""Hub lookups for the web front end: never on the event loop, one fetch per id at a time.
+
+A model id outside the bundled catalog is resolved here before its cost is estimated, so the
+estimate reads the model's own layers (a 4096-layer repo is priced as one) and the plan, which
+then runs in a worker, gets the resolved model instead of asking the Hub again.
+
+- What this process already knows (the model, a remembered miss, an open circuit) is answered
+  on the loop from `planner.resolve.hub_state`: dictionary lookups, no I/O.
+- Otherwise one thread (of `HUB_THREADS`) runs `resolve_model`, whose requests share one
+  deadline (KVPLAN_HUB_TIMEOUT_SECONDS) and are never retried (`planner.resolve.transport`);
+  callers asking for the same repo and revision meanwhile await that one lookup.
+- A caller that goes away stops waiting; the lookup itself finishes (bounded) and is cached
+  for the next caller.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.to_thread
+
+from planner.core.errors import FieldError
+from planner.resolve import ResolvedModel, hub_id, hub_key, hub_state, resolve_model
+from planner.resolve.errors import HubUnavailableError
+
+if TYPE_CHECKING:
+    from planner.resolve.settings import HubSettings
+
+# Lookups running at once per process; more wait for a thread (each is bounded by its deadline).
+HUB_THREADS = 8
+# Past the lookup's own deadline, how long a caller waits before giving up on it.
+_BACKSTOP_SECONDS = 2.0
+
+
+class HubLookups:
+    def __init__(self, settings: HubSettings, *, threads: int = HUB_THREADS) -> None:
+        self.settings = settings
+        self._limiter = anyio.CapacityLimiter(threads)
+        self._flights: dict[tuple[str, str, str], asyncio.Future[ResolvedModel]] = {}
+        self.fetches = 0  # lookups that reached the resolver (tests, metrics)
+
+    async def resolve(self, model: object, revision: str | None) -> ResolvedModel | None:
+        """The Hub model `model` names (a plain, picklable value), or None when it is not a Hub
+        id (a catalog id, a pasted config: the plan reads those itself)."""
+        from planner.cost import is_hub_id
+        from planner.resolve import check_revision
+
+        if revision is not None:
+            check_revision(revision)
+        if not isinstance(model, str) or not (is_hub_id(model) or revision is not None):
+            return None
+        s = self.settings
+        repo_id = hub_id(model)
+        if repo_id is None:
+            return None
+        if not s.enabled:
+            # Refused without I/O: resolve_model says why (KVPLAN_HUB_ENABLED).
+            return _plain(
+                resolve_model(model, revision=revision, settings=s, allow_local_dirs=False)
+            )
+        known = hub_state(model, revision, s)
+        if isinstance(known, FieldError):
+            raise known
+        if known is not None:
+            return _plain(known)
+        key = hub_key(repo_id, revision, s)
+        flight = self._flights.get(key)
+        if flight is None:
+            flight = asyncio.ensure_future(self._fetch(model, revision))
+            self._flights[key] = flight
+            flight.add_done_callback(partial(self._landed, key))
+        try:
+            with anyio.fail_after(s.timeout_seconds + _BACKSTOP_SECONDS):
+                return await asyncio.shield(flight)
+        except TimeoutError:
+            raise HubUnavailableError(
+                "model",
+                f"the Hub did not answer within {s.timeout_seconds:g} s for {repo_id!r} "
+                "(KVPLAN_HUB_TIMEOUT_SECONDS); paste the model's config.json as `model`.",
+            ) from None
+
+    async def _fetch(self, model: str, revision: str | None) -> ResolvedModel:
+        self.fetches += 1
+        found = await anyio.to_thread.run_sync(
+            partial(
+                resolve_model,
+                model,
+                revision=revision,
+                settings=self.settings,
+                allow_local_dirs=False,
+            ),
+            limiter=self._limiter,
+            abandon_on_cancel=True,
+        )
+        return _plain(found)
+
+    def _landed(self, key: tuple[str, str, str], flight: asyncio.Future[Any]) -> None:
+        if self._flights.get(key) is flight:
+            del self._flights[key]
+        if not flight.cancelled():
+            flight.exception()  # retrieved: no "never retrieved" warning when nobody waits
+
+
+def _plain(r: ResolvedModel) -> ResolvedModel:
+    """The model with a plain dict config: it crosses the process boundary to a worker."""
+    return dataclasses.replace(r, config=dict(r.config))
+
+
+def lookups_of(app: Any) -> HubLookups:
+    """The app's lookups, built from its Hub settings on first use."""
+    found: HubLookups | None = getattr(app.state, "hub_lookups", None)
+    if found is None:
+        settings = getattr(app.state, "hub_settings", None)
+        if settings is None:
+            from planner.resolve.settings import HubSettings
+
+            settings = app.state.hub_settings = HubSettings()
+        found = app.state.hub_lookups = HubLookups(settings)
+    return found
+
+
+__all__ = ["HUB_THREADS", "HubLookups", "lookups_of"]
