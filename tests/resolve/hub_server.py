@@ -15,11 +15,12 @@ What it serves follows the Hub's protocol as the client needs it:
 Every request is recorded (method, path, Range, Authorization) for the tests to inspect.
 
 Hostile modes (`HubState.modes[repo_id]`, or `HubState.mode` for every repo) answer as an
-attacker's Hub would: `slow` (every answer 0.3 s late, a healthy Hub far away), `drip` (every byte of the answer 0.3 s apart), `stall` (never answers),
-`429` (RateLimit t=25 and Retry-After: 25), `503` (Retry-After: 25), `huge` (config.json
-announced at 256 MiB), `huge_chunked` (config.json streamed without a length, never ending),
-`not_json` and `wrong_types` (model info), `bad_sha` (a commit of `../../..` in model info and
-X-Repo-Commit), `bad_etag` (an ETag of `../../../evil`), `redirect` (config.json redirected to
+attacker's Hub would: `slow` (every answer 0.3 s late: a healthy Hub far away), `drip` (every
+byte of the answer 0.3 s apart), `stall` (never answers), `429` (RateLimit t=25 and
+Retry-After: 25), `503` (Retry-After: 25), `huge` (config.json announced at 256 MiB),
+`huge_chunked` (config.json streamed without a length, never ending), `not_json` and
+`wrong_types` (model info), `bad_sha` (a commit of `../../..` in model info and X-Repo-Commit),
+`bad_etag` (an ETag of `../../../evil`), `redirect` (config.json redirected to
 `HubState.redirect_to`, another port). `black_hole()` is an address whose SYNs are dropped.
 """
 

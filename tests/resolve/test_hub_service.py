@@ -102,7 +102,7 @@ def client(hub: Hub, tmp_path: Path) -> Iterator[TestClient]:
 def test_cost_is_read_from_the_resolved_model(hub: Hub, client: TestClient) -> None:
     """Issue 23, item 2: a 4096-layer Hub model with TensorRT-LLM, 4096 windows and 256 entries
     is refused as the same body with the config pasted is, before any plan runs."""
-    url, state = hub
+    _, state = hub
     state.add("deep/m4096", Repo({"config.json": _deep(4096)}))
     body = {
         "model": "deep/m4096",
