@@ -1,8 +1,9 @@
 """The ASGI app: `create_app(settings)` builds one; nothing is created at import time.
 
 Layers, outermost first: observation (request id, access log, metrics) → security headers →
-body limit → FastAPI (problem+json handlers, routers). uvicorn runs `create_app_from_env` as a
-factory, so each worker builds its own app from the environment.
+timeout → body limit → in-flight limit (counted once the body is in) → FastAPI (problem+json
+handlers, routers). uvicorn runs `create_app_from_env` as a factory, so each worker builds its
+own app from the environment.
 """
 
 from __future__ import annotations
@@ -161,14 +162,15 @@ def create_app(
     app.mount("/static", static_files, name="static")
     templates.add_mount("/static", static_files)
 
-    # add_middleware wraps: the last added is the outermost.
+    # add_middleware wraps: the last added is the outermost. The in-flight slot is innermost:
+    # it reads the body first, under the body's size limit and time limit outside it.
+    app.add_middleware(InFlightLimitMiddleware, max_in_flight=settings.max_concurrent_requests)
     app.add_middleware(BodyLimitMiddleware, max_body_bytes=settings.max_body_bytes)
     app.add_middleware(
         TimeoutMiddleware,
         timeout_seconds=settings.request_timeout_seconds,
         body_timeout_seconds=settings.body_timeout_seconds,
     )
-    app.add_middleware(InFlightLimitMiddleware, max_in_flight=settings.max_concurrent_requests)
     app.add_middleware(SecurityHeadersMiddleware)
     app.add_middleware(ObserveMiddleware, metrics=metrics, templates=templates)
 

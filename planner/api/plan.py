@@ -20,7 +20,7 @@ from planner.api.openapi import json_body
 from planner.api.plan_cache import DEFAULT_MAX_BYTES, PlanCache
 from planner.api.problems import ProblemException, problem_responses
 from planner.api.work import admit, answer_response, run_job
-from planner.core.errors import UnknownIdError
+from planner.core.errors import PlanError, UnknownIdError
 from planner.core.inputs import CalibrationLike
 from planner.core.schema import Plan, PlanRequest
 from planner.cost import needs_hub, plan_cost
@@ -88,7 +88,11 @@ async def post_plan(http_request: Request) -> Response:
         raise
     # A Hub id is resolved first (off the loop): its own layers price it, and the worker
     # plans with what was resolved.
-    resolved = await lookups_of(http_request.app).resolve(request.model, request.revision)
+    try:
+        resolved = await lookups_of(http_request.app).resolve(request.model, request.revision)
+    except PlanError:
+        metrics.count_plan("unplannable")
+        raise
     cost = plan_cost(request, resolved.config if resolved is not None else None)
     budget = admit(http_request.app, cost)
     calibration = await calibration_for(request, http_request)

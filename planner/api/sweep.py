@@ -57,6 +57,7 @@ async def post_sweep(http_request: Request) -> Response:
     try:
         resolved = await lookups_of(http_request.app).resolve(base.model, base.revision)
     except PlanError as exc:  # located under `base.`, as the points' errors are
+        metrics.count_plan("unplannable")
         raise ProblemException(problem_from_plan_error(exc, prefix=("base",))) from None
     config = resolved.config if resolved is not None else None
     cost = sweep_cost(base, points, include_plans=sweep.include_plans, config=config)
