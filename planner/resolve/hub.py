@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import json
+import mmap
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -236,28 +237,36 @@ def _read_json(path: str, limit: int, what: str, repo_id: str) -> Any:
         raise ModelFilesError("model", f"{repo_id!r}: {what} is not JSON ({exc})") from None
 
 
-_METADATA_KEY = re.compile(r'"metadata"\s*:\s*')
+_METADATA_KEY = re.compile(rb'"metadata"\s*:\s*')
+# The metadata object is a few keys; more than this after its key is not an index's.
+_METADATA_WINDOW_BYTES = 64 << 10
 
 
 def _index_total(path: str, repo_id: str) -> int | None:
-    """`metadata.total_size` of an index without building its weight map: the map of a large
-    MoE lists every tensor (tens of MB as JSON, hundreds of MB as Python objects)."""
+    """`metadata.total_size` of an index without loading it: the file is mapped, not read, and
+    only the metadata object is parsed (a large MoE's weight map is tens of MB of JSON and
+    hundreds of MB as Python objects)."""
     p = Path(path)
-    if p.stat().st_size > MAX_INDEX_BYTES:
+    size = p.stat().st_size
+    if size > MAX_INDEX_BYTES:
         _forget(p)
         raise ModelFilesError("model", f"{repo_id!r}: {INDEX_NAME} is over {MAX_INDEX_BYTES} bytes")
-    text = p.read_bytes().decode("utf-8", errors="replace")
-    if not text.lstrip().startswith("{"):
+    if size == 0:
         _forget(p)
-        raise ModelFilesError("model", f"{repo_id!r}: {INDEX_NAME} is not a JSON object")
+        raise ModelFilesError("model", f"{repo_id!r}: {INDEX_NAME} is empty")
     decoder = json.JSONDecoder()
-    for m in _METADATA_KEY.finditer(text):
-        try:
-            value, _ = decoder.raw_decode(text, m.end())
-        except ValueError:
-            continue
-        if isinstance(value, dict):
-            return index_total_size({"metadata": value})
+    with p.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        if not data[:4096].lstrip().startswith(b"{"):
+            _forget(p)
+            raise ModelFilesError("model", f"{repo_id!r}: {INDEX_NAME} is not a JSON object")
+        for m in _METADATA_KEY.finditer(data):
+            window = data[m.end() : m.end() + _METADATA_WINDOW_BYTES].decode("utf-8", "replace")
+            try:
+                value, _ = decoder.raw_decode(window)
+            except ValueError:
+                continue
+            if isinstance(value, dict):
+                return index_total_size({"metadata": value})
     return None
 
 

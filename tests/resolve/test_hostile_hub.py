@@ -202,8 +202,9 @@ def test_an_index_is_read_without_building_its_weight_map(tmp_path: Path) -> Non
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    # json.loads builds ~10x the file in objects; the text and one small object are enough.
-    assert peak < 4 * size, (peak, size)
+    # json.loads builds ~10x the file in objects; the file is mapped, and only the metadata
+    # object after its key is decoded.
+    assert peak < size // 4, (peak, size)
 
 
 # ---- 7. revisions are names, never paths ----------------------------------------------------
