@@ -103,6 +103,10 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     logger.info("starting", extra={"config": settings.public_summary()})
     store = _open_store(settings)
     app.state.store = store
+    if app.state.hub_settings.enabled and not app.state.hub_settings.offline:
+        # Imported before serving: an import in a lookup's thread holds the GIL (and the loop)
+        # for the half second huggingface_hub takes to load.
+        importlib.import_module("planner.resolve.hub")
     pool = pool_of(app)
     if app.state.prestart_workers:
         # Started beside serving: the first heavy request need not wait for the forkserver.

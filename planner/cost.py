@@ -120,12 +120,12 @@ def is_hub_id(model: object) -> bool:
 
 
 def model_layers(
-    model: str | Mapping[str, Any], config: Mapping[str, Any] | None = None
+    model: str | Mapping[str, Any], known: tuple[int, int] | None = None
 ) -> tuple[int, int]:
-    """(layers, distinct layer kinds) of a catalog id, a pasted config, or `config` (the one
-    resolved for a Hub id). A Hub id not yet resolved counts as the largest model accepted."""
-    if config is not None:
-        return config_layers(config)
+    """(layers, distinct layer kinds) of a catalog id or a pasted config; `known` when the
+    server resolved a Hub id. A Hub id not yet resolved counts as the largest model accepted."""
+    if known is not None:
+        return known
     if isinstance(model, Mapping):
         return config_layers(model)
     from planner.catalog import get_model  # static package data, loaded once
@@ -149,11 +149,11 @@ def plan_shape(
     *,
     entries: int | None = None,
     windows: Sequence[int] | None = None,
-    config: Mapping[str, Any] | None = None,
+    known: tuple[int, int] | None = None,
 ) -> Shape:
     """The shape of one plan of `request` (a sweep point overrides the request entries;
-    `config` is the resolved config of a Hub id)."""
-    layers, kinds = model_layers(request.model, config)
+    `known` are the layers and kinds of the Hub model the server resolved)."""
+    layers, kinds = model_layers(request.model, known)
     spec = request.speculative_config
     if spec is not None and is_hub_id(spec.model):
         layers = min(layers + _MAX_LAYERS, 2 * _MAX_LAYERS)  # the draft's layers, unknown yet
@@ -189,8 +189,8 @@ def shape_cost(shape: Shape, plans: int = 1) -> Cost:
     return Cost(int(units) * plans, answer * plans, plans)
 
 
-def plan_cost(request: PlanRequest, config: Mapping[str, Any] | None = None) -> Cost:
-    return shape_cost(plan_shape(request, config=config))
+def plan_cost(request: PlanRequest, known: tuple[int, int] | None = None) -> Cost:
+    return shape_cost(plan_shape(request, known=known))
 
 
 def sweep_cost(
@@ -198,10 +198,10 @@ def sweep_cost(
     points: int,
     *,
     include_plans: bool,
-    config: Mapping[str, Any] | None = None,
+    known: tuple[int, int] | None = None,
 ) -> Cost:
     """Every point is one plan of `base` with a single request entry."""
-    one = shape_cost(plan_shape(base, entries=1, config=config))
+    one = shape_cost(plan_shape(base, entries=1, known=known))
     answer = _SWEEP_POINT_BYTES + (one.response_bytes if include_plans else 0)
     return Cost(one.work_units * points, answer * points, points)
 

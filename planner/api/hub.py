@@ -5,7 +5,8 @@ estimate reads the model's own layers (a 4096-layer repo is priced as one) and t
 then runs in a worker, gets the resolved model instead of asking the Hub again.
 
 - What this process already knows (the model, a remembered miss, an open circuit) is answered
-  on the loop from `planner.resolve.hub_state`: dictionary lookups, no I/O.
+  on the loop: dictionary lookups, no I/O. Of a model it keeps only its layers and the model
+  pickled for the worker (bounded by KVPLAN_HUB_CACHE_ENTRIES and _MEMORY_CACHE_BYTES).
 - Otherwise one thread (of `HUB_THREADS`) runs `resolve_model`, whose requests share one
   deadline (KVPLAN_HUB_TIMEOUT_SECONDS) and are never retried (`planner.resolve.transport`);
   callers asking for the same repo and revision meanwhile await that one lookup.
@@ -17,6 +18,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import pickle
+from collections import OrderedDict
+from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +28,7 @@ import anyio
 import anyio.to_thread
 
 from planner.core.errors import FieldError
-from planner.resolve import ResolvedModel, hub_id, hub_key, hub_state, resolve_model
+from planner.resolve import Key, hub_id, hub_key, hub_state, resolve_model
 from planner.resolve.errors import HubUnavailableError
 
 if TYPE_CHECKING:
@@ -36,16 +40,30 @@ HUB_THREADS = 8
 _BACKSTOP_SECONDS = 2.0
 
 
+@dataclass(frozen=True, slots=True)
+class Prefetched:
+    """What the server keeps of a resolved Hub model: only what it reads itself (the layers
+    and layer kinds that price a request) and the model pickled for the worker that plans."""
+
+    id: str | None
+    layers: tuple[int, int]
+    blob: bytes
+
+
 class HubLookups:
     def __init__(self, settings: HubSettings, *, threads: int = HUB_THREADS) -> None:
         self.settings = settings
+        # The resolver's own in-process cache is off here: this one keeps less per model.
+        self._resolver_settings = settings.model_copy(update={"cache_entries": 0})
         self._limiter = anyio.CapacityLimiter(threads)
-        self._flights: dict[tuple[str, str, str], asyncio.Future[ResolvedModel]] = {}
+        self._flights: dict[Key, asyncio.Future[Prefetched]] = {}
+        self._models: OrderedDict[Key, Prefetched] = OrderedDict()
+        self.cached_bytes = 0
         self.fetches = 0  # lookups that reached the resolver (tests, metrics)
 
-    async def resolve(self, model: object, revision: str | None) -> ResolvedModel | None:
-        """The Hub model `model` names (a plain, picklable value), or None when it is not a Hub
-        id (a catalog id, a pasted config: the plan reads those itself)."""
+    async def resolve(self, model: object, revision: str | None) -> Prefetched | None:
+        """The Hub model `model` names, or None when it is not a Hub id (a catalog id, a pasted
+        config: the plan reads those itself)."""
         from planner.cost import is_hub_id
         from planner.resolve import check_revision
 
@@ -59,18 +77,19 @@ class HubLookups:
             return None
         if not s.enabled:
             # Refused without I/O: resolve_model says why (KVPLAN_HUB_ENABLED).
-            return _plain(
-                resolve_model(model, revision=revision, settings=s, allow_local_dirs=False)
-            )
-        known = hub_state(model, revision, s)
+            resolve_model(model, revision=revision, settings=s, allow_local_dirs=False)
+            return None
+        key = hub_key(repo_id, revision, s)
+        hit = self._models.get(key)
+        if hit is not None:
+            self._models.move_to_end(key)
+            return hit
+        known = hub_state(model, revision, s)  # a remembered miss, an open circuit
         if isinstance(known, FieldError):
             raise known
-        if known is not None:
-            return _plain(known)
-        key = hub_key(repo_id, revision, s)
         flight = self._flights.get(key)
         if flight is None:
-            flight = asyncio.ensure_future(self._fetch(model, revision))
+            flight = asyncio.ensure_future(self._fetch(key, model, revision))
             self._flights[key] = flight
             flight.add_done_callback(partial(self._landed, key))
         try:
@@ -83,31 +102,43 @@ class HubLookups:
                 "(KVPLAN_HUB_TIMEOUT_SECONDS); paste the model's config.json as `model`.",
             ) from None
 
-    async def _fetch(self, model: str, revision: str | None) -> ResolvedModel:
+    async def _fetch(self, key: Key, model: str, revision: str | None) -> Prefetched:
         self.fetches += 1
         found = await anyio.to_thread.run_sync(
-            partial(
-                resolve_model,
-                model,
-                revision=revision,
-                settings=self.settings,
-                allow_local_dirs=False,
-            ),
+            partial(_prefetch, model, revision, self._resolver_settings),
             limiter=self._limiter,
             abandon_on_cancel=True,
         )
-        return _plain(found)
+        self._keep(key, found)
+        return found
 
-    def _landed(self, key: tuple[str, str, str], flight: asyncio.Future[Any]) -> None:
+    def _keep(self, key: Key, found: Prefetched) -> None:
+        limit, max_bytes = self.settings.cache_entries, self.settings.memory_cache_bytes
+        size = len(found.blob) + 256
+        if limit <= 0 or size > max_bytes:
+            return
+        old = self._models.pop(key, None)
+        self.cached_bytes += size - (len(old.blob) + 256 if old is not None else 0)
+        self._models[key] = found
+        while len(self._models) > limit or self.cached_bytes > max_bytes:
+            _, dropped = self._models.popitem(last=False)
+            self.cached_bytes -= len(dropped.blob) + 256
+
+    def _landed(self, key: Key, flight: asyncio.Future[Any]) -> None:
         if self._flights.get(key) is flight:
             del self._flights[key]
         if not flight.cancelled():
             flight.exception()  # retrieved: no "never retrieved" warning when nobody waits
 
 
-def _plain(r: ResolvedModel) -> ResolvedModel:
-    """The model with a plain dict config: it crosses the process boundary to a worker."""
-    return dataclasses.replace(r, config=dict(r.config))
+def _prefetch(model: str, revision: str | None, settings: HubSettings) -> Prefetched:
+    """In a thread: resolve, then keep the layers and the pickled model (no parsing on the
+    loop, and a plain value for the worker)."""
+    from planner.cost import config_layers
+
+    r = resolve_model(model, revision=revision, settings=settings, allow_local_dirs=False)
+    plain = dataclasses.replace(r, config=dict(r.config))
+    return Prefetched(r.id, config_layers(r.config), pickle.dumps(plain, pickle.HIGHEST_PROTOCOL))
 
 
 def lookups_of(app: Any) -> HubLookups:
@@ -123,4 +154,4 @@ def lookups_of(app: Any) -> HubLookups:
     return found
 
 
-__all__ = ["HUB_THREADS", "HubLookups", "lookups_of"]
+__all__ = ["HUB_THREADS", "HubLookups", "Prefetched", "lookups_of"]

@@ -8,6 +8,7 @@ but bytes crosses the process boundary. No FastAPI is imported: workers load onl
 
 from __future__ import annotations
 
+import pickle
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,22 +55,24 @@ def too_big(size_bytes: int, limit_bytes: int) -> Answer:
     )
 
 
-def catalog_for(model: object, revision: str | None, resolved: ResolvedModel | None) -> Catalog:
-    """The default catalog, answering `model` with the model the server resolved, if any."""
+def catalog_for(model: object, revision: str | None, resolved: bytes | None) -> Catalog:
+    """The default catalog, answering `model` with the model the server resolved (pickled by
+    the server off its event loop, `planner.api.hub`), if any."""
     base = default_catalog()
     if resolved is None or not isinstance(model, str):
         return base
     from planner.resolve.core_catalog import ResolvingCatalog, WithResolved
 
-    assert isinstance(base, ResolvingCatalog)
-    return WithResolved(base, model, revision, resolved)
+    found = pickle.loads(resolved)  # noqa: S301 - made by this server, for this job
+    assert isinstance(base, ResolvingCatalog) and isinstance(found, ResolvedModel)
+    return WithResolved(base, model, revision, found)
 
 
 def plan_job(
     request: PlanRequest,
     calibration: CalibrationLike | None,
     max_response_bytes: int,
-    resolved: ResolvedModel | None = None,
+    resolved: bytes | None = None,
 ) -> Answer:
     try:
         catalog = catalog_for(request.model, request.revision, resolved)
@@ -135,7 +138,7 @@ def sweep_job(
     sweep: SweepRequest,
     calibration: CalibrationLike | None,
     max_response_bytes: int,
-    resolved: ResolvedModel | None = None,
+    resolved: bytes | None = None,
 ) -> Answer:
     """All points in grid order (contexts outermost). When no point plans, the base request
     itself is at fault: answered as `/plan` would, with its fields under `base.`."""

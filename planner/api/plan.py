@@ -93,7 +93,7 @@ async def post_plan(http_request: Request) -> Response:
     except PlanError:
         metrics.count_plan("unplannable")
         raise
-    cost = plan_cost(request, resolved.config if resolved is not None else None)
+    cost = plan_cost(request, resolved.layers if resolved is not None else None)
     budget = admit(http_request.app, cost)
     calibration = await calibration_for(request, http_request)
     result = await run_job(
@@ -103,7 +103,7 @@ async def post_plan(http_request: Request) -> Response:
         request,
         calibration,
         budget.max_response_bytes,
-        resolved,
+        resolved.blob if resolved is not None else None,
         inline=False if needs_hub(request) or resolved is not None else None,
     )
     if result.status != 200:

@@ -59,8 +59,8 @@ async def post_sweep(http_request: Request) -> Response:
     except PlanError as exc:  # located under `base.`, as the points' errors are
         metrics.count_plan("unplannable")
         raise ProblemException(problem_from_plan_error(exc, prefix=("base",))) from None
-    config = resolved.config if resolved is not None else None
-    cost = sweep_cost(base, points, include_plans=sweep.include_plans, config=config)
+    known = resolved.layers if resolved is not None else None
+    cost = sweep_cost(base, points, include_plans=sweep.include_plans, known=known)
     budget = admit(http_request.app, cost)
     calibration = await calibration_for(sweep.base, http_request)
     # Big grids share a few slots per process (503 + Retry-After when all are taken).
@@ -72,7 +72,7 @@ async def post_sweep(http_request: Request) -> Response:
             sweep,
             calibration,
             budget.max_response_bytes,
-            resolved,
+            resolved.blob if resolved is not None else None,
             inline=False if needs_hub(base) or resolved is not None else None,
         )
     metrics.count_plan("ok", result.planned)

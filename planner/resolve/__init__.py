@@ -513,6 +513,7 @@ __all__ = [
     "GatedModelError",
     "HubSettings",
     "HubUnavailableError",
+    "Key",
     "ModelFilesError",
     "ModelNotFoundError",
     "ResolvedModel",
