@@ -83,6 +83,10 @@ def test_clients_that_leave_have_their_jobs_killed(tmp_path: Path) -> None:
             if _metric(metrics, "kvplan_client_disconnects_total") >= 5:
                 break
             time.sleep(0.2)
+    print(
+        f"5 heavy plans left after 0.1 s: next sweep answered in {took:.2f} s, "
+        f"{_metric(metrics, 'kvplan_client_disconnects_total'):.0f} disconnects counted"
+    )
     assert answer.status_code == 200, answer.text
     assert took < 5.0, took  # five heavy plans run to the end would take far longer
     assert _metric(metrics, "kvplan_client_disconnects_total") >= 5
