@@ -314,12 +314,12 @@ def fetch(repo_id: str, revision: str | None, s: HubSettings) -> HubModel:
         return _fetch(repo_id, revision, s)
     try:
         with lookup_budget(s.timeout_seconds, s.endpoint_url, MAX_INFO_BYTES):
-            return _fetch(repo_id, revision, s)
+            found = _fetch(repo_id, revision, s)
     except BaseException:
         _drop_partial(s, repo_id)
         raise
-    finally:
-        _trim_cache(s)
+    _trim_cache(s)  # after what this lookup downloaded
+    return found
 
 
 def _fetch(repo_id: str, revision: str | None, s: HubSettings) -> HubModel:

@@ -13,6 +13,8 @@ installs one whose transport enforces, for the lookup running in the current thr
   may be asked, so a redirect to another host or port is refused, not followed;
 - bounded bytes: a body larger than the file's cap is refused from its `Content-Length` /
   `X-Linked-Size` before it is read, and counted while it streams when the length is absent;
+  answers are asked for uncompressed (a compressed one is refused), so the bytes counted are
+  the bytes kept;
 - well-formed headers: `X-Repo-Commit` must be a 40-hex commit and `ETag`/`X-Linked-Etag` a plain
   token, because the client names cache paths after them (a `../` there would write outside the
   cache). Xet headers are dropped, so every byte goes through this transport.
@@ -211,6 +213,9 @@ class GuardedTransport(httpx2.HTTPTransport):
         if budget is None:
             return super().handle_request(request)
         self._check_origin(str(request.url), budget)
+        # Sizes are checked on the bytes that arrive: no compression (a 4 MiB gzip can inflate
+        # to gigabytes after every check).
+        request.headers["Accept-Encoding"] = "identity"
         try:
             response = super().handle_request(request)
         except HubRefused:
@@ -251,6 +256,9 @@ class GuardedTransport(httpx2.HTTPTransport):
             retry = _retry_after(response.headers)
             raise HubRefused("busy", f"HTTP {status}", retry)
         headers = response.headers
+        encoding = headers.get("content-encoding", "identity").strip().lower()
+        if encoding not in ("", "identity"):
+            raise HubRefused("malformed", f"a {encoding!r}-encoded answer to an identity request")
         commit = headers.get("x-repo-commit")
         if commit is not None and not _COMMIT.fullmatch(commit):
             raise HubRefused("malformed", f"an X-Repo-Commit of {commit[:60]!r}")

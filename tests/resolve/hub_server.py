@@ -21,7 +21,8 @@ Retry-After: 25), `503` (Retry-After: 25), `huge` (config.json announced at 256 
 `huge_chunked` (config.json streamed without a length, never ending), `not_json` and
 `wrong_types` (model info), `bad_sha` (a commit of `../../..` in model info and X-Repo-Commit),
 `bad_etag` (an ETag of `../../../evil`), `redirect` (config.json redirected to
-`HubState.redirect_to`, another port). `black_hole()` is an address whose SYNs are dropped.
+`HubState.redirect_to`, another port), `gzip_bomb` (model info inflating to 64 MiB).
+`black_hole()` is an address whose SYNs are dropped.
 """
 
 from __future__ import annotations
@@ -192,6 +193,12 @@ class _Handler(BaseHTTPRequestHandler):
                 extra["RateLimit"] = '"api";r=0;t=25'
                 extra["RateLimit-Policy"] = '"fixed window";"api";q=500;w=300'
             self._error(int(mode), "RateLimited", "slow down", extra)
+            return True
+        if what == "info" and mode == "gzip_bomb":
+            import gzip
+
+            bomb = gzip.compress(b"[" + b" " * (64 << 20) + b"]")  # 64 KiB on the wire
+            self._send(200, bomb, {"Content-Type": "application/json", "Content-Encoding": "gzip"})
             return True
         if what == "info" and mode == "not_json":
             self._send(200, b"<html>not json</html>", {"Content-Type": "application/json"})

@@ -254,7 +254,7 @@ def test_endpoint_credentials_are_redacted(tmp_path: Path) -> None:
 # ---- 10. malformed answers, hostile headers, redirects --------------------------------------
 
 
-@pytest.mark.parametrize("mode", ["not_json", "wrong_types", "bad_sha", "bad_etag"])
+@pytest.mark.parametrize("mode", ["not_json", "wrong_types", "bad_sha", "bad_etag", "gzip_bomb"])
 def test_malformed_answers_are_field_errors_and_write_nothing_outside_the_cache(
     hub: Hub, tmp_path: Path, mode: str
 ) -> None:
