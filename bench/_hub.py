@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.resolve.hub_server import HubState, black_hole, hub_server  # noqa: E402
+from tests.resolve.hub_server import HubState, black_hole, hub_server
 
 
 def main(mode: str, url_file: str) -> None:
