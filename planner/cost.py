@@ -216,11 +216,16 @@ def page_cost(request: PlanRequest) -> Cost:
 
 
 def recommend_cost(
-    model: str | Mapping[str, Any], *, gpu_count: int, mix_classes: int, dtypes: int
+    model: str | Mapping[str, Any],
+    *,
+    gpu_count: int,
+    mix_classes: int,
+    dtypes: int,
+    known: tuple[int, int] | None = None,
 ) -> Cost:
     """The search plans each KV dtype × power-of-two TP size, each at every mix length plus
     a few what-ifs; every plan has one entry per mix class."""
-    layers, kinds = model_layers(model)
+    layers, kinds = model_layers(model, known)
     tp_sizes = max(1, gpu_count.bit_length())
     plans = dtypes * tp_sizes * (mix_classes + 4)
     one = shape_cost(Shape(layers=layers, windows=kinds, stages=1, entries=max(1, mix_classes)))

@@ -174,11 +174,12 @@ def sweep_job(
     return Answer(200, body, planned=len(points) - failed, unplannable=failed)
 
 
-def recommend_job(request: Any) -> Answer:
+def recommend_job(request: Any, resolved: bytes | None = None) -> Answer:
     from planner.service import recommend
 
     try:
-        return Answer(200, recommend(request).model_dump_json().encode())
+        catalog = catalog_for(request.model, None, resolved)
+        return Answer(200, recommend(request, catalog=catalog).model_dump_json().encode())
     except PlanError as exc:
         return problem_answer(problem_from_plan_error(exc))
 

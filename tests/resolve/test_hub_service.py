@@ -175,3 +175,18 @@ def test_catalog_plans_never_ask_the_hub(hub: Hub, client: TestClient) -> None:
     assert client.post("/api/v1/plan", json=CATALOG_QUESTION).status_code == 200
     assert time.monotonic() - started < 1.0
     assert state.requests == []
+
+
+def test_recommend_prices_and_plans_a_hub_model_resolved_once(hub: Hub, client: TestClient) -> None:
+    _, state = hub
+    body = {
+        "model": "acme/sharded-llama",
+        "gpu": "H100-SXM-80GB",
+        "gpu_count": 8,
+        "context_mix": [{"context_tokens": 256 * (i + 1), "share": 1 / 16} for i in range(16)],
+        "concurrency": 8,
+    }
+    answer = client.post("/api/v1/recommend", json=body)
+    assert answer.status_code == 200, answer.text
+    infos = [q for q in state.requests if q.path.startswith("/api/models/")]
+    assert len(infos) == 1  # the worker searched with the server's lookup
