@@ -10,6 +10,7 @@ so that one is held to 1 %.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
@@ -33,7 +34,9 @@ MODELS = [
 
 
 def _transformers_count(config: dict[str, Any]) -> int:
-    cfg = {k: v for k, v in config.items() if k != "quantization_config"}
+    # A deep copy: transformers' config classes rewrite nested dicts in place (rope_scaling),
+    # and the catalog's entries are shared by every later test in the process.
+    cfg = {k: copy.deepcopy(v) for k, v in config.items() if k != "quantization_config"}
     model_type = ALIASED_TYPES.get(cfg["model_type"], cfg["model_type"])
     cfg["model_type"] = model_type
     conf = transformers.CONFIG_MAPPING[model_type].from_dict(cfg)

@@ -258,7 +258,8 @@ def oracle_results(
     meta, results = _run_live(engine, release, harness, inputs, timeout_s=timeout_s)
     got = meta.get(f"{engine}_version")
     assert got == release, f"oracle virtualenv has {engine} {got}, expected {release}"
-    requirements = HERE / f"requirements-{release}.txt"
+    prefix = "" if engine == "vllm" else f"{engine}-"
+    requirements = HERE / f"requirements-{prefix}{release}.txt"
     provenance = {
         "engine": engine,
         "release": release,
