@@ -27,8 +27,10 @@ from `tp_worker`. The output is `{"meta": {...}, "results": [...]}`, one result 
 
 from __future__ import annotations
 
+import contextlib
 import importlib.abc
 import importlib.machinery
+import io
 import json
 import logging
 import os
@@ -132,6 +134,13 @@ from sglang.srt.model_executor.model_runner_components.spec_aux_hidden_state imp
 )
 from sglang.srt.server_args import prepare_server_args  # noqa: E402
 from sglang.srt.speculative.spec_info import SpeculativeAlgorithm  # noqa: E402
+
+# Stub 7: mxfp4 registers only when is_cuda() is true at import time (gpt-oss needs it).
+import sglang.srt.layers.quantization as _quant  # noqa: E402
+from sglang.srt.layers.quantization.mxfp4 import Mxfp4Config  # noqa: E402
+
+for _table in ("BASE_QUANTIZATION_METHODS", "QUANTIZATION_METHODS"):
+    getattr(_quant, _table).setdefault("mxfp4", Mxfp4Config)
 
 # Stubs 4 and 5 where the modules bound the helpers by name.
 for _m in (_memory_hook, _kvc_mod):
@@ -304,7 +313,12 @@ def run_case(case: dict[str, Any], work: Path) -> dict[str, Any]:
     override.install()
     stage = "server_args"
     try:
-        sa = prepare_server_args(_argv(case, str(model_dir)))
+        err = io.StringIO()
+        try:
+            with contextlib.redirect_stderr(err):
+                sa = prepare_server_args(_argv(case, str(model_dir)))
+        except SystemExit as e:  # argparse refuses a value: its own message
+            raise ValueError(f"argparse: {err.getvalue().strip().splitlines()[-1]}") from e
         sa.resolve_once()
         v = resolved_view(sa)
         out.update(
@@ -316,7 +330,11 @@ def run_case(case: dict[str, Any], work: Path) -> dict[str, Any]:
         )
         stage = "model_config"
         rc.publish(sa, role="scheduler", ranks=rc.SpawnRanks(world_rank=0, gpu_id=0))
-        rc.get_parallel().override_permanently(world_group=_Group(), tp_group=_Group())
+        tp_all = int(case.get("tensor_parallel_size", 1))
+        pp_all = int(case.get("pipeline_parallel_size", 1))
+        rc.get_parallel().override_permanently(
+            world_group=_Group(tp_all * pp_all), tp_group=_Group(tp_all)
+        )
         mc = model_config_of(sa)
         tp = rc.get_parallel().attn_tp_size
         out.update(
@@ -356,10 +374,8 @@ def run_case(case: dict[str, Any], work: Path) -> dict[str, Any]:
         )
     except Exception as e:  # SGLang's own refusal, at the stage it came from
         out.update(accepted=False, stage=stage, error=f"{type(e).__name__}: {e}"[:2000])
-        if not isinstance(e, (ValueError, AssertionError, RuntimeError, SystemExit)):
+        if not isinstance(e, (ValueError, AssertionError, RuntimeError)):
             out["traceback"] = traceback.format_exc()[-3000:]
-    except SystemExit as e:  # argparse refuses a choice
-        out.update(accepted=False, stage=stage, error=f"argparse: {e}")
     finally:
         override.restore()
         try:
