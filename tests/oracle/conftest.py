@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.oracle.matrix import oracle_results, release_python
+from tests.oracle.matrix import AGREEMENT, agreement_table, oracle_results, release_python
 
 AGREEMENT_KEY = pytest.StashKey[dict[str, Any]]()
 SUMMARY_KEY = pytest.StashKey[str]()
@@ -37,6 +37,13 @@ def run_cached_oracle(
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    if AGREEMENT:
+        table = agreement_table()
+        out = Path(config.rootpath) / ".pytest_cache" / "oracle-matrix.md"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(table + "\n")
+        terminalreporter.write_sep("-", f"release matrix (also in {out})")
+        terminalreporter.write_line(table)
     summary = config.stash.get(SUMMARY_KEY, None)
     if summary:
         terminalreporter.write_sep("-", "vLLM oracle agreement (N agree / M compared)")

@@ -62,6 +62,35 @@ def fixture_release(release: str, engine: str = "vllm") -> str:
     return _release_table(engine).get(release, release)
 
 
+# (engine, release, grid) -> [cases that agree on every figure, cases compared]
+AGREEMENT: dict[tuple[str, str, str], list[int]] = {}
+
+
+def record(engine: str, release: str, grid: str, agrees: bool) -> None:
+    """Count one compared case for the matrix table printed at the end of the run."""
+    row = AGREEMENT.setdefault((engine, release, grid), [0, 0])
+    row[0] += agrees
+    row[1] += 1
+
+
+def agreement_table() -> str:
+    """The matrix as a Markdown table (README): engine, release, grid, N agree / M cases."""
+    lines = [
+        "| engine | release | grid | cases | agree on every figure |",
+        "|---|---|---|---:|---:|",
+    ]
+    for (engine, release, grid), (n, m) in sorted(
+        AGREEMENT.items(), key=lambda kv: (kv[0][0], _order(kv[0][1]), kv[0][2])
+    ):
+        lines.append(f"| {engine} | {release} | {grid} | {m} | {n}/{m} |")
+    return "\n".join(lines)
+
+
+def _order(release: str) -> tuple[int, ...]:
+    digits = [int("".join(ch for ch in x if ch.isdigit()) or 0) for x in release.split(".")]
+    return tuple(-d for d in digits)
+
+
 def _truthy(name: str) -> bool:
     return os.environ.get(name, "").lower() in ("1", "true", "yes")
 

@@ -31,7 +31,7 @@ from planner.core.errors import FieldError, PlanError
 from planner.core.schema import PlanRequest
 from planner.service import plan
 from tests.oracle.conftest import AGREEMENT_KEY, SUMMARY_KEY, run_cached_oracle
-from tests.oracle.matrix import releases
+from tests.oracle.matrix import record, releases
 
 pytestmark = pytest.mark.oracle
 
@@ -419,6 +419,7 @@ def test_planner_matches_vllm(case: dict[str, Any], oracle: Any, agreement: dict
     if missing:
         problems.append(f"the planner has no request field(s) {missing} (planned without them)")
     problems += [f"{k}: {v}" for k, v in bad.items()]
+    record("vllm", case["vllm"], "plain", not problems)
     assert not problems, f"{case['id']} vs vLLM {case['vllm']}:\n  " + "\n  ".join(problems)
 
 
