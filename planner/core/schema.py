@@ -260,6 +260,32 @@ class PlanRequest(_Strict):
         "accepted tokens.",
     )
 
+    context_length: Tokens | None = Field(
+        default=None,
+        description="SGLang --context-length: the model length the engine serves (at most the "
+        "model's own unless allow_long_max_model_len). vLLM's is context_tokens.",
+    )
+    chunked_prefill_size: Annotated[int, Field(ge=1, le=MAX_TOKENS, strict=True)] | None = Field(
+        default=None,
+        description="SGLang --chunked-prefill-size (default: by GPU memory); it sets the "
+        "automatic mem_fraction_static.",
+    )
+    cuda_graph_max_bs: Annotated[int, Field(ge=1, le=1 << 16, strict=True)] | None = Field(
+        default=None,
+        description="SGLang --cuda-graph-max-bs (default: by GPU memory and TP); it sets the "
+        "automatic mem_fraction_static.",
+    )
+
+    max_total_tokens: Tokens | None = Field(
+        default=None,
+        description="SGLang --max-total-tokens: caps the token pool below what memory allows.",
+    )
+    swa_full_tokens_ratio: Annotated[float, Field(gt=0, le=1)] | None = Field(
+        default=None,
+        description="SGLang --swa-full-tokens-ratio: the sliding-window pool's tokens per "
+        "full-pool token (default 0.8).",
+    )
+
     @model_validator(mode="after")
     def _config_size(self) -> PlanRequest:
         if isinstance(self.model, dict) and len(self.model) > MAX_CONFIG_KEYS:

@@ -87,10 +87,9 @@ import transformers.models.auto.image_processing_auto  # noqa: E402,F401
 
 sys.meta_path.insert(0, _Inert())
 
-import torch  # noqa: E402
-
 import sglang  # noqa: E402
 import sglang.srt.platforms as _platforms  # noqa: E402
+import torch  # noqa: E402
 from sglang.srt import runtime_context as rc  # noqa: E402
 from sglang.srt.platforms.cuda import CudaSRTPlatform  # noqa: E402
 from sglang.srt.utils import common as _common  # noqa: E402
@@ -120,10 +119,12 @@ for _mod_name, _mod in list(sys.modules.items()):
 _common.get_device_memory_capacity = _gpu_mib
 _common.get_available_gpu_memory = _available_gib
 
+import sglang.srt.layers.quantization as _quant  # noqa: E402
 from sglang.srt.arg_groups import memory_hook as _memory_hook  # noqa: E402
 from sglang.srt.arg_groups.overrides import model_config_of, resolved_view  # noqa: E402
 from sglang.srt.configs.model_config import AttentionArch  # noqa: E402
 from sglang.srt.distributed.utils import get_pp_indices  # noqa: E402
+from sglang.srt.layers.quantization.mxfp4 import Mxfp4Config  # noqa: E402
 from sglang.srt.mem_cache import kv_cache_configurator as _kvc_mod  # noqa: E402
 from sglang.srt.mem_cache.kv_cache_dtype import configure_kv_cache_dtype  # noqa: E402
 from sglang.srt.model_executor.model_runner_components.layer_setup import (  # noqa: E402
@@ -136,9 +137,6 @@ from sglang.srt.server_args import prepare_server_args  # noqa: E402
 from sglang.srt.speculative.spec_info import SpeculativeAlgorithm  # noqa: E402
 
 # Stub 7: mxfp4 registers only when is_cuda() is true at import time (gpt-oss needs it).
-import sglang.srt.layers.quantization as _quant  # noqa: E402
-from sglang.srt.layers.quantization.mxfp4 import Mxfp4Config  # noqa: E402
-
 for _table in ("BASE_QUANTIZATION_METHODS", "QUANTIZATION_METHODS"):
     getattr(_quant, _table).setdefault("mxfp4", Mxfp4Config)
 

@@ -10,9 +10,10 @@ those figures with `plan()`. SGLang's answers are stored per release as fixtures
 (tests/oracle/matrix.py): `make test` reads them; `make oracle ENGINE=sglang RELEASE=…` reruns
 that release's code live and fails on any difference.
 
-The inputs are what a deployment states: the GPU (its catalog memory as the nvidia-smi total,
-its compute capability), the memory free before the weights load (the planner gets the rest as
-`non_torch_bytes`), the weights per rank, and SGLang's flags.
+The inputs are what a deployment states: the GPU (its catalog memory, the torch-visible total,
+stands in for the nvidia-smi total SGLang's tiers read; on an H100 nvidia-smi shows 81,559 MiB
+where torch sees 81,090 MiB), its compute capability, the memory free before the weights load
+(the planner gets the rest as `non_torch_bytes`), the weights per rank, and SGLang's flags.
 """
 
 from __future__ import annotations
@@ -72,8 +73,15 @@ def _planner_config(model_id: str) -> dict[str, Any]:
 
 
 @cache
-def _gpu(gpu_id: str) -> Any:
-    return get_gpu(gpu_id)
+def _gpu_bytes(gpu_id: str) -> int:
+    """The GPU's memory as the planner sees it (the catalog's torch-visible total), given to
+    SGLang as its nvidia-smi total too: both sides size from the same figure."""
+    return get_gpu(gpu_id).usable_memory_bytes
+
+
+@cache
+def _gpu_cc(gpu_id: str) -> int | None:
+    return get_gpu(gpu_id).compute_capability
 
 
 def _generate() -> list[dict[str, Any]]:
@@ -85,7 +93,7 @@ def _generate() -> list[dict[str, Any]]:
         gpu = GPUS[(i // len(MODELS)) % len(GPUS)] if plain else rng.choice(GPUS)
         tp = 1 if plain else rng.choice(TPS)
         pp = 1 if plain else rng.choice(PPS)
-        total = _gpu(gpu).memory_bytes
+        total = _gpu_bytes(gpu)
         # Free before load: the total less the CUDA context (and NCCL at TP/PP > 1), a
         # deployment's own figure, given to both sides.
         context = rng.choice((512, 768, 1536)) * MIB if not plain else 512 * MIB
@@ -135,7 +143,9 @@ def _minor(version: str) -> str:
 
 
 BASE_CASES = _generate()
-CASES = [dict(c, sglang=v, id=f"v{_minor(v)}-{c['id']}") for v in ORACLE_VERSIONS for c in BASE_CASES]
+CASES = [
+    dict(c, sglang=v, id=f"v{_minor(v)}-{c['id']}") for v in ORACLE_VERSIONS for c in BASE_CASES
+]
 
 
 def _oracle_inputs(version: str) -> list[dict[str, Any]]:
@@ -143,8 +153,8 @@ def _oracle_inputs(version: str) -> list[dict[str, Any]]:
         {
             "id": c["id"],
             "config": _planner_config(c["model"]),
-            "gpu_mib": _gpu(c["gpu"]).memory_bytes / MIB,
-            "compute_capability": _gpu(c["gpu"]).compute_capability,
+            "gpu_mib": _gpu_bytes(c["gpu"]) / MIB,
+            "compute_capability": _gpu_cc(c["gpu"]),
             **{
                 k: c[k]
                 for k in (
@@ -189,7 +199,7 @@ FLAG_FIELDS = {
 
 
 def _plan_request(c: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    total = _gpu(c["gpu"]).memory_bytes
+    total = _gpu_bytes(c["gpu"])
     tp, pp = c["tensor_parallel_size"], c["pipeline_parallel_size"]
     body: dict[str, Any] = {
         "model": _planner_config(c["model"]),
@@ -228,7 +238,7 @@ def _planner_figures(body: dict[str, Any]) -> dict[str, Any]:
         "kv_heads": p.per_rank.kv_heads,
         "tokens": cap.engine_reported_tokens,
         "running_requests": cap.max_num_seqs,
-        "max_req_len": cap.longest_context_tokens,
+        "max_req_len": cap.engine_max_request_tokens,
     }
 
 
