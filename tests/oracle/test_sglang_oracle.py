@@ -120,6 +120,52 @@ def _generate() -> list[dict[str, Any]]:
     return out
 
 
+# The second grid: SGLang's sizing flags (each set in about half its cases), on the SWA model,
+# dense ones and Blackwell; stored as its own fixture (sglang_flags.json).
+FLAG_SEED = 20261203
+FLAG_CONFIGS = 120
+FLAG_MODELS = ("openai/gpt-oss-20b", "openai/gpt-oss-20b", "meta-llama/Llama-3.1-8B",
+               "Qwen/Qwen3-8B", "deepseek-ai/DeepSeek-V2-Lite")  # fmt: skip
+FLAG_VALUES: dict[str, tuple[Any, ...]] = {
+    "chunked_prefill_size": (1024, 4096, 16384),
+    "cuda_graph_max_bs": (16, 160, 768),
+    "max_total_tokens": (4096, 100000, 1 << 22),
+    "swa_full_tokens_ratio": (0.001, 0.1, 0.5, 1.0),
+}
+
+
+def _generate_flags() -> list[dict[str, Any]]:
+    rng = random.Random(FLAG_SEED)
+    out: list[dict[str, Any]] = []
+    for i in range(FLAG_CONFIGS):
+        model = FLAG_MODELS[i % len(FLAG_MODELS)]
+        gpu = rng.choice(GPUS)
+        total = _gpu_bytes(gpu)
+        free = total - 768 * MIB
+        c: dict[str, Any] = {
+            "model": model,
+            "gpu": gpu,
+            "tensor_parallel_size": rng.choice((1, 1, 2, 4)),
+            "pipeline_parallel_size": 1,
+            "kv_cache_dtype": rng.choice(("auto", "auto", "fp8_e4m3")),
+            "free_before_load_bytes": free,
+            "weights_bytes_per_rank": int(free * rng.choice((0.05, 0.3, 0.8))),
+            "mem_fraction_static": rng.choice((None, None, 0.85)),
+            "max_running_requests": rng.choice((None, None, 48)),
+            "context_length": rng.choice((None, 8192)),
+            "page_size": rng.choice((None, None, 16, 64)),
+        }
+        flags = {k: rng.choice(v) for k, v in FLAG_VALUES.items() if rng.random() < 0.5}
+        c.update(flags)
+        c["id"] = (
+            "flags-"
+            + _case_id(c, i)
+            + "".join(f"-{k.split('_')[0]}{v}" for k, v in sorted(flags.items()))
+        )
+        out.append(c)
+    return out
+
+
 def _case_id(c: dict[str, Any], i: int) -> str:
     return "-".join(
         [
@@ -142,13 +188,18 @@ def _minor(version: str) -> str:
     return ".".join(version.split(".")[:2])
 
 
-BASE_CASES = _generate()
+# The grids, each stored as its own fixture: {fixture name -> configurations}.
+GRIDS = {"sglang_sizing": _generate(), "sglang_flags": _generate_flags()}
+BASE_CASES = GRIDS["sglang_sizing"]
 CASES = [
-    dict(c, sglang=v, id=f"v{_minor(v)}-{c['id']}") for v in ORACLE_VERSIONS for c in BASE_CASES
+    dict(c, sglang=v, grid=g, id=f"v{_minor(v)}-{c['id']}")
+    for v in ORACLE_VERSIONS
+    for g, cases in GRIDS.items()
+    for c in cases
 ]
 
 
-def _oracle_inputs(version: str) -> list[dict[str, Any]]:
+def _oracle_inputs(version: str, grid: str = "sglang_sizing") -> list[dict[str, Any]]:
     return [
         {
             "id": c["id"],
@@ -169,22 +220,28 @@ def _oracle_inputs(version: str) -> list[dict[str, Any]]:
                     "page_size",
                 )
             },
+            **{k: c[k] for k in FLAG_VALUES if k in c},  # the flags grid's
         }
         for c in CASES
-        if c["sglang"] == version
+        if c["sglang"] == version and c["grid"] == grid
     ]
 
 
 @pytest.fixture(scope="session")
 def oracle() -> Any:
-    done: dict[str, dict[str, dict[str, Any]]] = {}
+    done: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
 
-    def get(version: str) -> dict[str, dict[str, Any]]:
-        if version not in done:
-            done[version] = oracle_results(
-                version, HARNESS, _oracle_inputs(version), engine="sglang", timeout_s=3600
+    def get(version: str, grid: str = "sglang_sizing") -> dict[str, dict[str, Any]]:
+        if (version, grid) not in done:
+            done[version, grid] = oracle_results(
+                version,
+                HARNESS,
+                _oracle_inputs(version, grid),
+                name=grid,
+                engine="sglang",
+                timeout_s=3600,
             )
-        return done[version]
+        return done[version, grid]
 
     return get
 
@@ -195,6 +252,7 @@ FLAG_FIELDS = {
     "max_running_requests": "max_num_seqs",
     "mem_fraction_static": "gpu_memory_utilization",
     "page_size": "block_size",
+    **{k: k for k in FLAG_VALUES},
 }
 
 
@@ -213,7 +271,7 @@ def _plan_request(c: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         "non_torch_bytes": total - c["free_before_load_bytes"],
     }
     for flag, field in FLAG_FIELDS.items():
-        if c[flag] is not None:
+        if c.get(flag) is not None:
             body[field] = c[flag]
     missing = [k for k in body if k not in PlanRequest.model_fields]
     return {k: v for k, v in body.items() if k not in missing}, missing
@@ -292,7 +350,7 @@ _AGREEMENT: dict[str, Any] = {}
 
 @pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
 def test_planner_matches_sglang(case: dict[str, Any], oracle: Any) -> None:
-    r = oracle(case["sglang"])[case["id"]]
+    r = oracle(case["sglang"], case["grid"])[case["id"]]
     verdict, missing = compare(case, r)
     _AGREEMENT[case["id"]] = {"verdict": verdict, "missing": missing, "case": case, "sglang": r}
     problems = [f"the planner has no request field(s) {missing}"] if missing else []
@@ -305,6 +363,9 @@ def test_oracle_covers_every_kind_and_setting(version: str, oracle: Any) -> None
     """The generated set really exercises what it claims (not a test of the planner)."""
     results = oracle(version)
     assert len(results) == len(BASE_CASES)
+    flagged = oracle(version, "sglang_flags")
+    assert len(flagged) == len(GRIDS["sglang_flags"])
+    assert any(r["accepted"] and r["swa_max_total_num_tokens"] for r in flagged.values())
     accepted = [r for r in results.values() if r["accepted"]]
     assert len(accepted) > len(results) // 2
     assert any(r["is_hybrid_swa"] for r in accepted), "no hybrid SWA model accepted"

@@ -28,6 +28,7 @@ from planner.core.errors import FieldError
 from planner.core.hardware import Gpu
 from planner.core.model import ModelShape
 from planner.core.notes import Note, note
+from planner.core.parallel import Stages
 from planner.core.specs import LayerSpec, WindowPolicy, cdiv
 from planner.core.units import KVDtype
 
@@ -275,6 +276,23 @@ class Sglang(Engine):
         if instances > 1:
             parts.append(f"--dp {instances}")
         return " ".join(parts), {}
+
+    def build_pool(
+        self,
+        stages: Stages,
+        dtype: KVDtype,
+        block_size: int,
+        policy: WindowPolicy,
+        budget_bytes: int,
+        sched: Scheduling,
+        ctx: int,
+    ) -> Pool:
+        """Pipeline stages take the smallest token capacity (an all-reduce MIN over the ranks,
+        kv_cache_configurator._apply_token_constraints), whatever each admits at `ctx`."""
+        pools = [
+            self.stage_pool(st, dtype, block_size, policy, budget_bytes) for st in stages.stacks
+        ]
+        return min(pools, key=lambda p: p.max_tokens())
 
     def _capped(self, tokens: int, page: int) -> int:
         """Whole pages, at most --max-total-tokens (kv_cache_configurator.config_from_budget)."""
