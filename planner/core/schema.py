@@ -286,6 +286,15 @@ class PlanRequest(_Strict):
         "full-pool token (default 0.8).",
     )
 
+    data_parallel_size: Parallel | None = Field(
+        default=None,
+        description="SGLang --dp-size (vLLM --data-parallel-size): replicas; with SGLang's "
+        "enable_dp_attention the attention of each replica runs at TP / data_parallel_size.",
+    )
+    enable_dp_attention: bool | None = Field(
+        default=None, description="SGLang --enable-dp-attention (with data_parallel_size)."
+    )
+
     @model_validator(mode="after")
     def _config_size(self) -> PlanRequest:
         if isinstance(self.model, dict) and len(self.model) > MAX_CONFIG_KEYS:

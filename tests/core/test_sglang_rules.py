@@ -118,3 +118,28 @@ def test_max_total_tokens_and_swa_ratio() -> None:
     half = plan(PlanRequest.model_validate({**base, "swa_full_tokens_ratio": 0.5}))
     dflt = plan(PlanRequest.model_validate(base))
     assert half.capacity.engine_reported_tokens > dflt.capacity.engine_reported_tokens
+
+
+def test_dp_attention() -> None:
+    # memory_hook.reserve_for_graph_mb: DP attention adds max_bs × D × 3 MiB, and × 1.5 more
+    # above a batch of 300: TP 8 (graph batch 512), D 4 on 80 GiB: 512 + 1.5 × 8192 + 1024 +
+    # 2 × 512 + 512 × 4 × 3 + 512 × 4 × 1.5 = 24,064 MiB.
+    frac, _ = sglang_default_fraction(
+        gpu_memory_bytes=80 * GIB, tensor_parallel_size=8, pipeline_parallel_size=1, attn_dp_size=4
+    )
+    assert frac == round((81920 - 24064) / 81920, 3)
+    # Attention TP = 8 / 4 = 2: Qwen3-8B's 8 KV heads are 4 per rank; an explicit
+    # --max-running-requests is shared by the 4 workers.
+    p = _plan(
+        model="Qwen/Qwen3-8B",
+        kv_budget_bytes=8 * GIB,
+        tensor_parallel_size=8,
+        data_parallel_size=4,
+        enable_dp_attention=True,
+        max_num_seqs=256,
+    )
+    assert p.per_rank.kv_heads == 4 and p.capacity.max_num_seqs == 64
+    with pytest.raises(FieldError) as e:
+        _plan(kv_budget_bytes=GIB, tensor_parallel_size=2, data_parallel_size=4,
+              enable_dp_attention=True)  # fmt: skip
+    assert e.value.problems[0].field == "data_parallel_size"

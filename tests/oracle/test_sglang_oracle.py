@@ -32,7 +32,7 @@ from planner.core.errors import FieldError, PlanError
 from planner.core.schema import PlanRequest
 from planner.service import plan
 from tests.oracle.conftest import SUMMARY_KEY
-from tests.oracle.matrix import oracle_results, releases
+from tests.oracle.matrix import oracle_results, record, releases
 
 pytestmark = pytest.mark.oracle
 
@@ -166,6 +166,38 @@ def _generate_flags() -> list[dict[str, Any]]:
     return out
 
 
+# The third grid: DP attention (--enable-dp-attention --dp-size D: attention at TP / D).
+DP_MODELS = ("Qwen/Qwen3-8B", "meta-llama/Llama-3.1-70B", "deepseek-ai/DeepSeek-V2-Lite",
+             "Qwen/Qwen2.5-7B")  # fmt: skip
+
+
+def _generate_dp() -> list[dict[str, Any]]:
+    rng = random.Random(SEED + 2)
+    out: list[dict[str, Any]] = []
+    for i in range(40):
+        tp = rng.choice((2, 4, 8))
+        gpu = rng.choice(("H100-SXM-80GB", "H200-141GB", "A100-SXM-40GB", "B200-180GB"))
+        free = _gpu_bytes(gpu) - 1536 * MIB
+        c: dict[str, Any] = {
+            "model": DP_MODELS[i % len(DP_MODELS)],
+            "gpu": gpu,
+            "tensor_parallel_size": tp,
+            "pipeline_parallel_size": 1,
+            "kv_cache_dtype": rng.choice(("auto", "fp8_e4m3")),
+            "free_before_load_bytes": free,
+            "weights_bytes_per_rank": int(free * rng.choice((0.05, 0.3, 0.6))),
+            "mem_fraction_static": rng.choice((None, None, 0.85)),
+            "max_running_requests": rng.choice((None, 256, 1024)),
+            "context_length": rng.choice((None, 8192)),
+            "page_size": None,
+            "dp_size": rng.choice([d for d in (2, 4, 8) if d <= tp]),
+            "enable_dp_attention": True,
+        }
+        c["id"] = f"dpattn-{_case_id(c, i)}-dp{c['dp_size']}"
+        out.append(c)
+    return out
+
+
 def _case_id(c: dict[str, Any], i: int) -> str:
     return "-".join(
         [
@@ -189,7 +221,11 @@ def _minor(version: str) -> str:
 
 
 # The grids, each stored as its own fixture: {fixture name -> configurations}.
-GRIDS = {"sglang_sizing": _generate(), "sglang_flags": _generate_flags()}
+GRIDS = {
+    "sglang_sizing": _generate(),
+    "sglang_flags": _generate_flags(),
+    "sglang_dp": _generate_dp(),
+}
 BASE_CASES = GRIDS["sglang_sizing"]
 CASES = [
     dict(c, sglang=v, grid=g, id=f"v{_minor(v)}-{c['id']}")
@@ -220,7 +256,8 @@ def _oracle_inputs(version: str, grid: str = "sglang_sizing") -> list[dict[str, 
                     "page_size",
                 )
             },
-            **{k: c[k] for k in FLAG_VALUES if k in c},  # the flags grid's
+            # the flags and DP grids' own
+            **{k: c[k] for k in (*FLAG_VALUES, "dp_size", "enable_dp_attention") if k in c},
         }
         for c in CASES
         if c["sglang"] == version and c["grid"] == grid
@@ -253,6 +290,8 @@ FLAG_FIELDS = {
     "mem_fraction_static": "gpu_memory_utilization",
     "page_size": "block_size",
     **{k: k for k in FLAG_VALUES},
+    "dp_size": "data_parallel_size",
+    "enable_dp_attention": "enable_dp_attention",
 }
 
 
@@ -355,6 +394,7 @@ def test_planner_matches_sglang(case: dict[str, Any], oracle: Any) -> None:
     _AGREEMENT[case["id"]] = {"verdict": verdict, "missing": missing, "case": case, "sglang": r}
     problems = [f"the planner has no request field(s) {missing}"] if missing else []
     problems += [f"{k}: {v}" for k, v in verdict.items() if v != "ok"]
+    record("sglang", case["sglang"], case["grid"].removeprefix("sglang_"), not problems)
     assert not problems, f"{case['id']} vs SGLang {case['sglang']}:\n  " + "\n  ".join(problems)
 
 

@@ -13,6 +13,7 @@ from planner.core.notes import Note
 
 # Request fields that are SGLang flags of the same names.
 SGLANG_FLAGS = (
+    "enable_dp_attention",
     "chunked_prefill_size",
     "cuda_graph_max_bs",
     "max_total_tokens",

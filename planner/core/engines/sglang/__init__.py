@@ -102,6 +102,8 @@ class Sglang(Engine):
     # The request's --swa-full-tokens-ratio and --max-total-tokens (for_request).
     swa_full_tokens_ratio: float = SWA_FULL_TOKENS_RATIO
     max_total_tokens: int | None = None
+    # --enable-dp-attention --dp-size D: attention runs at TP / D, D workers.
+    attn_dp: int = 1
     pp_extra_layers = "last"
     # SGLang's --kv-cache-dtype choices that kvplan models (releases.KV_CACHE_DTYPE_CHOICES).
     kv_cache_dtypes: ClassVar[tuple[str, ...]] = rel.KV_CACHE_DTYPES
@@ -138,6 +140,7 @@ class Sglang(Engine):
             chunked_prefill_size=req.chunked_prefill_size,
             cuda_graph_max_bs=req.cuda_graph_max_bs,
             max_running_requests=req.max_num_seqs,
+            attn_dp_size=self.attn_dp,
         )
         return frac
 
@@ -212,6 +215,19 @@ class Sglang(Engine):
             return [note("window.sglang_swa_pool")]
         return [note("window.full_length_arch", engine=self.label)]
 
+    def kv_heads_per_rank(self, kv_heads: int, tp: int) -> int:
+        """get_num_kv_heads(attn_tp_size): with DP attention the heads shard over TP / D."""
+        return max(1, kv_heads // max(1, tp // self.attn_dp))
+
+    def validate_parallel(self, shape: ModelShape, tp: int, pp: int) -> None:
+        """The model files' head checks run at the attention TP (TP / D with DP attention)."""
+        if tp % self.attn_dp:
+            raise FieldError(
+                "data_parallel_size",
+                f"--dp-size {self.attn_dp} with --enable-dp-attention must divide --tp {tp}",
+            )
+        super().validate_parallel(shape, tp // self.attn_dp, pp)
+
     def default_max_num_seqs(self, gpu: Gpu | None, pool_tokens: int, ctx: int) -> int | None:
         """max_running_requests = min(clamp(pool tokens / context length × 512, 2048, 4096),
         pool tokens // 2)."""
@@ -221,7 +237,7 @@ class Sglang(Engine):
         """An explicit --max-running-requests is clamped to pool tokens // 2 as well."""
         if asked is None:
             return self.default_max_num_seqs(gpu, tokens, ctx)
-        return rel.running_requests(asked, tokens, ctx)
+        return rel.running_requests(asked, tokens, ctx, self.attn_dp)
 
     def for_request(self, req: Any) -> Self:
         ratio = getattr(req, "swa_full_tokens_ratio", None)
@@ -229,6 +245,9 @@ class Sglang(Engine):
             self,
             swa_full_tokens_ratio=SWA_FULL_TOKENS_RATIO if ratio is None else ratio,
             max_total_tokens=getattr(req, "max_total_tokens", None),
+            attn_dp=(getattr(req, "data_parallel_size", None) or 1)
+            if getattr(req, "enable_dp_attention", None)
+            else 1,
         )
 
     def longest_request(self, pool: Pool, max_len: int | None) -> int | None:

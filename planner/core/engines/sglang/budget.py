@@ -35,13 +35,19 @@ def sglang_auto_mem_fraction_static(
     pipeline_parallel_size: int = 1,
     prefill_graph_sizes: int = 0,
     cuda_graphs: bool = True,
+    attn_dp_size: int = 1,
 ) -> tuple[float, str]:
-    """SGLang's default when --mem-fraction-static is not given (non-disaggregated, no DP)."""
+    """SGLang's default when --mem-fraction-static is not given (non-disaggregated); DP
+    attention pads the decode graphs (reserve_for_graph_mb)."""
     gpu_mib = gpu_memory_bytes / MiB
     reserved = 512 + max(chunked_prefill_size, 2048) * 1.5
     reserved += tensor_parallel_size * pipeline_parallel_size / 8 * 1024
     if cuda_graphs:
         reserved += cuda_graph_max_bs * 2 + prefill_graph_sizes * 8
+    if attn_dp_size > 1:
+        reserved += cuda_graph_max_bs * attn_dp_size * 3
+        if cuda_graph_max_bs > 300:
+            reserved += cuda_graph_max_bs * attn_dp_size * 1.5
     if gpu_mib > 60 * 1024:
         reserved = max(reserved, 10 * 1024)
     frac = round((gpu_mib - reserved) / gpu_mib, 3)
@@ -56,6 +62,7 @@ def sglang_default_fraction(
     chunked_prefill_size: int | None = None,
     cuda_graph_max_bs: int | None = None,
     max_running_requests: int | None = None,
+    attn_dp_size: int = 1,
 ) -> tuple[float, str]:
     """The automatic mem_fraction_static from the GPU's tiers (memory_hook.py): the chunked
     prefill and decode-graph batch default by GPU memory, an explicit --max-running-requests
@@ -73,6 +80,7 @@ def sglang_default_fraction(
         cuda_graph_max_bs=graph_bs,
         tensor_parallel_size=tensor_parallel_size,
         pipeline_parallel_size=pipeline_parallel_size,
+        attn_dp_size=attn_dp_size,
     )
 
 

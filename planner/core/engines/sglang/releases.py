@@ -62,10 +62,13 @@ RUNNING_ESTIMATE_PER_CONTEXT = 512
 RUNNING_ESTIMATE_BOUNDS = (2048, 4096)
 
 
-def running_requests(requested: int | None, pool_tokens: int, context_len: int) -> int:
-    """max_running_requests as SGLang resolves it (one attention-DP worker)."""
+def running_requests(
+    requested: int | None, pool_tokens: int, context_len: int, attn_dp: int = 1
+) -> int:
+    """max_running_requests as SGLang resolves it, per attention-DP worker (an explicit one is
+    shared by the workers)."""
     if requested is not None:
-        return min(max(1, requested), pool_tokens // 2)
+        return min(max(1, requested // attn_dp), pool_tokens // 2)
     lo, hi = RUNNING_ESTIMATE_BOUNDS
     estimated = int(pool_tokens / max(1, context_len) * RUNNING_ESTIMATE_PER_CONTEXT)
     return min(max(min(estimated, hi), lo), pool_tokens // 2)
