@@ -272,8 +272,8 @@ class PlanRequest(_Strict):
     )
     cuda_graph_max_bs: Annotated[int, Field(ge=1, le=1 << 16, strict=True)] | None = Field(
         default=None,
-        description="SGLang --cuda-graph-max-bs (default: by GPU memory and TP); it sets the "
-        "automatic mem_fraction_static.",
+        description="SGLang's decode CUDA-graph max batch, --cuda-graph-max-bs-decode in 0.5.23 "
+        "(default: by GPU memory and TP); it sets the automatic mem_fraction_static.",
     )
 
     max_total_tokens: Tokens | None = Field(

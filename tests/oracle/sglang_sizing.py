@@ -203,7 +203,7 @@ def _argv(case: dict[str, Any], model_dir: str) -> list[str]:
         "mem_fraction_static": "--mem-fraction-static",
         "max_running_requests": "--max-running-requests",
         "chunked_prefill_size": "--chunked-prefill-size",
-        "cuda_graph_max_bs": "--cuda-graph-max-bs",
+        "cuda_graph_max_bs": "--cuda-graph-max-bs-decode",  # 0.5.23 spelling
         "swa_full_tokens_ratio": "--swa-full-tokens-ratio",
         "max_total_tokens": "--max-total-tokens",
         "attention_backend": "--attention-backend",
@@ -239,6 +239,21 @@ def _sliding_window(mc: Any) -> int | None:
     if fn is not None:
         shim.get_attention_sliding_window_size = types.MethodType(fn, shim)
     return resolve_sliding_window_size(shim, mc)
+
+
+def _model_head_checks(mc: Any, attn_tp: int) -> None:
+    """The model files' attention asserts, restated (no model is built): llama.py, qwen2.py,
+    gpt_oss.py `total_num_heads % tp_size == 0` and KV heads divisible by TP or TP a multiple of
+    them; deepseek_v2.py `num_heads % attn_tp_size == 0`."""
+    heads = mc.num_attention_heads
+    assert heads % attn_tp == 0, f"num_attention_heads {heads} % attn_tp_size {attn_tp} != 0"
+    if mc.attention_arch == AttentionArch.MLA:
+        return
+    kv = mc.get_total_num_kv_heads()
+    if kv >= attn_tp:
+        assert kv % attn_tp == 0, f"num_key_value_heads {kv} % tp_size {attn_tp} != 0"
+    else:
+        assert attn_tp % kv == 0, f"tp_size {attn_tp} % num_key_value_heads {kv} != 0"
 
 
 def _configurator(case: dict[str, Any], sa: Any, mc: Any, pp_rank: int) -> Any:
@@ -343,6 +358,8 @@ def run_case(case: dict[str, Any], work: Path) -> dict[str, Any]:
             ),
             is_hybrid_swa=bool(mc.is_hybrid_swa),
         )
+        stage = "model"
+        _model_head_checks(mc, tp)
         stage = "kv_cache"
         pp = int(case.get("pipeline_parallel_size", 1))
         # Free memory after the weights load, each rank holding its share.

@@ -29,7 +29,7 @@ class EngineFlags:
         """The engine with the request's engine-specific flags (SGLang's; others refuse them)."""
         for flag in SGLANG_FLAGS:
             if getattr(req, flag, None) is not None:
-                msg = f"{flag} is SGLang's --{flag.replace('_', '-')}; {self.label} has none"
+                msg = f"{flag} is an SGLang setting; {self.label} has none (omit it)"
                 raise FieldError(flag, msg)
         return self
 
