@@ -40,7 +40,7 @@ TEMPLATES: dict[str, str] = {
     ),
     "engine.sglang.memory_fraction": (
         "mem_fraction_static is a fraction of the free memory measured BEFORE model load; "
-        "SGLang auto-picks it by GPU size when not given ({default} assumed here)."
+        "SGLang computes it from the GPU's memory when not given, and so does kvplan."
     ),
     "engine.sglang.trtllm_mha_page": (
         "On this GPU (SM100) SGLang's default attention backend for the model is trtllm_mha, "

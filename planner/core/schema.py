@@ -193,7 +193,8 @@ class PlanRequest(_Strict):
     gpu_memory_utilization: Annotated[float, Field(gt=0, le=1)] | None = Field(
         default=None,
         description="vLLM: fraction of total memory (default 0.92); SGLang mem_fraction_static "
-        "(0.88 assumed); TensorRT-LLM free_gpu_memory_fraction of free memory (0.9).",
+        "(default: SGLang's own, from the GPU's memory); TensorRT-LLM "
+        "free_gpu_memory_fraction of free memory (0.9).",
     )
     weights_bytes: Bytes | None = Field(
         default=None,

@@ -448,7 +448,7 @@ def _write_agreement(request: pytest.FixtureRequest) -> Any:
     path.with_suffix(".txt").write_text(summary + "\n")
     before = request.config.stash.get(SUMMARY_KEY, "")
     request.config.stash[SUMMARY_KEY] = "\n".join(
-        s for s in (before, f"details in {path}\n{summary}") if s
+        s for s in (before, f"SGLang (N agree / M compared), details in {path}\n{summary}") if s
     )
 
 

@@ -124,7 +124,7 @@ class Sglang(Engine):
     def rule_notes(self) -> list[Note]:
         return [
             note("engine.sglang.rules"),
-            note("engine.sglang.memory_fraction", default=self.default_memory_utilization()),
+            note("engine.sglang.memory_fraction"),
         ]
 
     def mem_fraction_static(self, inp: PlanInputs) -> float:
