@@ -150,6 +150,9 @@ class CapacityOut(_Out):
     # before vLLM 0.29 it counts the null block as free, so it can be one block past
     # longest_context_tokens, the longest context a request is actually admitted with.
     engine_max_model_len_estimate: int | None = None
+    # The longest request the engine itself admits, where it states one (SGLang's max_req_len
+    # = min(context_len − 1, max_total_num_tokens − 1), tp_worker.get_worker_info).
+    engine_max_request_tokens: int | None = None
 
 
 class CalibratedOut(_Out):

@@ -54,9 +54,7 @@ def capacity(
         limited = "context_exceeds_max_position_embeddings"
     else:
         limited = engine.limited_by_memory
-    cap = inp.request.max_num_seqs or engine.default_max_num_seqs(
-        inp.gpu, pool.max_tokens(), max_len or ctx
-    )
+    cap = engine.running_cap(inp.request.max_num_seqs, inp.gpu, pool.max_tokens(), max_len or ctx)
     running = min(max_req, cap) if cap is not None else max_req
     if cap is not None and max_req > cap:
         limited = "max_num_seqs"
@@ -132,6 +130,7 @@ def capacity(
         engine_starts=verdict.starts,
         start_error=verdict.error_text,
         estimated_max_model_len=verdict.estimated_max_model_len,
+        engine_max_request_tokens=engine.longest_request(pool, max_len),
         engine_max_model_len_estimate=engine.max_model_len_estimate(
             inp, budget.kv_budget_bytes, pool
         ),

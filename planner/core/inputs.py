@@ -188,7 +188,7 @@ def resolve(
 ) -> Inputs:
     """The request resolved against its engine, model, GPU and calibration. Raises
     `PlanError` subclasses naming the offending field."""
-    engine = get_engine(request.engine, request.engine_version)
+    engine = get_engine(request.engine, request.engine_version).for_request(request)
     model = resolve_model_of(request, catalog)
     shape = model.shape
     notes: list[Note] = list(model.notes)
@@ -198,6 +198,8 @@ def resolve(
     dtype_notes += more
     explicit_kv = request.kv_cache_dtype.strip().lower() != "auto"
     max_len = engine.max_model_len(shape)
+    if (asked_len := request.context_length) is not None:
+        max_len = engine.context_length(shape, asked_len, request.allow_long_max_model_len)
     ctx = _context(request, max_len)
     too_long = long_context_refusal(request, engine.label, engine.long_context_override, ctx,
                                     max_len)  # fmt: skip
@@ -247,6 +249,8 @@ def resolve(
     )
     block, block_notes = engine.block_size(request.block_size, shape, kv)
     notes.extend(block_notes)
+    block, page_notes = engine.page_on_gpu(block, request.block_size, shape, gpu)
+    notes.extend(page_notes)
     if shape.has_state:  # sized once dtype, TP and cache mode are known (vLLM raises the block)
         shape, block, state_notes = engine.bind_state(
             shape, block_size=block, kv=kv, model_dtype=model_dtype, tp=tp, pp=pp,

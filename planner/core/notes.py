@@ -41,7 +41,11 @@ TEMPLATES: dict[str, str] = {
     ),
     "engine.sglang.memory_fraction": (
         "mem_fraction_static is a fraction of the free memory measured BEFORE model load; "
-        "SGLang auto-picks it by GPU size when not given ({default} assumed here)."
+        "SGLang computes it from the GPU's memory when not given, and so does kvplan."
+    ),
+    "engine.sglang.trtllm_mha_page": (
+        "On this GPU (SM100) SGLang's default attention backend for the model is trtllm_mha, "
+        "which takes pages of 16, 32, 64 or 128 tokens: page_size {asked} becomes {page}."
     ),
     "engine.trtllm.rules": (
         "TensorRT-LLM rules (KvCacheConfig, resource_manager.py): tokens_per_block 32; KV heads "

@@ -245,10 +245,12 @@ def _tp_sizes(gpu_count: int) -> list[int]:
 def search(req: RecommendRequest, planner: Planner) -> tuple[Eval | None, list[Eval]]:
     engine = get_engine(req.engine)
     util = req.gpu_memory_utilization or engine.default_memory_utilization()
+    # The engine's own FP8 spelling (SGLang takes fp8_e4m3, not fp8).
+    fp8 = "fp8" if "fp8" in engine.kv_cache_dtype_names() else "fp8_e4m3"
     dtypes = (
         [req.kv_cache_dtype]
         if req.kv_cache_dtype
-        else (["auto", "fp8"] if req.allow_fp8_kv else ["auto"])
+        else (["auto", fp8] if req.allow_fp8_kv else ["auto"])
     )
     evals: list[Eval] = []
     for dtype in dtypes:

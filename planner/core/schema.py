@@ -200,7 +200,8 @@ class PlanRequest(_Strict):
     gpu_memory_utilization: Annotated[float, Field(gt=0, le=1)] | None = Field(
         default=None,
         description="vLLM: fraction of total memory (default 0.92); SGLang mem_fraction_static "
-        "(0.88 assumed); TensorRT-LLM free_gpu_memory_fraction of free memory (0.9).",
+        "(default: SGLang's own, from the GPU's memory); TensorRT-LLM "
+        "free_gpu_memory_fraction of free memory (0.9).",
     )
     weights_bytes: Bytes | None = Field(
         default=None,
@@ -265,6 +266,41 @@ class PlanRequest(_Strict):
         description="vLLM --speculative-config: the draft's KV layers join the cache, each "
         "decoding request reserves its draft and lookahead tokens, and the decode bound counts "
         "accepted tokens.",
+    )
+
+    context_length: Tokens | None = Field(
+        default=None,
+        description="SGLang --context-length: the model length the engine serves (at most the "
+        "model's own unless allow_long_max_model_len). vLLM's is context_tokens.",
+    )
+    chunked_prefill_size: Annotated[int, Field(ge=1, le=MAX_TOKENS, strict=True)] | None = Field(
+        default=None,
+        description="SGLang --chunked-prefill-size (default: by GPU memory); it sets the "
+        "automatic mem_fraction_static.",
+    )
+    cuda_graph_max_bs: Annotated[int, Field(ge=1, le=1 << 16, strict=True)] | None = Field(
+        default=None,
+        description="SGLang's decode CUDA-graph max batch, --cuda-graph-max-bs-decode in 0.5.23 "
+        "(default: by GPU memory and TP); it sets the automatic mem_fraction_static.",
+    )
+
+    max_total_tokens: Tokens | None = Field(
+        default=None,
+        description="SGLang --max-total-tokens: caps the token pool below what memory allows.",
+    )
+    swa_full_tokens_ratio: Annotated[float, Field(gt=0, le=1)] | None = Field(
+        default=None,
+        description="SGLang --swa-full-tokens-ratio: the sliding-window pool's tokens per "
+        "full-pool token (default 0.8).",
+    )
+
+    data_parallel_size: Parallel | None = Field(
+        default=None,
+        description="SGLang --dp-size (vLLM --data-parallel-size): replicas; with SGLang's "
+        "enable_dp_attention the attention of each replica runs at TP / data_parallel_size.",
+    )
+    enable_dp_attention: bool | None = Field(
+        default=None, description="SGLang --enable-dp-attention (with data_parallel_size)."
     )
 
     @model_validator(mode="after")

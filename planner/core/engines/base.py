@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from planner.core.budget.terms import BudgetTerms, StartVerdict, Term, TermSource
 from planner.core.capacity import Pool
+from planner.core.engines.flags import EngineFlags
 from planner.core.engines.reads import LaunchSettings, PlanInputs, Scheduling
 from planner.core.engines.versions import Releases, Version, version_text
 from planner.core.errors import FieldError
@@ -37,7 +38,7 @@ EXTRA_OPTIONS_FILE = "kv_cache_config.yaml"
 
 
 @dataclass(frozen=True, slots=True)
-class Engine:
+class Engine(EngineFlags):
     """One engine at one version. Subclasses set the class attributes and override rules."""
 
     version: Version
@@ -251,6 +252,10 @@ class Engine:
 
     def default_max_num_seqs(self, gpu: Gpu | None, pool_tokens: int, ctx: int) -> int | None:
         return None
+
+    def running_cap(self, asked: int | None, gpu: Gpu | None, tokens: int, ctx: int) -> int | None:
+        """The running-request limit: as asked, else the engine's default."""
+        return asked or self.default_max_num_seqs(gpu, tokens, ctx)
 
     def max_model_len(self, shape: ModelShape) -> int | None:
         return shape.max_position_embeddings

@@ -50,6 +50,12 @@ class MemoryRequest(Protocol):
     @property
     def cuda_graph_bytes(self) -> int | None: ...
 
+    @property
+    def chunked_prefill_size(self) -> int | None: ...  # SGLang's flags of those names
+
+    @property
+    def cuda_graph_max_bs(self) -> int | None: ...
+
 
 class ModelSource(Protocol):
     """The model as resolved: its config.json where known."""

@@ -4,14 +4,19 @@ have them (python/sglang/srt/mem_cache/memory_pool.py, model_executor/model_runn
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import ClassVar
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar, Self
 
 from planner.core.budget.terms import BudgetTerms, StartVerdict
 from planner.core.capacity import Pool, full_stack, groups_of
 from planner.core.engines.base import Engine
 from planner.core.engines.reads import LaunchSettings, PlanInputs, Scheduling
-from planner.core.engines.sglang.budget import sglang_budget, sglang_start_check
+from planner.core.engines.sglang import releases as rel
+from planner.core.engines.sglang.budget import (
+    sglang_budget,
+    sglang_default_fraction,
+    sglang_start_check,
+)
 from planner.core.engines.sglang.logs import (
     LOG_EXAMPLE,
     LOG_HINTS,
@@ -19,15 +24,19 @@ from planner.core.engines.sglang.logs import (
     LOG_VERSION_MARKERS,
 )
 from planner.core.engines.versions import Releases
+from planner.core.errors import FieldError
 from planner.core.hardware import Gpu
 from planner.core.model import ModelShape
 from planner.core.notes import Note, note
+from planner.core.parallel import Stages
 from planner.core.specs import LayerSpec, WindowPolicy, cdiv
 from planner.core.units import KVDtype
 
 # SGLang applies SWA pools only to these architectures (`is_hybrid_swa_model`).
 _SWA_TYPES = {"llama4", "llama4_text", "gpt_oss", "mimo_v2", "step3p5"}
-# swa_full_tokens_ratio: the SWA pool holds 0.8 × the full pool's tokens.
+# Models whose file gives SGLang the window less one (get_attention_sliding_window_size).
+_EXCLUSIVE_WINDOW = {"gpt_oss"}
+# swa_full_tokens_ratio default: the SWA pool holds 0.8 × the full pool's tokens.
 SWA_FULL_TOKENS_RATIO = 0.8
 
 
@@ -81,7 +90,8 @@ class SwaTokenPool(TokenPool):
 class Sglang(Engine):
     name: ClassVar[str] = "sglang"
     label: ClassVar[str] = "SGLang"
-    releases: ClassVar[Releases] = Releases(first=(0, 5, 0), last=(0, 5, 0), default=(0, 5, 0))
+    # Any 0.5.x, answered with the rules read in 0.5.23 (releases.py).
+    releases: ClassVar[Releases] = Releases((0, 5, 0), last=rel.VERIFIED, default=rel.VERIFIED)
     default_block_size: ClassVar[int] = 1
     memory_base = "free_before_load"
     memory_fraction_flag: ClassVar[str] = "--mem-fraction-static"
@@ -89,10 +99,14 @@ class Sglang(Engine):
     prefix_granularity = "token"
     limited_by_memory: ClassVar[str] = "kv_tokens"
     long_context_override: ClassVar[str | None] = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1"
+    # The request's --swa-full-tokens-ratio and --max-total-tokens (for_request).
+    swa_full_tokens_ratio: float = SWA_FULL_TOKENS_RATIO
+    max_total_tokens: int | None = None
+    # --enable-dp-attention --dp-size D: attention runs at TP / D, D workers.
+    attn_dp: int = 1
     pp_extra_layers = "last"
-    kv_cache_dtypes: ClassVar[tuple[str, ...]] = (
-        "auto", "fp32", "fp16", "bf16", "fp8", "fp8_e4m3", "fp8_e5m2",
-    )  # fmt: skip
+    # SGLang's --kv-cache-dtype choices that kvplan models (releases.KV_CACHE_DTYPE_CHOICES).
+    kv_cache_dtypes: ClassVar[tuple[str, ...]] = rel.KV_CACHE_DTYPES
 
     def default_memory_utilization(self) -> float:
         return 0.88
@@ -110,20 +124,41 @@ class Sglang(Engine):
     def rule_notes(self) -> list[Note]:
         return [
             note("engine.sglang.rules"),
-            note("engine.sglang.memory_fraction", default=self.default_memory_utilization()),
+            note("engine.sglang.memory_fraction"),
         ]
+
+    def mem_fraction_static(self, inp: PlanInputs) -> float:
+        """--mem-fraction-static, or SGLang's automatic one from the GPU's tiers."""
+        req = inp.request
+        if req.gpu_memory_utilization is not None:
+            return req.gpu_memory_utilization
+        assert inp.gpu is not None
+        frac, _how = sglang_default_fraction(
+            gpu_memory_bytes=inp.gpu.memory_bytes,
+            tensor_parallel_size=inp.tp,
+            pipeline_parallel_size=inp.pp,
+            chunked_prefill_size=req.chunked_prefill_size,
+            cuda_graph_max_bs=req.cuda_graph_max_bs,
+            max_running_requests=req.max_num_seqs,
+            attn_dp_size=self.attn_dp,
+        )
+        return frac
 
     def derive_budget(self, inp: PlanInputs, weights_per_rank: int) -> BudgetTerms:
         """mem_fraction_static of the memory free before load, less the weights
-        (ModelRunner.profile_max_num_token)."""
+        (KVCacheConfigurator._profile_available_bytes)."""
         assert inp.gpu is not None
         req = inp.request
+        free_before = (
+            inp.gpu.memory_bytes - req.non_torch_bytes if req.non_torch_bytes is not None else None
+        )
         return sglang_budget(
             total_memory_bytes=inp.gpu.memory_bytes,
             weights_bytes_per_rank=weights_per_rank,
-            mem_fraction_static=req.gpu_memory_utilization or self.default_memory_utilization(),
+            mem_fraction_static=self.mem_fraction_static(inp),
             tensor_parallel_size=inp.tp,
             pipeline_parallel_size=inp.pp,
+            free_memory_before_load_bytes=free_before,
             engine_version=self.version_text,
             reserve_bytes=req.reserve_bytes,
         )
@@ -132,8 +167,41 @@ class Sglang(Engine):
         self, inp: PlanInputs, kv_budget_bytes: int, terms: BudgetTerms | None, pool: Pool
     ) -> StartVerdict:
         if terms is not None:
-            return sglang_start_check(budget=terms)
+            free_before = (
+                terms.total_memory_bytes - inp.request.non_torch_bytes
+                if inp.request.non_torch_bytes is not None
+                else None
+            )
+            verdict = sglang_start_check(budget=terms, free_memory_before_load_bytes=free_before)
+            if not verdict.starts:
+                return verdict
+        if isinstance(pool, SwaTokenPool):
+            floor = self._swa_floor(inp.shape, pool)
+            if floor is not None:
+                return floor
+        if terms is not None:
+            return StartVerdict(True, "starts", None, terms.kv_budget_bytes)
         return super().start_check(inp, kv_budget_bytes, terms, pool)
+
+    def _swa_floor(self, shape: ModelShape, pool: SwaTokenPool) -> StartVerdict | None:
+        """pool_configurator.validate_swa_pool_size: the SWA pool must hold more than the
+        window + one page (the window as the model file gives it: gpt-oss's is exclusive)."""
+        window = max(
+            (g.spec.window_tokens or 0 for g in pool.groups if g.spec.is_window), default=0
+        )
+        if not window:
+            return None
+        window -= 1 if shape.model_type in _EXCLUSIVE_WINDOW else 0
+        if window + pool.unit_tokens < pool.swa_pool_tokens:
+            return None
+        return StartVerdict(
+            False,
+            "no_kv_memory",
+            f"SWA pool ({pool.swa_pool_tokens} tokens) cannot hold even one request: the "
+            f"prefill admission floor is sliding_window_size ({window}) + page_size "
+            f"({pool.unit_tokens}). Increase --swa-full-tokens-ratio or the total KV budget.",
+            pool.num_blocks * pool.unit_tokens,
+        )
 
     def window_policy(
         self, shape: ModelShape, *, hybrid_manager: bool, explicit_windows: bool
@@ -147,15 +215,72 @@ class Sglang(Engine):
             return [note("window.sglang_swa_pool")]
         return [note("window.full_length_arch", engine=self.label)]
 
+    def kv_heads_per_rank(self, kv_heads: int, tp: int) -> int:
+        """get_num_kv_heads(attn_tp_size): with DP attention the heads shard over TP / D."""
+        return max(1, kv_heads // max(1, tp // self.attn_dp))
+
+    def validate_parallel(self, shape: ModelShape, tp: int, pp: int) -> None:
+        """The model files' head checks run at the attention TP (TP / D with DP attention)."""
+        if tp % self.attn_dp:
+            raise FieldError(
+                "data_parallel_size",
+                f"--dp-size {self.attn_dp} with --enable-dp-attention must divide --tp {tp}",
+            )
+        super().validate_parallel(shape, tp // self.attn_dp, pp)
+
     def default_max_num_seqs(self, gpu: Gpu | None, pool_tokens: int, ctx: int) -> int | None:
         """max_running_requests = min(clamp(pool tokens / context length × 512, 2048, 4096),
         pool tokens // 2)."""
-        scaled = int(pool_tokens / max(1, ctx) * 512)
-        return max(1, min(max(2048, min(scaled, 4096)), pool_tokens // 2))
+        return max(1, rel.running_requests(None, pool_tokens, ctx))
+
+    def running_cap(self, asked: int | None, gpu: Gpu | None, tokens: int, ctx: int) -> int | None:
+        """An explicit --max-running-requests is clamped to pool tokens // 2 as well."""
+        if asked is None:
+            return self.default_max_num_seqs(gpu, tokens, ctx)
+        return rel.running_requests(asked, tokens, ctx, self.attn_dp)
+
+    def for_request(self, req: Any) -> Self:
+        ratio = getattr(req, "swa_full_tokens_ratio", None)
+        return replace(
+            self,
+            swa_full_tokens_ratio=SWA_FULL_TOKENS_RATIO if ratio is None else ratio,
+            max_total_tokens=getattr(req, "max_total_tokens", None),
+            attn_dp=(getattr(req, "data_parallel_size", None) or 1)
+            if getattr(req, "enable_dp_attention", None)
+            else 1,
+        )
+
+    def longest_request(self, pool: Pool, max_len: int | None) -> int | None:
+        """max_req_len = min(context_len − 1, pool tokens − 1) (tp_worker.get_worker_info)."""
+        return rel.max_req_len(max_len, pool.max_tokens())
 
     launch_kv_dtypes: ClassVar[dict[str, str]] = {
         "fp8": "fp8_e4m3", "fp8_e4m3": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2", "bf16": "bfloat16",
     }  # fmt: skip
+
+    def context_length(self, shape: ModelShape, requested: int, allow_long: bool) -> int:
+        """--context-length: at most the model's own length unless
+        SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 (configs/model_config.py)."""
+        derived = shape.max_position_embeddings
+        if derived is not None and requested > derived and not allow_long:
+            raise FieldError(
+                "context_length",
+                f"User-specified context_length ({requested}) is greater than the derived "
+                f"context_length ({derived}); SGLang refuses it unless "
+                f"{self.long_context_override} is set (allow_long_max_model_len=true)",
+            )
+        return requested
+
+    def page_on_gpu(
+        self, block: int, asked: int | None, shape: ModelShape, gpu: Gpu | None
+    ) -> tuple[int, list[Note]]:
+        """On SM100 (B200/GB200) SGLang's default backend for MHA models is trtllm_mha, whose
+        pages are 16, 32, 64 or 128: any other page, the default 1 included, becomes 64."""
+        if rel.is_sm100(gpu) and not shape.is_mla and block not in rel.TRTLLM_MHA_PAGES:
+            return rel.TRTLLM_MHA_DEFAULT_PAGE, [
+                note("engine.sglang.trtllm_mha_page", page=rel.TRTLLM_MHA_DEFAULT_PAGE, asked=block)
+            ]
+        return block, []
 
     def launch(self, model: str, s: LaunchSettings, instances: int) -> tuple[str, dict[str, str]]:
         parts = [
@@ -171,6 +296,29 @@ class Sglang(Engine):
             parts.append(f"--dp {instances}")
         return " ".join(parts), {}
 
+    def build_pool(
+        self,
+        stages: Stages,
+        dtype: KVDtype,
+        block_size: int,
+        policy: WindowPolicy,
+        budget_bytes: int,
+        sched: Scheduling,
+        ctx: int,
+    ) -> Pool:
+        """Pipeline stages take the smallest token capacity (an all-reduce MIN over the ranks,
+        kv_cache_configurator._apply_token_constraints), whatever each admits at `ctx`."""
+        pools = [
+            self.stage_pool(st, dtype, block_size, policy, budget_bytes) for st in stages.stacks
+        ]
+        return min(pools, key=lambda p: p.max_tokens())
+
+    def _capped(self, tokens: int, page: int) -> int:
+        """Whole pages, at most --max-total-tokens (kv_cache_configurator.config_from_budget)."""
+        if self.max_total_tokens is not None:
+            tokens = min(tokens, self.max_total_tokens)
+        return tokens // page * page
+
     def stage_pool(
         self,
         stack: tuple[tuple[LayerSpec, int], ...],
@@ -184,14 +332,15 @@ class Sglang(Engine):
             # SWA layers are the sliding ones and, for Llama-4, the chunked-attention ones
             # (get_hybrid_layer_ids); both pools are aligned down to whole pages.
             swa = sum(n * s.bytes_per_token(dtype) for s, n in stack if s.is_window)
-            cell = per_token - swa + SWA_FULL_TOKENS_RATIO * swa
-            tokens = int(budget_bytes // cell) // page * page if cell else 0
-            swa_tokens = int(tokens * SWA_FULL_TOKENS_RATIO) // page * page
+            ratio = self.swa_full_tokens_ratio
+            cell = per_token - swa + ratio * swa
+            tokens = self._capped(int(budget_bytes // cell) if cell else 0, page)
+            swa_tokens = int(tokens * ratio) // page * page
             return SwaTokenPool(
                 groups_of(stack, page), tokens // page, 0, page, stack, dtype, policy,
                 budget_bytes, swa_pool_tokens=swa_tokens,
             )  # fmt: skip
-        tokens = budget_bytes // per_token // page * page if per_token else 0
+        tokens = self._capped(budget_bytes // per_token if per_token else 0, page)
         full = full_stack(stack)
         return TokenPool(
             groups_of(full, page), tokens // page, 0, page, full, dtype, "full_length",

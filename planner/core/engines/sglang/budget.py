@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 
 from planner.core.budget.terms import BudgetTerms, StartVerdict, Term
+from planner.core.engines.sglang.releases import memory_tier
 from planner.core.errors import FieldError
 from planner.core.units import GiB, MiB
 
@@ -34,17 +35,53 @@ def sglang_auto_mem_fraction_static(
     pipeline_parallel_size: int = 1,
     prefill_graph_sizes: int = 0,
     cuda_graphs: bool = True,
+    attn_dp_size: int = 1,
 ) -> tuple[float, str]:
-    """SGLang's default when --mem-fraction-static is not given (non-disaggregated, no DP)."""
+    """SGLang's default when --mem-fraction-static is not given (non-disaggregated); DP
+    attention pads the decode graphs (reserve_for_graph_mb)."""
     gpu_mib = gpu_memory_bytes / MiB
     reserved = 512 + max(chunked_prefill_size, 2048) * 1.5
     reserved += tensor_parallel_size * pipeline_parallel_size / 8 * 1024
     if cuda_graphs:
         reserved += cuda_graph_max_bs * 2 + prefill_graph_sizes * 8
+    if attn_dp_size > 1:
+        reserved += cuda_graph_max_bs * attn_dp_size * 3
+        if cuda_graph_max_bs > 300:
+            reserved += cuda_graph_max_bs * attn_dp_size * 1.5
     if gpu_mib > 60 * 1024:
         reserved = max(reserved, 10 * 1024)
     frac = round((gpu_mib - reserved) / gpu_mib, 3)
     return frac, f"auto: round(({gpu_mib:.0f} − {reserved:.0f} MiB reserved) / {gpu_mib:.0f}, 3)"
+
+
+def sglang_default_fraction(
+    *,
+    gpu_memory_bytes: int,
+    tensor_parallel_size: int,
+    pipeline_parallel_size: int,
+    chunked_prefill_size: int | None = None,
+    cuda_graph_max_bs: int | None = None,
+    max_running_requests: int | None = None,
+    attn_dp_size: int = 1,
+) -> tuple[float, str]:
+    """The automatic mem_fraction_static from the GPU's tiers (memory_hook.py): the chunked
+    prefill and decode-graph batch default by GPU memory, an explicit --max-running-requests
+    caps a default graph batch, and 0.5.23 captures no prefill graphs by default."""
+    chunk, graph_bs = memory_tier(gpu_memory_bytes / MiB, tensor_parallel_size)
+    if chunked_prefill_size is not None:
+        chunk = chunked_prefill_size
+    if cuda_graph_max_bs is not None:
+        graph_bs = cuda_graph_max_bs
+    elif max_running_requests is not None:
+        graph_bs = min(graph_bs, max_running_requests)
+    return sglang_auto_mem_fraction_static(
+        gpu_memory_bytes=gpu_memory_bytes,
+        chunked_prefill_size=chunk,
+        cuda_graph_max_bs=graph_bs,
+        tensor_parallel_size=tensor_parallel_size,
+        pipeline_parallel_size=pipeline_parallel_size,
+        attn_dp_size=attn_dp_size,
+    )
 
 
 def sglang_budget(
@@ -82,7 +119,12 @@ def sglang_budget(
         nt = Term(total_memory_bytes - pre, "given: total − free before load", "override")
     after_load = pre - weights_bytes_per_rank
     if reserve_bytes is None:
-        slack = math.ceil(pre * (1 - mem_fraction_static))
+        # SGLang works in GiB floats: rest = free_after/2^30 − pre/2^30 × (1 − f), then
+        # int(rest × 2^30) bytes; the slack is what that leaves out of free_after.
+        rest = (after_load / GiB - pre / GiB * (1 - mem_fraction_static)) - (
+            multimodal_reservation_bytes / GiB
+        )
+        slack = after_load - int(rest * GiB) - multimodal_reservation_bytes
         reserve = Term(
             slack + multimodal_reservation_bytes,
             f"free before load {pre / GiB:.2f} GiB × (1 − mem_fraction_static "

@@ -1,0 +1,52 @@
+"""Engine hooks for the settings one engine alone takes (SGLang's start-up flags): the defaults
+every other engine gets. SGLang overrides them (planner/core/engines/sglang)."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Self
+
+from planner.core.capacity import Pool
+from planner.core.errors import FieldError
+from planner.core.hardware import Gpu
+from planner.core.model import ModelShape
+from planner.core.notes import Note
+
+# Request fields that are SGLang flags of the same names.
+SGLANG_FLAGS = (
+    "enable_dp_attention",
+    "chunked_prefill_size",
+    "cuda_graph_max_bs",
+    "max_total_tokens",
+    "swa_full_tokens_ratio",
+)
+
+
+class EngineFlags:
+    __slots__ = ()
+    label: ClassVar[str]
+
+    def for_request(self, req: Any) -> Self:
+        """The engine with the request's engine-specific flags (SGLang's; others refuse them)."""
+        for flag in SGLANG_FLAGS:
+            if getattr(req, flag, None) is not None:
+                msg = f"{flag} is an SGLang setting; {self.label} has none (omit it)"
+                raise FieldError(flag, msg)
+        return self
+
+    def longest_request(self, pool: Pool, max_len: int | None) -> int | None:
+        """The longest request the engine states it admits, where it states one."""
+        return None
+
+    def context_length(self, shape: ModelShape, requested: int, allow_long: bool) -> int:
+        """The model length under an explicit context_length (SGLang's --context-length)."""
+        msg = f"context_length is SGLang's; {self.label} takes the length as context_tokens"
+        raise FieldError("context_length", msg)
+
+    def page_on_gpu(
+        self, block: int, asked: int | None, shape: ModelShape, gpu: Gpu | None
+    ) -> tuple[int, list[Note]]:
+        """The page size once the GPU (its attention backend) is known."""
+        return block, []
+
+
+__all__ = ["SGLANG_FLAGS", "EngineFlags"]
