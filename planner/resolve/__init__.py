@@ -19,6 +19,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
+from planner.core.config_fields import json_constant
 from planner.core.errors import FieldError, ModelConfigError
 from planner.resolve.errors import (
     GatedModelError,
@@ -149,7 +150,7 @@ def _from_directory(path: Path) -> ResolvedModel:
     if cfg_path.stat().st_size > MAX_CONFIG_BYTES:
         raise ModelFilesError("model", f"{cfg_path.name} is larger than {MAX_CONFIG_BYTES} bytes")
     try:
-        config = json.loads(cfg_path.read_text("utf-8"))
+        config = json.loads(cfg_path.read_text("utf-8"), parse_constant=json_constant)
     except (ValueError, OSError) as exc:
         raise ModelFilesError("model", f"{str(cfg_path)!r} is not readable JSON ({exc})") from None
     if not isinstance(config, dict):

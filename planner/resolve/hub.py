@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 from huggingface_hub import HfApi, hf_hub_download
 from huggingface_hub import errors as hf_errors
 
+from planner.core.config_fields import json_constant
 from planner.resolve.errors import (
     GatedModelError,
     HubUnavailableError,
@@ -146,7 +147,7 @@ def _read_json(path: str, limit: int, what: str, repo_id: str) -> Any:
     if p.stat().st_size > limit:
         raise ModelFilesError("model", f"{repo_id!r}: {what} is larger than {limit} bytes")
     try:
-        return json.loads(p.read_text("utf-8"))
+        return json.loads(p.read_text("utf-8"), parse_constant=json_constant)
     except ValueError as exc:
         raise ModelFilesError("model", f"{repo_id!r}: {what} is not JSON ({exc})") from None
 
