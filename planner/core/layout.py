@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from planner.core.errors import ModelConfigError
+from planner.core.layout_state import layer_blocks, mixer_parameters, norms_per_layer
 from planner.core.model import text_config
 
 LinearKind = Literal["attention", "mlp", "expert", "shared_expert", "router", "lm_head"]
@@ -35,7 +36,9 @@ _BIASED_NORMS = {"starcoder2"}
 _FULL_QK_NORM = {"olmo2"}
 _QK_NORM = {"qwen3", "qwen3_moe", "gemma3", "gemma3_text"}
 # Two-matrix (non-gated) MLPs; every other family uses gate/up/down.
-_NON_GATED = {"gpt2", "gpt_bigcode", "starcoder2", "falcon", "gpt_neox", "phi", "opt", "bloom"}
+_NON_GATED = {
+    "gpt2", "gpt_bigcode", "starcoder2", "falcon", "gpt_neox", "phi", "opt", "bloom", "nemotron_h"
+}  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +165,10 @@ def decoder(config: Mapping[str, Any]) -> Decoder:
             ("model", "num_experts_per_tok"), "is required for a mixture-of-experts config"
         )
     moe_idx = _moe_layers(cfg, model_type, num_layers, experts)
+    # Hybrids whose layers hold a state mixer or no feed-forward (planner.core.layout_state).
+    blocks = layer_blocks(cfg, model_type, num_layers)
+    if blocks is not None:
+        moe_idx = [i for i, (_, ffn) in enumerate(blocks) if ffn == "moe"] if experts else []
     moe_set = set(moe_idx)
     llama4 = model_type in ("llama4", "llama4_text")
     gpt_oss = model_type == "gpt_oss"
@@ -199,7 +206,17 @@ def decoder(config: Mapping[str, Any]) -> Decoder:
 
     for i in range(num_layers):
         at = f"{prefix}.{i}.self_attn"
-        if mla:
+        mixer, ffn = blocks[i] if blocks is not None else ("attention", "ffn")
+        if mixer not in ("attention", None):
+            mixer_linears, mixer_other = mixer_parameters(mixer, cfg, model_type, hidden)
+            linears += [
+                Linear(f"{prefix}.{i}.{name}", "attention", n_in, n_out, bias=b, layer=i)
+                for name, n_in, n_out, b in mixer_linears
+            ]
+            other += mixer_other
+        elif mixer is None:
+            pass
+        elif mla:
             linears.extend(_mla_linears(cfg, at, i, hidden, heads))
             q_rank = _int(cfg, "q_lora_rank", lo=1) or 0
             other += q_rank + _need(cfg, "kv_lora_rank")  # q_a / kv_a layer norms
@@ -223,9 +240,12 @@ def decoder(config: Mapping[str, Any]) -> Decoder:
             if gpt_oss:
                 other += heads  # attention sinks
         norm_vectors = 2 if model_type in _BIASED_NORMS else 1
-        other += (4 if model_type in _FOUR_NORMS else 2) * hidden * norm_vectors
+        norms = norms_per_layer(model_type) if blocks else 4 if model_type in _FOUR_NORMS else 2
+        other += norms * hidden * norm_vectors
 
-        if i in moe_set:
+        if ffn is None:
+            pass
+        elif i in moe_set:
             linears.extend(
                 _moe_linears(cfg, model_type, i, hidden, experts, expert_width, shared_width)
             )
