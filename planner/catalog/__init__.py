@@ -228,8 +228,9 @@ def find_model(text: str) -> tuple[CatalogModel, CatalogAlias | None] | None:
     return _checked(entry), alias
 
 
-def _refuse(entry: CatalogModel, field: str) -> ModelConfigError:
-    return ModelConfigError(field, f"{entry.id}: {entry.refused}")
+def _refuse(entry: CatalogModel, field: str, typed: str) -> ModelConfigError:
+    """The refusal names the id or alias the user typed, not the entry it is served from."""
+    return ModelConfigError(field, f"{typed}: {entry.refused}")
 
 
 def _as_alias(entry: CatalogModel, alias: CatalogAlias) -> CatalogModel:
@@ -259,7 +260,7 @@ def get_model(model_id: str, *, field: str = "model") -> CatalogModel:
         )
     entry, alias = hit
     if entry.refused:
-        raise _refuse(entry, field)
+        raise _refuse(entry, field, alias.id if alias is not None else entry.id)
     return _as_alias(entry, alias) if alias is not None else entry
 
 
