@@ -250,13 +250,15 @@ def get_model(model_id: str, *, field: str = "model") -> CatalogModel:
     overrides applied and `alias_of` set). Refused entries raise ModelConfigError."""
     hit = find_model(model_id)
     if hit is None:
-        stem = _normalise(model_id).rsplit("/", 1)[-1][:6]
-        near = [m for m in _models() if stem and stem in m.lower()][:5]
+        from planner.catalog.suggest import suggest_models
+
+        near = suggest_models(model_id)
         hint = f" Did you mean: {', '.join(near)}?" if near else ""
         raise UnknownIdError(
             field,
             f"unknown model {model_id!r}; list them with GET /api/v1/models or `kvplan models`."
             + hint,
+            tuple(near),
         )
     entry, alias = hit
     if entry.refused:

@@ -19,6 +19,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
+from planner.catalog.suggest import likely_typo, suggest_models
 from planner.core.config_fields import json_constant
 from planner.core.errors import FieldError, ModelConfigError
 from planner.resolve.errors import (
@@ -253,19 +254,31 @@ def resolve_model(
     s = _settings(settings)
 
     repo_id = _normalise_id(typed)
+    # "Did you mean", offline and before any Hub call (planner.catalog.suggest).
+    near = suggest_models(typed)
+    hint = f" Did you mean: {', '.join(near)}?" if near else ""
+    typo = likely_typo(typed) if revision is None else None
+    if typo is not None:
+        raise ModelNotFoundError(
+            "model",
+            f"unknown model {typed!r}: not in the bundled catalog, and a misspelling of its "
+            f"{typo!r} (the Hub was not asked).{hint}",
+            tuple(near),
+        )
     if not _REPO_ID.match(repo_id) or ".." in repo_id:
         raise ModelNotFoundError(
             "model",
             f"unknown model {typed!r}: not in the bundled catalog, and not a Hub id of the "
             "form owner/name. List bundled ids with GET /api/v1/models or `kvplan models`, or "
-            "paste the model's config.json as `model`.",
+            f"paste the model's config.json as `model`.{hint}",
+            tuple(near),
         )
     if not s.enabled:
         raise HubUnavailableError(
             "model",
             f"{typed!r} is not in the bundled catalog and Hub access is turned off "
             "(KVPLAN_HUB_ENABLED=false); paste the model's config.json as `model`, or use a "
-            "bundled id (GET /api/v1/models or `kvplan models`).",
+            f"bundled id (GET /api/v1/models or `kvplan models`).{hint}",
         )
 
     key = (s.endpoint_url, repo_id.lower(), revision)

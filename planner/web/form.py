@@ -381,8 +381,10 @@ def core_message(
         )
     if isinstance(error, UnknownIdError | HubUnavailableError):
         if head == "model":
+            near = getattr(error, "suggestions", ())
             return FieldMessage(
-                _("Not in the catalog: pick a model from the list, or paste its config.json.")
+                _("Not in the catalog: pick a model from the list, or paste its config.json."),
+                f"Did you mean: {', '.join(near)}?" if near else None,
             )
         if head == "gpu":
             return FieldMessage(_("Not in the catalog: pick a GPU from the list."))
