@@ -180,7 +180,10 @@ def decoder(config: Mapping[str, Any]) -> Decoder:
             _int(cfg, "moe_intermediate_size", lo=1) or _int(cfg, "intermediate_size", lo=1) or 0
         )
         dense_width = _int(cfg, "intermediate_size", lo=1) or 0
-    shared_width = _int(cfg, "shared_expert_intermediate_size", lo=0) or 0
+    # granite's shared MLP is `shared_intermediate_size` (GraniteMoeHybrid/SharedConfig).
+    shared_width = (
+        _int(cfg, "shared_expert_intermediate_size", "shared_intermediate_size", lo=0) or 0
+    )
     n_shared = _int(cfg, "n_shared_experts", "num_shared_experts", hi=1 << 10) or 0
     if shared_width:
         n_shared = max(n_shared, 1)
@@ -206,15 +209,17 @@ def decoder(config: Mapping[str, Any]) -> Decoder:
 
     for i in range(num_layers):
         at = f"{prefix}.{i}.self_attn"
-        mixer, ffn = blocks[i] if blocks is not None else ("attention", "ffn")
-        if mixer not in ("attention", None):
+        mixers, ffn = blocks[i] if blocks is not None else (("attention",), "ffn")
+        for mixer in mixers:
+            if mixer == "attention":
+                continue
             mixer_linears, mixer_other = mixer_parameters(mixer, cfg, model_type, hidden)
             linears += [
                 Linear(f"{prefix}.{i}.{name}", "attention", n_in, n_out, bias=b, layer=i)
                 for name, n_in, n_out, b in mixer_linears
             ]
             other += mixer_other
-        elif mixer is None:
+        if "attention" not in mixers:
             pass
         elif mla:
             linears.extend(_mla_linears(cfg, at, i, hidden, heads))

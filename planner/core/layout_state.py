@@ -7,8 +7,11 @@ mixer's parameters as transformers' modules hold them.
 - Jamba: attention on `i % attn_layer_period == attn_layer_offset`, else a Mamba mixer, every
   layer with a feed-forward that is a MoE on `i % expert_layer_period == expert_layer_offset`
   and a gated MLP elsewhere (JambaConfig.layers_num_experts).
+- granite-4.0-h (granitemoehybrid): a Mamba2 mixer or attention per `layer_types`, every layer
+  with its MoE and shared MLP.
+- Falcon-H1: attention and a Mamba2 mixer side by side on every layer, then a gated MLP.
 
-Other hybrids are walked as attention + MLP per layer still.
+Other hybrids (Qwen3-Next, Kimi-Linear, LFM2) are walked as attention + MLP per layer still.
 """
 
 from __future__ import annotations
@@ -19,11 +22,12 @@ from typing import Any
 
 from planner.core.model_hybrid import _slots
 
-Block = tuple[str | None, str | None]  # (mixer: "attention" or a state mixer, ffn: mlp/moe)
+# (mixers: "attention" and/or state mixers, feed-forward: "mlp", "moe" or None)
+Block = tuple[tuple[str, ...], str | None]
 # (module name, in_features, out_features, bias) of a mixer's linears.
 MixerLinear = tuple[str, int, int, bool]
 
-_STATE_WALKED = frozenset({"nemotron_h", "jamba"})
+_STATE_WALKED = frozenset({"nemotron_h", "jamba", "granitemoehybrid", "falcon_h1"})
 
 
 def _get(cfg: Mapping[str, Any], key: str, default: int) -> int:
@@ -41,22 +45,20 @@ def layer_blocks(cfg: Mapping[str, Any], model_type: str, n: int) -> list[Block]
             return None
         _slots(cfg, n, model_type)  # the pattern is checked where the KV layers are read
         kinds: dict[str, Block] = {
-            "M": ("mamba2", None),
-            "*": ("attention", None),
-            "-": (None, "mlp"),
-            "E": (None, "moe"),
+            "M": (("mamba2",), None),
+            "*": (("attention",), None),
+            "-": ((), "mlp"),
+            "E": ((), "moe"),
         }
         return [kinds[ch] for ch in pattern]
-    mixers = _slots(cfg, n, model_type)
-    period = _get(cfg, "expert_layer_period", 2)
-    offset = _get(cfg, "expert_layer_offset", 1)
-    return [
-        (
-            "attention" if "full_attention" in per else per[0] if per else None,
-            "moe" if i % period == offset else "mlp",
-        )
-        for i, per in enumerate(mixers)
-    ]
+    slots = _slots(cfg, n, model_type)
+    mixers = [tuple("attention" if s.endswith("attention") else s for s in per) for per in slots]
+    if model_type == "jamba":
+        period = _get(cfg, "expert_layer_period", 2)
+        offset = _get(cfg, "expert_layer_offset", 1)
+        return [(m, "moe" if i % period == offset else "mlp") for i, m in enumerate(mixers)]
+    ffn = "moe" if model_type == "granitemoehybrid" and _get(cfg, "num_local_experts", 0) else "mlp"
+    return [(m, ffn) for m in mixers]
 
 
 def norms_per_layer(model_type: str) -> int:
@@ -83,6 +85,26 @@ def mixer_parameters(
         ]
         other = conv_dim * kernel + (conv_dim if conv_bias else 0) + 3 * heads + inner
         return linears, other
+    if mixer == "mamba2":
+        # Mamba2Mixer of granite-4.0-h / Falcon-H1 (mamba_* fields); FalconH1 gates a norm
+        # behind mamba_rms_norm, granite always has one.
+        heads, head_dim = _get(cfg, "mamba_n_heads", 128), _get(cfg, "mamba_d_head", 64)
+        expand = cfg.get("mamba_expand", 2)
+        inner = _get(cfg, "mamba_d_ssm", 0) or (
+            int(expand * hidden) if isinstance(expand, int | float) else heads * head_dim
+        )
+        groups, state = _get(cfg, "mamba_n_groups", 1), _get(cfg, "mamba_d_state", 128)
+        conv_dim = inner + 2 * groups * state
+        kernel = _get(cfg, "mamba_d_conv", 4)
+        bias = bool(cfg.get("mamba_proj_bias"))
+        conv_bias = cfg.get("mamba_conv_bias", True) is not False
+        gated_norm = model_type != "falcon_h1" or bool(cfg.get("mamba_rms_norm"))
+        linears = [
+            ("mamba.in_proj", hidden, inner + conv_dim + heads, bias),
+            ("mamba.out_proj", inner, hidden, bias),
+        ]
+        other = conv_dim * kernel + (conv_dim if conv_bias else 0) + 3 * heads
+        return linears, other + (inner if gated_norm else 0)
     if mixer == "mamba1":
         # JambaMambaMixer: in_proj -> [x, z], x_proj -> [dt, B, C], dt_proj, A (inner x state).
         expand = cfg.get("mamba_expand", 2)
