@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from planner.core.errors import ModelConfigError
-from planner.core.layout_state import layer_blocks, mixer_parameters, norms_per_layer
+from planner.core.layout_state import layer_blocks, mixer_parameters, mlp_width, norms_per_layer
 from planner.core.model import text_config
 
 LinearKind = Literal["attention", "mlp", "expert", "shared_expert", "router", "lm_head"]
@@ -34,7 +34,7 @@ _FOUR_NORMS = {"gemma2", "gemma3", "gemma3_text"}
 _BIASED_NORMS = {"starcoder2"}
 # Q/K norms over the whole projection (all heads) rather than one head_dim vector each.
 _FULL_QK_NORM = {"olmo2"}
-_QK_NORM = {"qwen3", "qwen3_moe", "gemma3", "gemma3_text"}
+_QK_NORM = {"qwen3", "qwen3_moe", "gemma3", "gemma3_text", "lfm2"}
 # Two-matrix (non-gated) MLPs; every other family uses gate/up/down.
 _NON_GATED = {
     "gpt2", "gpt_bigcode", "starcoder2", "falcon", "gpt_neox", "phi", "opt", "bloom", "nemotron_h"
@@ -179,7 +179,7 @@ def decoder(config: Mapping[str, Any]) -> Decoder:
         expert_width = (
             _int(cfg, "moe_intermediate_size", lo=1) or _int(cfg, "intermediate_size", lo=1) or 0
         )
-        dense_width = _int(cfg, "intermediate_size", lo=1) or 0
+        dense_width = mlp_width(cfg, model_type, _int(cfg, "intermediate_size", lo=1) or 0)
     # granite's shared MLP is `shared_intermediate_size` (GraniteMoeHybrid/SharedConfig).
     shared_width = (
         _int(cfg, "shared_expert_intermediate_size", "shared_intermediate_size", lo=0) or 0

@@ -10,8 +10,10 @@ mixer's parameters as transformers' modules hold them.
 - granite-4.0-h (granitemoehybrid): a Mamba2 mixer or attention per `layer_types`, every layer
   with its MoE and shared MLP.
 - Falcon-H1: attention and a Mamba2 mixer side by side on every layer, then a gated MLP.
+- LFM2: a short convolution or attention per `layer_types`, every layer with a gated MLP whose
+  width Lfm2MLP adjusts (`block_auto_adjust_ff_dim`).
 
-Other hybrids (Qwen3-Next, Kimi-Linear, LFM2) are walked as attention + MLP per layer still.
+Other hybrids (Qwen3-Next, Kimi-Linear) are walked as attention + MLP per layer still.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ Block = tuple[tuple[str, ...], str | None]
 # (module name, in_features, out_features, bias) of a mixer's linears.
 MixerLinear = tuple[str, int, int, bool]
 
-_STATE_WALKED = frozenset({"nemotron_h", "jamba", "granitemoehybrid", "falcon_h1"})
+_STATE_WALKED = frozenset({"nemotron_h", "jamba", "granitemoehybrid", "falcon_h1", "lfm2"})
 
 
 def _get(cfg: Mapping[str, Any], key: str, default: int) -> int:
@@ -59,6 +61,19 @@ def layer_blocks(cfg: Mapping[str, Any], model_type: str, n: int) -> list[Block]
         return [(m, "moe" if i % period == offset else "mlp") for i, m in enumerate(mixers)]
     ffn = "moe" if model_type == "granitemoehybrid" and _get(cfg, "num_local_experts", 0) else "mlp"
     return [(m, ffn) for m in mixers]
+
+
+def mlp_width(cfg: Mapping[str, Any], model_type: str, width: int) -> int:
+    """The dense MLP's width as the model builds it (Lfm2MLP: 2/3 of it, times
+    block_ffn_dim_multiplier, rounded up to block_multiple_of)."""
+    if model_type != "lfm2" or cfg.get("block_auto_adjust_ff_dim") is False:
+        return width
+    out = int(2 * width / 3)
+    factor = cfg.get("block_ffn_dim_multiplier")
+    if isinstance(factor, int | float) and not isinstance(factor, bool):
+        multiple = _get(cfg, "block_multiple_of", 256)
+        out = multiple * (-(-int(factor * out) // multiple))
+    return out
 
 
 def norms_per_layer(model_type: str) -> int:
@@ -105,6 +120,15 @@ def mixer_parameters(
         ]
         other = conv_dim * kernel + (conv_dim if conv_bias else 0) + 3 * heads
         return linears, other + (inner if gated_norm else 0)
+    if mixer == "short_conv":
+        # Lfm2ShortConv: in_proj -> [B, C, x], a depthwise conv of conv_L_cache, out_proj.
+        bias = bool(cfg.get("conv_bias"))
+        kernel = _get(cfg, "conv_L_cache", 3)
+        linears = [
+            ("conv.in_proj", hidden, 3 * hidden, bias),
+            ("conv.out_proj", hidden, hidden, bias),
+        ]
+        return linears, hidden * kernel + (hidden if bias else 0)
     if mixer == "mamba1":
         # JambaMambaMixer: in_proj -> [x, z], x_proj -> [dt, B, C], dt_proj, A (inner x state).
         expand = cfg.get("mamba_expand", 2)
@@ -126,4 +150,4 @@ def mixer_parameters(
     raise AssertionError(mixer)  # pragma: no cover - layer_blocks names only these
 
 
-__all__ = ["Block", "layer_blocks", "mixer_parameters", "norms_per_layer"]
+__all__ = ["Block", "layer_blocks", "mixer_parameters", "mlp_width", "norms_per_layer"]

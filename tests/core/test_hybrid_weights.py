@@ -29,9 +29,8 @@ EXPECTED = {
     "ibm-granite/granite-4.0-h-tiny": (6_939_037_248, 1_465_470_528),
     "ibm-granite/granite-4.0-h-small": (35_478_895_104, 12_074_678_784),
     "tiiuae/Falcon-H1-7B-Instruct": (7_585_513_568, 7_585_513_568),
+    "LiquidAI/LFM2-2.6B": (1_908_669_440, 1_908_669_440),
 }
-# Hybrids still walked as attention + MLP on every layer (planner.core.layout_state).
-NOT_WALKED = {"LiquidAI/LFM2-2.6B"}
 
 
 @pytest.mark.parametrize("model_id", sorted(EXPECTED))
@@ -77,8 +76,6 @@ def test_every_hybrid_within_one_percent_of_transformers(model_id: str) -> None:
     import torch
     from transformers import CONFIG_MAPPING, AutoModelForCausalLM
 
-    if model_id in NOT_WALKED:
-        pytest.xfail("LFM2's short-convolution blocks are not walked yet (+27 %)")
     cfg = _config(model_id)
     with torch.device("meta"):
         model = AutoModelForCausalLM.from_config(CONFIG_MAPPING[cfg["model_type"]].from_dict(cfg))
