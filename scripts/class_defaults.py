@@ -26,6 +26,7 @@ EXTRA_TYPES = (
     "granitemoehybrid", "phi4_multimodal", "qwen2_moe", "qwen2_5_vl", "qwen3_vl",
     "qwen3_vl_moe", "smollm3", "falcon_h1", "nemotron_h", "jamba", "kimi_linear", "lfm2",
     "cohere2", "exaone4", "ernie4_5_moe", "hunyuan_v1_moe", "mamba", "mamba2", "gpt_bigcode",
+    "qwen3_5", "qwen3_5_moe", "gemma4", "gemma4_text", "ministral3", "lfm2_moe", "bamba",
 )  # fmt: skip
 
 
@@ -97,7 +98,7 @@ def render() -> str:
         "# ruff: noqa: E501",
         "from __future__ import annotations",
         "",
-        f"TRANSFORMERS_VERSION = {transformers.__version__!r}",
+        f"TRANSFORMERS_VERSION = {json.dumps(transformers.__version__)}",
         "",
         "# fmt: off",
         "DEFAULTS: dict[str, dict[str, bool | int | float | str]] = {",
