@@ -261,8 +261,8 @@ def resolve_model(
     if typo is not None:
         raise ModelNotFoundError(
             "model",
-            f"unknown model {typed!r}: not in the bundled catalog, and a misspelling of its "
-            f"{typo!r} (the Hub was not asked).{hint}",
+            f"unknown model {typed!r}: not in the bundled catalog, and a misspelling of the "
+            f"catalog's {typo!r} (the Hub was not asked).{hint}",
             tuple(near),
         )
     if not _REPO_ID.match(repo_id) or ".." in repo_id:
