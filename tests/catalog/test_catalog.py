@@ -95,6 +95,7 @@ KV_TABLE: list[tuple[str, int, tuple[int, int] | None]] = [
     # Gated DeltaNet on three of every four layers (full_attention_interval 4): 12 of 48
     # layers attend; the others keep a constant state that is not per token.
     ("Qwen/Qwen3-Next-80B-A3B-Thinking", gqa(12, 2, 256), None),
+    ("zai-org/GLM-4.7", gqa(92, 8, 128), None),
 ]
 REFUSED = {"deepseek-ai/DeepSeek-V3.2", "zai-org/GLM-5"}
 
