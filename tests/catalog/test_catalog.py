@@ -211,3 +211,15 @@ def test_qwen3_next_by_id_plans_like_its_pasted_config() -> None:
     assert by_id.capacity is not None and pasted.capacity is not None
     assert by_id.capacity.kv_budget_bytes == pasted.capacity.kv_budget_bytes
     assert by_id.capacity.max_requests == pasted.capacity.max_requests
+
+
+def test_every_gpu_names_its_link_with_a_source() -> None:
+    """The expected step's all-reduce term divides by these: each GPU says which link, how
+    fast one way, one hop's latency, and where the figures come from."""
+    from planner.catalog import list_gpus
+
+    for g in list_gpus():
+        assert g.link and g.link_source, g.id
+        assert g.link_bandwidth_bytes_per_s is not None and g.link_latency_seconds is not None
+        assert 16e9 <= g.link_bandwidth_bytes_per_s <= 1e12, g.id
+        assert 0.1e-6 <= g.link_latency_seconds <= 10e-6, g.id

@@ -23,7 +23,11 @@ from planner.core.engines.vllm.groups import (
 )
 from planner.core.engines.vllm.hybrid import VllmStateLayers
 from planner.core.engines.vllm.launch import big_gpu, vllm_serve_command
-from planner.core.engines.vllm.layer_rules import check_shared_kv_parallel, sparse_mla_block
+from planner.core.engines.vllm.layer_rules import (
+    bind_sparse_mla,
+    check_shared_kv_parallel,
+    sparse_mla_block,
+)
 from planner.core.engines.vllm.logs import (
     LOG_EXAMPLE,
     LOG_HINTS,
@@ -85,6 +89,7 @@ class Vllm(VllmStateLayers, Engine):
     kv_sharing = speculative_drafts = True  # Gemma-3n sharing, draft layers (layer_rules)
     takes_async_scheduling: ClassVar[bool] = True
     long_context_override: ClassVar[str | None] = "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1"
+    context_checked_early: ClassVar[bool] = True  # ModelConfig, before VllmConfig's checks
     # CacheDType (vllm/config/cache.py): float16 from 0.18, per-token-head scales from 0.20.
     kv_cache_dtypes: ClassVar[tuple[str, ...]] = (
         "auto", "fp16", "bf16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc",
@@ -140,6 +145,9 @@ class Vllm(VllmStateLayers, Engine):
 
     def check_gpu(self, shape: ModelShape, gpu: Gpu) -> None:
         check_quantization_on_gpu(self.version, shape, gpu)
+
+    def bind_layers(self, shape: ModelShape, kv: KVDtype, model_dtype: str) -> ModelShape:
+        return bind_sparse_mla(self.version, shape)
 
     # -- settings ----------------------------------------------------------------------------
     def block_size(
