@@ -16,7 +16,13 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from planner.core.errors import ModelConfigError
-from planner.core.layout_state import layer_blocks, mixer_parameters, mlp_width, norms_per_layer
+from planner.core.layout_state import (
+    gated_query,
+    layer_blocks,
+    mixer_parameters,
+    mlp_width,
+    norms_per_layer,
+)
 from planner.core.model import text_config
 
 LinearKind = Literal["attention", "mlp", "expert", "shared_expert", "router", "lm_head"]
@@ -34,7 +40,12 @@ _FOUR_NORMS = {"gemma2", "gemma3", "gemma3_text"}
 _BIASED_NORMS = {"starcoder2"}
 # Q/K norms over the whole projection (all heads) rather than one head_dim vector each.
 _FULL_QK_NORM = {"olmo2"}
-_QK_NORM = {"qwen3", "qwen3_moe", "gemma3", "gemma3_text", "lfm2"}
+# A sigmoid gate (hidden -> 1) on the shared expert, named shared_expert (Qwen2-MoE and kin).
+_SHARED_GATE = {"qwen2_moe", "qwen3_next", "qwen3_5_moe", "qwen3_5_moe_text"}
+_QK_NORM = {
+    "qwen3", "qwen3_moe", "gemma3", "gemma3_text", "lfm2", "qwen3_next", "qwen3_5", "qwen3_5_moe",
+    "qwen3_5_text", "qwen3_5_moe_text",
+}  # fmt: skip
 # Two-matrix (non-gated) MLPs; every other family uses gate/up/down.
 _NON_GATED = {
     "gpt2", "gpt_bigcode", "starcoder2", "falcon", "gpt_neox", "phi", "opt", "bloom", "nemotron_h"
@@ -205,6 +216,7 @@ def decoder(config: Mapping[str, Any]) -> Decoder:
         or (bool(cfg.get("attention_bias")) and model_type not in ("glm4_moe", "glm4"))
     )
     mlp_mats = 2 if model_type in _NON_GATED else 3
+    q_gate = gated_query(cfg, model_type)
     prefix = "model.layers"
 
     for i in range(num_layers):
@@ -228,7 +240,12 @@ def decoder(config: Mapping[str, Any]) -> Decoder:
         else:
             linears += [
                 Linear(
-                    f"{at}.q_proj", "attention", hidden, heads * head_dim, bias=qkv_bias, layer=i
+                    f"{at}.q_proj",
+                    "attention",
+                    hidden,
+                    heads * head_dim * q_gate,
+                    bias=qkv_bias,
+                    layer=i,
                 ),
                 Linear(
                     f"{at}.k_proj", "attention", hidden, kv_heads * head_dim, bias=qkv_bias, layer=i
@@ -343,7 +360,7 @@ def _moe_linears(
     if shared_width:
         sh = (
             f"{moe}.shared_expert"
-            if model_type in ("qwen2_moe", "llama4", "llama4_text")
+            if model_type in ("llama4", "llama4_text", *_SHARED_GATE)
             else (f"{moe}.shared_experts")
         )
         out += [
@@ -351,7 +368,7 @@ def _moe_linears(
             Linear(f"{sh}.up_proj", "shared_expert", hidden, shared_width, layer=i),
             Linear(f"{sh}.down_proj", "shared_expert", shared_width, hidden, layer=i),
         ]
-        if model_type == "qwen2_moe":
+        if model_type in _SHARED_GATE:
             out.append(Linear(f"{moe}.shared_expert_gate", "router", hidden, 1, layer=i))
     return out
 

@@ -13,7 +13,9 @@ mixer's parameters as transformers' modules hold them.
 - LFM2: a short convolution or attention per `layer_types`, every layer with a gated MLP whose
   width Lfm2MLP adjusts (`block_auto_adjust_ff_dim`).
 
-Other hybrids (Qwen3-Next, Kimi-Linear) are walked as attention + MLP per layer still.
+- Qwen3-Next / Qwen3.5: a gated DeltaNet or gated attention (q_proj twice as wide) per layer.
+
+Kimi-Linear is walked as attention + MLP per layer still (within 1 % of transformers).
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ Block = tuple[tuple[str, ...], str | None]
 # (module name, in_features, out_features, bias) of a mixer's linears.
 MixerLinear = tuple[str, int, int, bool]
 
-_STATE_WALKED = frozenset({"nemotron_h", "jamba", "granitemoehybrid", "falcon_h1", "lfm2"})
+_GDN = frozenset({"qwen3_next", "qwen3_5", "qwen3_5_moe", "qwen3_5_text", "qwen3_5_moe_text"})
+_STATE_WALKED = frozenset({"nemotron_h", "jamba", "granitemoehybrid", "falcon_h1", "lfm2", *_GDN})
 
 
 def _get(cfg: Mapping[str, Any], key: str, default: int) -> int:
@@ -59,8 +62,14 @@ def layer_blocks(cfg: Mapping[str, Any], model_type: str, n: int) -> list[Block]
         period = _get(cfg, "expert_layer_period", 2)
         offset = _get(cfg, "expert_layer_offset", 1)
         return [(m, "moe" if i % period == offset else "mlp") for i, m in enumerate(mixers)]
-    ffn = "moe" if model_type == "granitemoehybrid" and _get(cfg, "num_local_experts", 0) else "mlp"
+    experts = _get(cfg, "num_local_experts", 0) or _get(cfg, "num_experts", 0)
+    ffn = "moe" if model_type in ("granitemoehybrid", *_GDN) and experts else "mlp"
     return [(m, ffn) for m in mixers]
+
+
+def gated_query(cfg: Mapping[str, Any], model_type: str) -> int:
+    """2 where attention's q_proj also yields the output gate (Qwen3-Next, Qwen3.5)."""
+    return 2 if model_type in _GDN and cfg.get("attn_output_gate", True) is not False else 1
 
 
 def mlp_width(cfg: Mapping[str, Any], model_type: str, width: int) -> int:
@@ -120,6 +129,19 @@ def mixer_parameters(
         ]
         other = conv_dim * kernel + (conv_dim if conv_bias else 0) + 3 * heads
         return linears, other + (inner if gated_norm else 0)
+    if mixer == "gdn":
+        # Qwen3NextGatedDeltaNet: in_proj to q, k, v, z and b, a; a conv over q, k, v.
+        nk, nv = _get(cfg, "linear_num_key_heads", 16), _get(cfg, "linear_num_value_heads", 32)
+        dk, dv = _get(cfg, "linear_key_head_dim", 128), _get(cfg, "linear_value_head_dim", 128)
+        key_dim, value_dim = nk * dk, nv * dv
+        conv_dim = 2 * key_dim + value_dim
+        linears = [
+            ("linear_attn.in_proj_qkvz", hidden, conv_dim + value_dim, False),
+            ("linear_attn.in_proj_ba", hidden, 2 * nv, False),
+            ("linear_attn.out_proj", value_dim, hidden, False),
+        ]
+        kernel = _get(cfg, "linear_conv_kernel_dim", 4)
+        return linears, conv_dim * kernel + 2 * nv + dv
     if mixer == "short_conv":
         # Lfm2ShortConv: in_proj -> [B, C, x], a depthwise conv of conv_L_cache, out_proj.
         bias = bool(cfg.get("conv_bias"))
@@ -150,4 +172,11 @@ def mixer_parameters(
     raise AssertionError(mixer)  # pragma: no cover - layer_blocks names only these
 
 
-__all__ = ["Block", "layer_blocks", "mixer_parameters", "mlp_width", "norms_per_layer"]
+__all__ = [
+    "Block",
+    "gated_query",
+    "layer_blocks",
+    "mixer_parameters",
+    "mlp_width",
+    "norms_per_layer",
+]
