@@ -61,7 +61,8 @@ def test_errors_name_the_flag_not_the_api_field(
 
 def test_a_config_error_names_the_flag_and_the_config_field(tmp_path: Any) -> None:
     config = tmp_path / "config.json"
-    config.write_text('{"model_type": "llama", "hidden_size": 4096}')
+    # No model_type: no config class whose defaults fill the field (LlamaConfig has 32 layers).
+    config.write_text('{"hidden_size": 4096}')
     r = runner.invoke(app, ["plan", "--model", str(config)])
     assert r.exit_code == 2
     assert r.stderr.startswith("kvplan plan: --model num_hidden_layers: is required")

@@ -229,16 +229,20 @@ class CarriedPlanError:
     cls: type[PlanError]
     detail: str
     problems: tuple[Any, ...]
+    suggestions: tuple[str, ...] = ()  # an unknown id's "did you mean"
 
     @classmethod
     def of(cls, exc: PlanError) -> CarriedPlanError:
-        return cls(type(exc), exc.detail, tuple(exc.problems))
+        near = tuple(getattr(exc, "suggestions", ()))
+        return cls(type(exc), exc.detail, tuple(exc.problems), near)
 
     def rebuild(self) -> PlanError:
         exc = self.cls.__new__(self.cls)
         Exception.__init__(exc, self.detail)
         exc.detail = self.detail
         exc.problems = list(self.problems)
+        if self.suggestions:
+            exc.suggestions = self.suggestions  # type: ignore[attr-defined]
         return exc
 
 

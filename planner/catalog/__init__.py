@@ -234,8 +234,9 @@ def find_model(text: str) -> tuple[CatalogModel, CatalogAlias | None] | None:
     return _checked(entry), alias
 
 
-def _refuse(entry: CatalogModel, field: str) -> ModelConfigError:
-    return ModelConfigError(field, f"{entry.id}: {entry.refused}")
+def _refuse(entry: CatalogModel, field: str, typed: str) -> ModelConfigError:
+    """The refusal names the id or alias the user typed, not the entry it is served from."""
+    return ModelConfigError(field, f"{typed}: {entry.refused}")
 
 
 def _as_alias(entry: CatalogModel, alias: CatalogAlias) -> CatalogModel:
@@ -255,17 +256,19 @@ def get_model(model_id: str, *, field: str = "model") -> CatalogModel:
     overrides applied and `alias_of` set). Refused entries raise ModelConfigError."""
     hit = find_model(model_id)
     if hit is None:
-        stem = _normalise(model_id).rsplit("/", 1)[-1][:6]
-        near = [m for m in _models() if stem and stem in m.lower()][:5]
+        from planner.catalog.suggest import suggest_models
+
+        near = suggest_models(model_id)
         hint = f" Did you mean: {', '.join(near)}?" if near else ""
         raise UnknownIdError(
             field,
             f"unknown model {model_id!r}; list them with GET /api/v1/models or `kvplan models`."
             + hint,
+            tuple(near),
         )
     entry, alias = hit
     if entry.refused:
-        raise _refuse(entry, field)
+        raise _refuse(entry, field, alias.id if alias is not None else entry.id)
     return _as_alias(entry, alias) if alias is not None else entry
 
 

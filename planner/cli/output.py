@@ -29,6 +29,7 @@ from planner.contract.problems import (
     validation_problem,
 )
 from planner.contract.strict_json import non_finite_path, parse_json_body
+from planner.core.config_fields import json_constant
 from planner.core.errors import FieldProblem, PlanError
 
 MAX_INPUT_BYTES = 16 << 20
@@ -162,11 +163,14 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON; send a finite number")
 
 
-def read_json_source(source: str, field: str = "request") -> Any:
-    """Parse JSON from a file path or '-' (stdin): strict (no NaN/Infinity), bounded size."""
+def read_json_source(source: str, field: str = "request", *, config: bool = False) -> Any:
+    """Parse JSON from a file path or '-' (stdin): strict (no NaN/Infinity), bounded size.
+    A config.json (`config`) may hold a bare Infinity or NaN as published (Nemotron's
+    time_step_limit): each is read as the text it spells (config_fields.json_constant)."""
     data = read_source_bytes(source, field)
     try:
-        return json.loads(data.decode("utf-8"), parse_constant=_reject_constant)
+        constant = json_constant if config else _reject_constant
+        return json.loads(data.decode("utf-8"), parse_constant=constant)
     except UnicodeDecodeError:
         _bad_input("input is not UTF-8 text", field)
     except ValueError as exc:

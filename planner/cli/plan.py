@@ -466,7 +466,7 @@ def register(app: typer.Typer) -> None:
             "pipeline_parallel_size": pp,
         }
         if model.endswith(".json") or Path(model).is_file():
-            body["model"] = read_json_source(model, field="model")
+            body["model"] = read_json_source(model, field="model", config=True)
         for key, value in (
             ("gpu", gpu),
             ("block_size", block_size),
@@ -525,7 +525,7 @@ def register(app: typer.Typer) -> None:
             spec = read_json_source(text, field="speculative_config")
         draft = spec.get("model") if isinstance(spec, dict) else None
         if isinstance(draft, str) and (draft.endswith(".json") or Path(draft).is_file()):
-            spec["model"] = read_json_source(draft, field="speculative_config.model")
+            spec["model"] = read_json_source(draft, field="speculative_config.model", config=True)
         return spec
 
     @app.command("models")

@@ -175,7 +175,7 @@ def register(app: typer.Typer) -> None:
                 }
                 if model is not None:
                     is_file = model.endswith(".json") or Path(model).is_file()
-                    body["model"] = read_json_source(model) if is_file else model
+                    body["model"] = read_json_source(model, config=True) if is_file else model
                 if max_model_len is not None:
                     body["max_model_len"] = parse_tokens(max_model_len, "max_model_len")
                 for key, value in (

@@ -189,7 +189,7 @@ def register(app: typer.Typer) -> None:
                 body["engine"] = engine
             if model is not None:
                 is_file = model.endswith(".json") or Path(model).is_file()
-                body["model"] = read_json_source(model) if is_file else model
+                body["model"] = read_json_source(model, config=True) if is_file else model
             request = ReconcileRequest.model_validate(body)
             result = reconcile(request)
         except PlanError as exc:

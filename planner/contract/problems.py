@@ -41,6 +41,9 @@ class Problem(BaseModel):
     detail: str
     instance: str | None = None
     errors: list[ProblemError] = Field(default_factory=list)
+    suggestions: list[str] | None = Field(
+        default=None, description="Unknown ids: the closest known ids, closest first."
+    )
 
 
 def problem_type(slug: str) -> str:
@@ -185,7 +188,9 @@ def problem_from_plan_error(
         errors = [
             ProblemError(loc=pre or ["request"], field=field_of(pre) or "request", msg=detail)
         ]
-    return make_problem(status, detail, title=exc.title, slug=exc.type_slug, errors=errors)
+    problem = make_problem(status, detail, title=exc.title, slug=exc.type_slug, errors=errors)
+    suggestions = list(getattr(exc, "suggestions", ()))
+    return problem.model_copy(update={"suggestions": suggestions}) if suggestions else problem
 
 
 def validation_problem(errors: Iterable[Mapping[str, Any]], body: Any = _NO_NODE) -> Problem:

@@ -21,4 +21,11 @@ def int_field(cfg: Mapping[str, Any], key: str, *, lo: int = 1, hi: int = 1 << 4
     return int(value)
 
 
-__all__ = ["int_field"]
+def json_constant(name: str) -> str:
+    """A bare `Infinity`, `-Infinity` or `NaN` in a published config.json (json.loads'
+    parse_constant): kept as the text it spells, so the config stays strict JSON downstream
+    and a field the planner reads that holds one is refused as not a number."""
+    return name
+
+
+__all__ = ["int_field", "json_constant"]

@@ -53,7 +53,14 @@ class ModelConfigError(FieldError):
 
 
 class UnknownIdError(FieldError):
-    """A catalog id (model, GPU, calibration) that does not exist."""
+    """A catalog id (model, GPU, calibration) that does not exist; `suggestions` are the
+    closest ids that do ("did you mean"), closest first."""
 
     title = "Unknown id"
     type_slug = "unknown-id"
+
+    def __init__(
+        self, field: str | tuple[str | int, ...], msg: str, suggestions: tuple[str, ...] = ()
+    ) -> None:
+        super().__init__(field, msg)
+        self.suggestions = tuple(suggestions)

@@ -16,6 +16,13 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from planner.core.errors import ModelConfigError
+from planner.core.layout_state import (
+    gated_query,
+    layer_blocks,
+    mixer_parameters,
+    mlp_width,
+    norms_per_layer,
+)
 from planner.core.model import text_config
 
 LinearKind = Literal["attention", "mlp", "expert", "shared_expert", "router", "lm_head"]
@@ -33,9 +40,16 @@ _FOUR_NORMS = {"gemma2", "gemma3", "gemma3_text"}
 _BIASED_NORMS = {"starcoder2"}
 # Q/K norms over the whole projection (all heads) rather than one head_dim vector each.
 _FULL_QK_NORM = {"olmo2"}
-_QK_NORM = {"qwen3", "qwen3_moe", "gemma3", "gemma3_text"}
+# A sigmoid gate (hidden -> 1) on the shared expert, named shared_expert (Qwen2-MoE and kin).
+_SHARED_GATE = {"qwen2_moe", "qwen3_next", "qwen3_5_moe", "qwen3_5_moe_text"}
+_QK_NORM = {
+    "qwen3", "qwen3_moe", "gemma3", "gemma3_text", "lfm2", "qwen3_next", "qwen3_5", "qwen3_5_moe",
+    "qwen3_5_text", "qwen3_5_moe_text",
+}  # fmt: skip
 # Two-matrix (non-gated) MLPs; every other family uses gate/up/down.
-_NON_GATED = {"gpt2", "gpt_bigcode", "starcoder2", "falcon", "gpt_neox", "phi", "opt", "bloom"}
+_NON_GATED = {
+    "gpt2", "gpt_bigcode", "starcoder2", "falcon", "gpt_neox", "phi", "opt", "bloom", "nemotron_h"
+}  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +176,10 @@ def decoder(config: Mapping[str, Any]) -> Decoder:
             ("model", "num_experts_per_tok"), "is required for a mixture-of-experts config"
         )
     moe_idx = _moe_layers(cfg, model_type, num_layers, experts)
+    # Hybrids whose layers hold a state mixer or no feed-forward (planner.core.layout_state).
+    blocks = layer_blocks(cfg, model_type, num_layers)
+    if blocks is not None:
+        moe_idx = [i for i, (_, ffn) in enumerate(blocks) if ffn == "moe"] if experts else []
     moe_set = set(moe_idx)
     llama4 = model_type in ("llama4", "llama4_text")
     gpt_oss = model_type == "gpt_oss"
@@ -172,8 +190,11 @@ def decoder(config: Mapping[str, Any]) -> Decoder:
         expert_width = (
             _int(cfg, "moe_intermediate_size", lo=1) or _int(cfg, "intermediate_size", lo=1) or 0
         )
-        dense_width = _int(cfg, "intermediate_size", lo=1) or 0
-    shared_width = _int(cfg, "shared_expert_intermediate_size", lo=0) or 0
+        dense_width = mlp_width(cfg, model_type, _int(cfg, "intermediate_size", lo=1) or 0)
+    # granite's shared MLP is `shared_intermediate_size` (GraniteMoeHybrid/SharedConfig).
+    shared_width = (
+        _int(cfg, "shared_expert_intermediate_size", "shared_intermediate_size", lo=0) or 0
+    )
     n_shared = _int(cfg, "n_shared_experts", "num_shared_experts", hi=1 << 10) or 0
     if shared_width:
         n_shared = max(n_shared, 1)
@@ -195,18 +216,36 @@ def decoder(config: Mapping[str, Any]) -> Decoder:
         or (bool(cfg.get("attention_bias")) and model_type not in ("glm4_moe", "glm4"))
     )
     mlp_mats = 2 if model_type in _NON_GATED else 3
+    q_gate = gated_query(cfg, model_type)
     prefix = "model.layers"
 
     for i in range(num_layers):
         at = f"{prefix}.{i}.self_attn"
-        if mla:
+        mixers, ffn = blocks[i] if blocks is not None else (("attention",), "ffn")
+        for mixer in mixers:
+            if mixer == "attention":
+                continue
+            mixer_linears, mixer_other = mixer_parameters(mixer, cfg, model_type, hidden)
+            linears += [
+                Linear(f"{prefix}.{i}.{name}", "attention", n_in, n_out, bias=b, layer=i)
+                for name, n_in, n_out, b in mixer_linears
+            ]
+            other += mixer_other
+        if "attention" not in mixers:
+            pass
+        elif mla:
             linears.extend(_mla_linears(cfg, at, i, hidden, heads))
             q_rank = _int(cfg, "q_lora_rank", lo=1) or 0
             other += q_rank + _need(cfg, "kv_lora_rank")  # q_a / kv_a layer norms
         else:
             linears += [
                 Linear(
-                    f"{at}.q_proj", "attention", hidden, heads * head_dim, bias=qkv_bias, layer=i
+                    f"{at}.q_proj",
+                    "attention",
+                    hidden,
+                    heads * head_dim * q_gate,
+                    bias=qkv_bias,
+                    layer=i,
                 ),
                 Linear(
                     f"{at}.k_proj", "attention", hidden, kv_heads * head_dim, bias=qkv_bias, layer=i
@@ -223,9 +262,12 @@ def decoder(config: Mapping[str, Any]) -> Decoder:
             if gpt_oss:
                 other += heads  # attention sinks
         norm_vectors = 2 if model_type in _BIASED_NORMS else 1
-        other += (4 if model_type in _FOUR_NORMS else 2) * hidden * norm_vectors
+        norms = norms_per_layer(model_type) if blocks else 4 if model_type in _FOUR_NORMS else 2
+        other += norms * hidden * norm_vectors
 
-        if i in moe_set:
+        if ffn is None:
+            pass
+        elif i in moe_set:
             linears.extend(
                 _moe_linears(cfg, model_type, i, hidden, experts, expert_width, shared_width)
             )
@@ -318,7 +360,7 @@ def _moe_linears(
     if shared_width:
         sh = (
             f"{moe}.shared_expert"
-            if model_type in ("qwen2_moe", "llama4", "llama4_text")
+            if model_type in ("llama4", "llama4_text", *_SHARED_GATE)
             else (f"{moe}.shared_experts")
         )
         out += [
@@ -326,7 +368,7 @@ def _moe_linears(
             Linear(f"{sh}.up_proj", "shared_expert", hidden, shared_width, layer=i),
             Linear(f"{sh}.down_proj", "shared_expert", shared_width, hidden, layer=i),
         ]
-        if model_type == "qwen2_moe":
+        if model_type in _SHARED_GATE:
             out.append(Linear(f"{moe}.shared_expert_gate", "router", hidden, 1, layer=i))
     return out
 

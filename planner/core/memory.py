@@ -53,6 +53,12 @@ def kv_budget(inp: Inputs) -> tuple[s.BudgetOut | None, BudgetTerms | None, list
             f"its default is {engine.default_memory_utilization():g}",
         )
     weights = -(-inp.weights_bytes // (inp.tp * inp.pp))
+    sp = inp.speculation
+    if sp is not None and sp.method != "mtp" and sp.draft_layers and sp.draft_weights_bytes:
+        # A separate draft (EAGLE head, EAGLE3, a draft model) is loaded beside the target,
+        # sharded over the target's TP (vLLM's draft_tensor_parallel_size), on the last stage;
+        # MTP layers are the target checkpoint's own.
+        weights += -(-sp.draft_weights_bytes // inp.tp)
     terms = engine.derive_budget(inp, weights)
     notes = []
     if terms.reserve_bytes.source == "engine_rule" and terms.activation_peak_bytes.source == (

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from planner.core.config_defaults import with_class_defaults
 from planner.core.config_fields import int_field as _int_field
 from planner.core.errors import ModelConfigError
 from planner.core.model_hybrid import PURE_STATE, hybrid_layers, is_hybrid
@@ -128,10 +129,11 @@ def _required(cfg: Mapping[str, Any], key: str, *, hi: int) -> int:
 
 
 def text_config(config: Mapping[str, Any]) -> dict[str, Any]:
-    """The decoder's config: `text_config` for multimodal wrappers, else the config itself."""
+    """The decoder's config: `text_config` for multimodal wrappers, else the config itself,
+    with transformers' class defaults under the keys it omits (planner.core.config_defaults)."""
     inner = config.get("text_config")
     if inner is None:
-        return dict(config)
+        return with_class_defaults(dict(config))
     if not isinstance(inner, Mapping):
         raise ModelConfigError(("model", "text_config"), "must be an object")
     merged = dict(inner)
@@ -139,7 +141,8 @@ def text_config(config: Mapping[str, Any]) -> dict[str, Any]:
     for key in ("torch_dtype", "dtype", "model_type"):
         if key not in merged and key in config:
             merged[key] = config[key]
-    return merged
+    wrapper = config.get("model_type")
+    return with_class_defaults(merged, wrapper if isinstance(wrapper, str) else None)
 
 
 def _dtype(cfg: Mapping[str, Any]) -> tuple[str, bool]:
@@ -246,7 +249,8 @@ def shape_from_config(
         expert_width = _int_field(cfg, "moe_intermediate_size", hi=1 << 24) or _int_field(
             cfg, "intermediate_size", hi=1 << 24
         )
-        shared_width = _int_field(cfg, "shared_expert_intermediate_size", hi=1 << 24)
+        # 0 means no shared expert (Qwen3-Coder-480B-A35B-Instruct publishes it so).
+        shared_width = _int_field(cfg, "shared_expert_intermediate_size", lo=0, hi=1 << 24) or None
         n_shared = _int_field(cfg, "n_shared_experts", lo=0, hi=1 << 10)
         if shared_width is None and n_shared and expert_width:
             shared_width = n_shared * expert_width

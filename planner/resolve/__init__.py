@@ -20,6 +20,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
+from planner.catalog.suggest import likely_typo, suggest_models
+from planner.core.config_fields import json_constant
 from planner.core.errors import FieldError, ModelConfigError
 from planner.resolve.errors import (
     GatedModelError,
@@ -269,7 +271,7 @@ def _from_directory(path: Path) -> ResolvedModel:
     if cfg_path.stat().st_size > MAX_CONFIG_BYTES:
         raise ModelFilesError("model", f"{cfg_path.name} is larger than {MAX_CONFIG_BYTES} bytes")
     try:
-        config = json.loads(cfg_path.read_text("utf-8"))
+        config = json.loads(cfg_path.read_text("utf-8"), parse_constant=json_constant)
     except (ValueError, OSError) as exc:
         raise ModelFilesError("model", f"{str(cfg_path)!r} is not readable JSON ({exc})") from None
     if not isinstance(config, dict):
@@ -371,20 +373,32 @@ def resolve_model(
             return hit
     s = _settings(settings)
 
+    # "Did you mean", offline and before any Hub call (planner.catalog.suggest).
+    near = suggest_models(typed)
+    hint = f" Did you mean: {', '.join(near)}?" if near else ""
+    typo = likely_typo(typed) if revision is None else None
+    if typo is not None:
+        raise ModelNotFoundError(
+            "model",
+            f"unknown model {typed!r}: not in the bundled catalog, and a misspelling of the "
+            f"catalog's {typo!r} (the Hub was not asked).{hint}",
+            tuple(near),
+        )
     repo_id = hub_id(typed)
     if repo_id is None:
         raise ModelNotFoundError(
             "model",
             f"unknown model {typed!r}: not in the bundled catalog, and not a Hub id of the "
             "form owner/name. List bundled ids with GET /api/v1/models or `kvplan models`, or "
-            "paste the model's config.json as `model`.",
+            f"paste the model's config.json as `model`.{hint}",
+            tuple(near),
         )
     if not s.enabled:
         raise HubUnavailableError(
             "model",
             f"{typed!r} is not in the bundled catalog and Hub access is turned off "
             "(KVPLAN_HUB_ENABLED=false); paste the model's config.json as `model`, or use a "
-            "bundled id (GET /api/v1/models or `kvplan models`).",
+            f"bundled id (GET /api/v1/models or `kvplan models`).{hint}",
         )
 
     key = hub_key(repo_id, revision, s)

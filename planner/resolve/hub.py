@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 from huggingface_hub import HfApi, hf_hub_download
 from huggingface_hub import errors as hf_errors
 
+from planner.core.config_fields import json_constant
 from planner.resolve.errors import (
     GatedModelError,
     HubUnavailableError,
@@ -231,7 +232,7 @@ def _read_json(path: str, limit: int, what: str, repo_id: str) -> Any:
         _forget(p)
         raise ModelFilesError("model", f"{repo_id!r}: {what} is larger than {limit} bytes")
     try:
-        return json.loads(p.read_bytes())
+        return json.loads(p.read_bytes(), parse_constant=json_constant)
     except ValueError as exc:
         _forget(p)
         raise ModelFilesError("model", f"{repo_id!r}: {what} is not JSON ({exc})") from None

@@ -18,6 +18,7 @@ from urllib.parse import urlencode
 from pydantic import ValidationError
 
 from planner.catalog import get_gpu
+from planner.core.config_fields import json_constant
 from planner.core.errors import FieldProblem, ModelConfigError, PlanError, UnknownIdError
 from planner.core.schema import (
     ENGINES,
@@ -231,7 +232,7 @@ def _parse_config(text: str, _: Gettext) -> tuple[dict[str, Any] | None, str | N
             "n": f"{MAX_CONFIG_CHARS:,}"
         }
     try:
-        value = json.loads(text)
+        value = json.loads(text, parse_constant=json_constant)
     except json.JSONDecodeError as error:
         message = _("Not valid JSON (line %(line)s, column %(col)s): paste config.json as is.")
         return None, message % {"line": error.lineno, "col": error.colno}
@@ -361,12 +362,17 @@ def _pydantic_text(error: Mapping[str, Any], _: Gettext) -> str:
     return _("Not a valid value.")
 
 
-def core_message(error: PlanError, problem: FieldProblem, _: Gettext) -> FieldMessage:
+def core_message(
+    error: PlanError, problem: FieldProblem, _: Gettext, *, has_config: bool = True
+) -> FieldMessage:
     """A core error as a field message: a lead in the user's language, the core's detail.
 
     A config error names the config field it is about (the core's `msg` starts after it); an
-    unknown catalog id points at what a person on the page can do, not at the API."""
+    unknown catalog id points at what a person on the page can do, not at the API. A model
+    chosen by id (nothing pasted) is never called "this config.json"."""
     head = str(problem.loc[0]) if problem.loc else ""
+    if isinstance(error, ModelConfigError) and not has_config and head == "model":
+        return FieldMessage(_("This value cannot be planned."), problem.msg)
     if isinstance(error, ModelConfigError):
         inner = FieldProblem(problem.loc[1:], problem.msg).field if head == "model" else ""
         return FieldMessage(
@@ -375,8 +381,10 @@ def core_message(error: PlanError, problem: FieldProblem, _: Gettext) -> FieldMe
         )
     if isinstance(error, UnknownIdError | HubUnavailableError):
         if head == "model":
+            near = getattr(error, "suggestions", ())
             return FieldMessage(
-                _("Not in the catalog: pick a model from the list, or paste its config.json.")
+                _("Not in the catalog: pick a model from the list, or paste its config.json."),
+                f"Did you mean: {', '.join(near)}?" if near else None,
             )
         if head == "gpu":
             return FieldMessage(_("Not in the catalog: pick a GPU from the list."))

@@ -272,7 +272,7 @@ def _add_core_errors(state: form.FormState, error: PlanError, _: form.Gettext) -
     for problem in error.problems or [FieldProblem((), error.detail)]:
         name = form.form_field(problem.loc, has_config=state.has_config)
         if name not in marked:
-            state.add(name, form.core_message(error, problem, _))
+            state.add(name, form.core_message(error, problem, _, has_config=state.has_config))
 
 
 def _check_partial(request: PlanRequest) -> PlanError | None:

@@ -22,6 +22,7 @@ from planner.api.jobs import CarriedPlanError
 from planner.api.problems import ProblemException, field_of
 from planner.api.work import run_job
 from planner.catalog import list_gpus, list_models
+from planner.core.config_fields import json_constant
 from planner.core.engines import DEFAULT_ENGINE, engine_class, log_engines
 from planner.core.errors import FieldProblem, ModelConfigError, PlanError, UnknownIdError
 from planner.core.logs import MAX_LOG_BYTES
@@ -152,7 +153,7 @@ def parse(
     config_text = values.get("model_config", "").strip()
     if config_text:
         try:
-            config = json.loads(config_text)
+            config = json.loads(config_text, parse_constant=json_constant)
         except ValueError as exc:
             add("model_config", FieldMessage(_("This is not valid JSON."), str(exc)))
         else:

@@ -92,8 +92,12 @@ KV_TABLE: list[tuple[str, int, tuple[int, int] | None]] = [
     ("allenai/OLMo-2-0325-32B", gqa(64, 8, 128), None),
     ("codellama/CodeLlama-7b-hf", gqa(32, 32, 128), None),
     ("bigcode/starcoder2-7b", gqa(32, 4, 128), (32, 4096)),
+    # Gated DeltaNet on three of every four layers (full_attention_interval 4): 12 of 48
+    # layers attend; the others keep a constant state that is not per token.
+    ("Qwen/Qwen3-Next-80B-A3B-Thinking", gqa(12, 2, 256), None),
+    ("zai-org/GLM-4.7", gqa(92, 8, 128), None),
 ]
-REFUSED = {"deepseek-ai/DeepSeek-V3.2", "zai-org/GLM-5", "Qwen/Qwen3-Next-80B-A3B-Thinking"}
+REFUSED = {"deepseek-ai/DeepSeek-V3.2", "zai-org/GLM-5"}
 
 
 def test_the_table_covers_every_sizeable_entry() -> None:
@@ -191,6 +195,22 @@ def test_new_gpus_are_listed_with_sources(gpu_id: str) -> None:
 def test_gpu_ids_are_unique() -> None:
     ids = [g.id for g in list_gpus()]
     assert len(ids) == len(set(ids))
+
+
+def test_qwen3_next_by_id_plans_like_its_pasted_config() -> None:
+    from planner.core.schema import PlanRequest
+    from planner.service import plan
+
+    config = get_model("Qwen/Qwen3-Next-80B-A3B-Instruct").config
+    common = {"gpu": "H100-SXM-80GB", "tensor_parallel_size": 4, "context_tokens": 32768}
+    by_id = plan(
+        PlanRequest.model_validate({"model": "Qwen/Qwen3-Next-80B-A3B-Instruct", **common})
+    )
+    pasted = plan(PlanRequest.model_validate({"model": config, **common}))
+    assert by_id.kv_bytes_per_token == pasted.kv_bytes_per_token == 24576
+    assert by_id.capacity is not None and pasted.capacity is not None
+    assert by_id.capacity.kv_budget_bytes == pasted.capacity.kv_budget_bytes
+    assert by_id.capacity.max_requests == pasted.capacity.max_requests
 
 
 def test_every_gpu_names_its_link_with_a_source() -> None:

@@ -51,7 +51,16 @@ def test_sliding_everywhere_from_model_level_field() -> None:
 
 def test_use_sliding_window_false_disables_it() -> None:
     assert (
-        kinds({**BASE, "model_type": "qwen2", "sliding_window": 16, "use_sliding_window": False})
+        kinds(
+            # Qwen2Config's own default is 32 KV heads, more than BASE's 8 query heads.
+            {
+                **BASE,
+                "model_type": "qwen2",
+                "num_key_value_heads": 8,
+                "sliding_window": 16,
+                "use_sliding_window": False,
+            }
+        )
         == [("full", None)] * 4
     )
 

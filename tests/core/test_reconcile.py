@@ -41,7 +41,9 @@ def _config(
 # recomputed.model_config of the fixtures (query-head counts from the models' configs).
 QWEN3_14B = _config(40, 8, 128, 40)
 QWEN3_235B = _config(94, 4, 128, 64)
-QWEN3_30B_A3B = _config(48, 4, 128, 32)  # also the geometry the 25350 fixtures infer
+# Also the geometry the 25350 fixtures infer; its length is long enough for their logged
+# max_model_len (100,000 and 221,000): without one Qwen3Config's default 32,768 applies.
+QWEN3_30B_A3B = {**_config(48, 4, 128, 32), "max_position_embeddings": 262144}
 QWEN3_1P7B = _config(28, 8, 128, 16)
 QWEN25_14B = _config(48, 8, 128, 40)  # DeepSeek-R1-Distill-Qwen-14B
 QWQ_32B = _config(64, 8, 128, 40)

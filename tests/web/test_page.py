@@ -166,10 +166,11 @@ def test_pasted_config_is_planned(client: TestClient) -> None:
     [
         ("{not json", "Not valid JSON (line 1, column 2)"),
         ("[1, 2]", "Paste a JSON object"),
-        # The config field the core names stays in the message (issue 16, item 5).
-        ('{"model_type": "llama"}', "This config.json cannot be used: num_hidden_layers is"),
+        # The config field the core names stays in the message (issue 16, item 5). Without a
+        # model_type (LlamaConfig's defaults would fill every field, as transformers does).
+        ('{"vocab_size": 1000}', "This config.json cannot be used: num_hidden_layers is"),
         (
-            '{"model_type": "llama", "hidden_size": 4096}',
+            '{"hidden_size": 4096}',
             "This config.json cannot be used: num_hidden_layers is required",
         ),
     ],
@@ -435,3 +436,10 @@ def test_launch_command_on_request(client: TestClient) -> None:
     # Without a GPU there is nothing to launch on, and a typed-in budget has no launch flag.
     assert "launch-link" not in client.get(QUESTION_URL).text
     assert "launch-link" not in client.get(QUESTION_URL + "&gpu=H100-SXM-80GB").text
+
+
+def test_a_refused_catalog_id_is_not_called_a_config_json(client: TestClient) -> None:
+    # Nothing pasted: the refusal names the id typed, and no "this config.json".
+    response = client.get("/", params={"model": "zai-org/GLM-5", "kv_budget_gib": "48"})
+    text = error_text(response.text, "model")
+    assert "zai-org/GLM-5" in text and "config.json cannot be used" not in text

@@ -49,7 +49,12 @@ def test_page_refuses_unknown_layer_type(client: TestClient) -> None:
 
 
 def test_page_plans_a_hybrid_and_shows_its_state_layers(client: TestClient) -> None:
-    config = {**CONFIG, "layer_types": ["mamba", "attention", "mamba", "mamba"]}
+    # GraniteMoeHybridConfig's default length is 2,048 tokens: this config gives its own.
+    config = {
+        **CONFIG,
+        "layer_types": ["mamba", "attention", "mamba", "mamba"],
+        "max_position_embeddings": 4096,
+    }
     r = client.post(
         "/",
         data={"model_config": json.dumps(config), "kv_budget_gib": "1", "context_tokens": "4096"},
