@@ -243,7 +243,8 @@ def _plan_request(c: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     body: dict[str, Any] = {
         "model": _planner_config(c["model"]),
         "engine": "vllm",
-        "engine_version": _minor(c["vllm"]),
+        # The release itself: some rules start at a patch release (0.20.1).
+        "engine_version": c["vllm"],
         "async_scheduling": c["async_scheduling"],
         "kv_cache_dtype": c["kv_cache_dtype"],
         "tensor_parallel_size": c["tensor_parallel_size"],

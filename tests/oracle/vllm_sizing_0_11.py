@@ -122,19 +122,37 @@ except Exception:  # pragma: no cover - reported per configuration
     _get_backend_priorities = None
 
 
-def _fa_utils_shim() -> None:
-    """FLASH_ATTN_MLA imports kernel entry points that the CPU build of fa_utils lacks; define
-    them as absent so its class (declared dtypes and block sizes) loads."""
-    try:
-        from vllm.v1.attention.backends import fa_utils
-    except ImportError:
+def _fa_mla_shim() -> None:
+    """FLASH_ATTN_MLA (SM90's first MLA choice from 0.12) imports two kernel entry points from
+    vllm.vllm_flash_attn, whose package refuses to import without its CUDA extensions. Import the
+    backend's module once with those names standing in as absent, so its class (its declared
+    dtypes and block sizes) loads; nothing here calls a kernel, and the stand-in is removed
+    again (the standard FlashAttention backend still sees the real package)."""
+    if not LAYER_SPECS:
         return
-    for name in ("flash_attn_varlen_func", "get_scheduler_metadata"):
-        if not hasattr(fa_utils, name):
-            setattr(fa_utils, name, None)
+    name = "vllm.v1.attention.backends.mla.flashattn_mla"
+    try:
+        importlib.import_module(name)
+        return
+    except ImportError:
+        sys.modules.pop(name, None)
+    saved = sys.modules.get("vllm.vllm_flash_attn")
+    stub = types.ModuleType("vllm.vllm_flash_attn")
+    stub.flash_attn_varlen_func = None  # type: ignore[attr-defined]
+    stub.get_scheduler_metadata = None  # type: ignore[attr-defined]
+    sys.modules["vllm.vllm_flash_attn"] = stub
+    try:
+        importlib.import_module(name)
+    except ImportError:
+        sys.modules.pop(name, None)
+    finally:
+        if saved is None:
+            sys.modules.pop("vllm.vllm_flash_attn", None)
+        else:
+            sys.modules["vllm.vllm_flash_attn"] = saved
 
 
-_fa_utils_shim()
+_fa_mla_shim()
 
 
 class _Capture:
@@ -381,19 +399,21 @@ def _choose_backends(cfg: Any, layers: list[dict[str, Any]]) -> dict[tuple[bool,
     cc, mc = cfg.cache_config, cfg.model_config
     user_bs = cc.block_size if BACKEND_BLOCK_FLOW and cc.user_specified_block_size else None
     backends: dict[tuple[bool, bool], Any] = {}
-    for layer in layers:
-        key = (layer["cls"] == "mla", layer["has_sink"])
-        if key not in backends:
-            backends[key] = _select_backend(
-                use_mla=key[0], kv_cache_dtype=cc.cache_dtype, dtype=mc.dtype,
-                head_size=layer["head_size"], block_size=user_bs,
-                num_heads=layer["num_heads"], has_sink=key[1],
-            )  # fmt: skip
-    if BACKEND_BLOCK_FLOW and not cc.user_specified_block_size:
-        from vllm.config.cache import CacheConfig
+    # The layers choose while the model is built, inside the engine's config context (0.20's
+    # backends read it when they declare support).
+    with set_current_vllm_config(cfg):
+        for layer in layers:
+            key = (layer["cls"] == "mla", layer["has_sink"])
+            if key not in backends:
+                backends[key] = _select_backend(
+                    use_mla=key[0], kv_cache_dtype=cc.cache_dtype, dtype=mc.dtype,
+                    head_size=layer["head_size"], block_size=user_bs,
+                    num_heads=layer["num_heads"], has_sink=key[1],
+                )  # fmt: skip
+        if BACKEND_BLOCK_FLOW and not cc.user_specified_block_size:
+            from vllm.config.cache import CacheConfig
 
-        first = backends[(layers[0]["cls"] == "mla", layers[0]["has_sink"])]
-        with set_current_vllm_config(cfg):
+            first = backends[(layers[0]["cls"] == "mla", layers[0]["has_sink"])]
             cc.block_size = first.get_preferred_block_size(CacheConfig.DEFAULT_BLOCK_SIZE)
     return backends
 
