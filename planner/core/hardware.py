@@ -15,6 +15,12 @@ class Gpu:
     # CUDA compute capability as vLLM compares it (major × 10 + minor: H100 90, A100 80);
     # None where unknown or not CUDA.
     compute_capability: int | None = None
+    fp8_dense_flops: float | None = None
+    # The GPU-to-GPU link tensor parallelism talks over: bytes/s one way per GPU (NVLink,
+    # PCIe, Infinity Fabric) and one hop's latency; None where unknown.
+    link_bandwidth_bytes_per_s: float | None = None
+    link_latency_seconds: float | None = None
+    link_name: str | None = None
 
     @property
     def names(self) -> tuple[str, ...]:

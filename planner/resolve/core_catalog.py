@@ -78,6 +78,10 @@ class ResolvingCatalog:
             e.bandwidth_bytes_per_s,
             e.bf16_dense_flops,
             e.compute_capability,
+            fp8_dense_flops=e.fp8_dense_flops,
+            link_bandwidth_bytes_per_s=e.link_bandwidth_bytes_per_s,
+            link_latency_seconds=e.link_latency_seconds,
+            link_name=e.link,
         )
 
 

@@ -16,41 +16,24 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from planner.core.budget.terms import BudgetTerms, StartVerdict, Term, TermSource
 from planner.core.capacity import Pool
+from planner.core.engines.reads import LaunchSettings, PlanInputs, Scheduling
 from planner.core.engines.versions import Releases, Version, version_text
 from planner.core.errors import FieldError
 from planner.core.hardware import Gpu
 from planner.core.model import ModelShape
 from planner.core.notes import Note, Param, note
-from planner.core.parallel import Stages
+from planner.core.parallel import ExtraLayers, Stages
 from planner.core.specs import LayerSpec, WindowPolicy, cdiv
+from planner.core.speculative import Speculation
 from planner.core.units import GiB, KVDtype, fmt_gib
 
-if TYPE_CHECKING:  # these import the registry, or the log parser reads it
-    from planner.core.inputs import Inputs
+if TYPE_CHECKING:
     from planner.core.logs.lines import Rule
-    from planner.core.recommend_schema import EngineSettings
 
 MemoryBase = Literal["total", "free_before_load", "free_after_load", "none"]
 PrefixGranularity = Literal["block", "token", "none"]
-# Where the L % pp leftover layers go: vLLM one each to the stages just before the last, SGLang
-# to the last ones, TensorRT-LLM to the first ones.
-ExtraLayers = Literal["before_last", "last", "first"]
 TP_SIZES = (1, 2, 4, 8, 16, 32, 64)
 EXTRA_OPTIONS_FILE = "kv_cache_config.yaml"
-
-
-@dataclass(frozen=True, slots=True)
-class Scheduling:
-    """The scheduler settings that shape admission, resolved for one plan."""
-
-    max_num_batched_tokens: int
-    async_scheduling: bool | None  # None: the engine has no such mode
-    in_flight_tokens: int  # tokens scheduled but not yet retired, for window admission
-    concurrent_batches: int
-    why: str = ""  # why async is on (its default, or the request)
-    # Slots a decoding request reserves past its own tokens (speculative decoding: the k draft
-    # tokens being verified plus the drafter's lookahead); admission only, never start-up.
-    reserved_tokens: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +63,8 @@ class Engine:
     # The setting that lets the engine serve past the model's maximum length, when it refuses
     # to otherwise (None: the engine does not refuse).
     long_context_override: ClassVar[str | None] = None
+    # Whether that refusal comes before the engine's other ones (all but the model dtype's).
+    context_checked_early: ClassVar[bool] = False
     serves_fp32: ClassVar[bool] = False  # whether fp32 checkpoints run in fp32
     # Whether kvplan models the engine's KV sharing across layers (Gemma-3n) and its
     # speculative-decoding draft layers; engines without either refuse such a request.
@@ -132,6 +117,10 @@ class Engine:
             )
         self.validate_parallel(shape, tp, pp)
 
+    def speculation(self, sp: Speculation) -> Speculation:
+        """The speculative draft as this release sizes it (FieldError for a method it lacks)."""
+        return sp
+
     def validate_parallel(self, shape: ModelShape, tp: int, pp: int) -> None:
         """The parallel sizes the engine accepts for this model."""
         if pp > shape.num_hidden_layers:
@@ -181,6 +170,10 @@ class Engine:
     def kv_cache_dtype_names(self) -> tuple[str, ...]:
         """The KV-cache dtypes this release accepts (kvplan's names)."""
         return self.kv_cache_dtypes
+
+    def bind_layers(self, shape: ModelShape, kv: KVDtype, model_dtype: str) -> ModelShape:
+        """The shape with its layers stored as this engine stores them (as parsed by default)."""
+        return shape
 
     # -- state layers (Mamba, linear attention) -----------------------------------------------
     def bind_state(
@@ -266,7 +259,7 @@ class Engine:
         return False
 
     # -- the memory budget -------------------------------------------------------------------
-    def derive_budget(self, inp: Inputs, weights_per_rank: int) -> BudgetTerms:
+    def derive_budget(self, inp: PlanInputs, weights_per_rank: int) -> BudgetTerms:
         """The KV budget per GPU the engine computes from the GPU (engines without a modelled
         start-up profile: the fraction of memory less weights and a flat reserve)."""
         assert inp.gpu is not None
@@ -309,14 +302,16 @@ class Engine:
         )
 
     def start_check(
-        self, inp: Inputs, kv_budget_bytes: int, terms: BudgetTerms | None, pool: Pool
+        self, inp: PlanInputs, kv_budget_bytes: int, terms: BudgetTerms | None, pool: Pool
     ) -> StartVerdict:
         """Whether the engine's own start-up checks pass (by default: some KV memory left)."""
         if kv_budget_bytes > 0 and pool.max_requests(1) > 0:
             return StartVerdict(True, "starts", None)
         return StartVerdict(False, "no_kv_memory", None)
 
-    def max_model_len_estimate(self, inp: Inputs, kv_budget_bytes: int, pool: Pool) -> int | None:
+    def max_model_len_estimate(
+        self, inp: PlanInputs, kv_budget_bytes: int, pool: Pool
+    ) -> int | None:
         """The engine's own estimate of the longest max_model_len, where it prints one."""
         return None
 
@@ -342,15 +337,16 @@ class Engine:
         reconcile adds `engine` and `version`) from a log's own lines, where they tell."""
         return None
 
-    def reconcile_log(self, ctx: Any) -> str:
-        """Check every logged figure (planner.core.reconcile_*); returns the log format."""
-        raise FieldError("engine", f"kvplan does not read {self.label} logs")
+    def release_of_lines(self, facts: Sequence[Any]) -> tuple[str, str] | None:
+        """(release, the lines that say so) where every source line the log prints is one
+        release's alone (to hold against the release its version line names)."""
+        return None
 
     # -- launch flags ------------------------------------------------------------------------
     # kvplan KV dtype name → the engine's flag value, for dtypes other than the model's own.
     launch_kv_dtypes: ClassVar[dict[str, str]] = {}
 
-    def launch(self, model: str, s: EngineSettings, instances: int) -> tuple[str, dict[str, str]]:
+    def launch(self, model: str, s: LaunchSettings, instances: int) -> tuple[str, dict[str, str]]:
         """(command line, extra files by name) for `instances` replicas; `model` is quoted."""
         raise FieldError("engine", f"{self.label} has no launch command to recommend")
 

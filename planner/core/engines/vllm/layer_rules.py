@@ -2,13 +2,34 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from planner.core.engines.versions import Version, since
 from planner.core.errors import FieldError
-from planner.core.model import ModelShape
+from planner.core.model import ModelShape, with_layers
 from planner.core.notes import Note, note
-from planner.core.specs import IndexerSpec
+from planner.core.specs import IndexerSpec, SparseMLASpec
 
 # FlashMLA-sparse's only kernel block size on SM90 (DeepSeek-V3.2's indexer backend).
 SPARSE_MLA_BLOCK = 64
+# Sparse MLA on SM90 in 0.33.0 (the release read; earlier ones were not): FlashMLA-sparse lists
+# fp8 (stored as fp8_ds_mla) but not fp8_e4m3, which FlashInfer-MLA-sparse-SM90 takes next in
+# the priority list and stores as plain fp8 latents (flashmla_sparse.py,
+# flashinfer_mla_sparse_sm90.py supported_kv_cache_dtypes, cuda.py _get_backend_priorities).
+SPARSE_PLAIN_FP8_E4M3_SINCE = (0, 33)
+
+
+def bind_sparse_mla(version: Version, shape: ModelShape) -> ModelShape:
+    """The shape with its sparse MLA layers storing fp8_e4m3 as this release does."""
+    if not since(version, SPARSE_PLAIN_FP8_E4M3_SINCE):
+        return shape
+    if not any(isinstance(s, SparseMLASpec) for s in shape.layers):
+        return shape
+    layers = tuple(
+        replace(s, plain_fp8=("fp8_e4m3",)) if isinstance(s, SparseMLASpec) else s
+        for s in shape.layers
+    )
+    return with_layers(shape, layers)
 
 
 def check_shared_kv_parallel(shape: ModelShape, pp: int) -> None:
@@ -37,4 +58,4 @@ def sparse_mla_block(requested: int | None, shape: ModelShape) -> tuple[int, lis
     return block, [note("block.vllm_sparse_mla", block=block)]
 
 
-__all__ = ["SPARSE_MLA_BLOCK", "check_shared_kv_parallel", "sparse_mla_block"]
+__all__ = ["SPARSE_MLA_BLOCK", "bind_sparse_mla", "check_shared_kv_parallel", "sparse_mla_block"]
