@@ -44,6 +44,11 @@ def capacity(
                 ctx=ctx,
             )
         )
+    verdict = engine.start_check(inp, budget.kv_budget_bytes, terms, pool)
+    if not verdict.starts:
+        # An engine that refuses to start serves nothing, even where its pool would hold a
+        # request (vLLM 0.14–0.16 check the whole model's layers against one PP stage's budget).
+        max_req = 0
     reported = pool.reported_concurrency(ctx)
     max_len = inp.max_model_len
     if max_req == 0:
@@ -90,7 +95,6 @@ def capacity(
     longest = pool.longest_context()
     if max_len and longest > max_len:
         notes.append(note("capacity.longest_beyond_max_position", longest=longest, max_len=max_len))
-    verdict = engine.start_check(inp, budget.kv_budget_bytes, terms, pool)
     if not verdict.starts:
         notes.append(
             note("engine.refuses_to_start", engine=engine.label, error=verdict.error_text or "")

@@ -40,7 +40,11 @@ ROOT = HERE.parents[1]
 # The releases the matrix checks, listed once (tests/oracle/versions.txt).
 ORACLE_VERSIONS = releases("vllm")
 # Each release family's sizing code has its own harness (their internal APIs differ).
-HARNESS = {"0.33": "vllm_sizing.py", "0.11": "vllm_sizing_0_11.py"}
+# 0.11–0.20 size through kv_cache_utils (no kv_cache_planning yet): one harness with switches.
+HARNESS = {
+    "0.33": "vllm_sizing.py",
+    **{f"0.{m}": "vllm_sizing_0_11.py" for m in range(11, 21)},
+}
 SEED = 20261201
 BASE_CONFIGS = 200  # each in both scheduling modes
 GIB = 1 << 30
@@ -259,7 +263,8 @@ def _plan_request(c: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     body: dict[str, Any] = {
         "model": _planner_config(c["model"]),
         "engine": "vllm",
-        "engine_version": _minor(c["vllm"]),
+        # The release itself: some rules start at a patch release (0.20.1).
+        "engine_version": c["vllm"],
         "async_scheduling": c["async_scheduling"],
         "kv_cache_dtype": c["kv_cache_dtype"],
         "tensor_parallel_size": c["tensor_parallel_size"],
@@ -450,9 +455,10 @@ def test_oracle_covers_every_kind_and_setting(version: str, oracle: Any) -> None
     assert len(results) == len(BASE_CASES) >= 300
     accepted = [r for r in results.values() if r["accepted"]]
     kinds = {g["kind"] for r in accepted for g in r["groups"]}
-    # vLLM 0.11 sizes chunked-local layers as full attention (the hybrid manager is off for them
-    # unless VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1), so only 0.33 shows the kind.
-    want = {"full", "sliding", "mla"} | ({"chunked"} if _minor(version) == "0.33" else set())
+    # Before 0.14 vLLM sizes chunked-local layers as full attention (the hybrid manager is off
+    # for them unless VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1, its default from 0.14).
+    minor = int(version.split(".")[1])
+    want = {"full", "sliding", "mla"} | ({"chunked"} if minor >= 14 else set())
     assert kinds >= want, kinds
     assert any(
         len(r["groups"]) > 1 and any(g["padding_layers"] for g in r["groups"]) for r in accepted

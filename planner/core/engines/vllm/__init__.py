@@ -140,7 +140,7 @@ class Vllm(VllmStateLayers, Engine):
         kv_explicit: bool = True,
     ) -> None:
         super().validate(shape, tp, pp, kv_dtype, model_dtype, kv_explicit)
-        refuse(self.version, shape, tp, kv_dtype, model_dtype)
+        refuse(self.version, shape, tp, kv_dtype, model_dtype, kv_explicit)
         check_shared_kv_parallel(shape, pp)
 
     def check_gpu(self, shape: ModelShape, gpu: Gpu) -> None:

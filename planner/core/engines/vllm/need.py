@@ -9,8 +9,12 @@ from typing import Protocol
 
 from planner.core.capacity import MAX_CONTEXT_SEARCH
 from planner.core.engines.versions import Version, since
-from planner.core.engines.vllm.groups import VllmPool, one_request_bytes
-from planner.core.engines.vllm.releases import POOL_NEED_SINCE
+from planner.core.engines.vllm.groups import VllmPool, one_request_bytes, vllm_groups
+from planner.core.engines.vllm.releases import (
+    GROUPS_NEED_ALL_SINCE,
+    GROUPS_NEED_SINCE,
+    POOL_NEED_SINCE,
+)
 from planner.core.engines.vllm.rules import vllm_max_len_scope
 from planner.core.engines.vllm.start import vllm_estimate_max_model_len
 from planner.core.specs import LayerSpec, Stack
@@ -38,9 +42,12 @@ def startup_need(
     request takes from the pool, padding included (bytes per block × its blocks,
     `_max_memory_usage_bytes_from_groups`); before, Σ layers max_memory_usage_bytes over
     each worker's layers (`stage_stacks`, one rank of each stage), or the whole model's
-    (`whole_model`) under PP in 0.14–0.16."""
+    (`whole_model`) under PP in 0.14–0.16; for hybrids from 0.14 the groups' bytes per block
+    id × the first group's blocks (0.14–0.18) or all groups' (0.19+)."""
     if since(engine.version, POOL_NEED_SINCE):
         return pool.at_startup().bytes_for
+    if since(engine.version, GROUPS_NEED_SINCE) and len(pool.groups) > 1:
+        return _groups_need(engine, pool, len(stage_stacks) > 1, whole_model)
     if vllm_max_len_scope(engine.version_text) == "whole_model" and len(stage_stacks) > 1:
         stacks: tuple[Stack, ...] = (whole_model(),)
     else:
@@ -61,6 +68,27 @@ def startup_need(
             )
             for stack in stacks
         )  # fmt: skip
+
+    return need
+
+
+def _groups_need(
+    engine: Release, pool: VllmPool, staged: bool, whole_model: Callable[[], Stack]
+) -> Callable[[int], int]:
+    """`_max_memory_usage_bytes_from_groups` (0.14–0.28): page × group size × blocks, over the
+    whole model's groups against the smallest budget (0.14–0.16) or each worker's projected
+    groups (0.17+; the worker whose block id costs most fails first: the pool's cost)."""
+    start = pool.at_startup()
+    cost = start.block_bytes
+    if staged and vllm_max_len_scope(engine.version_text) == "whole_model":
+        whole = whole_model()
+        cost = vllm_groups(whole, pool.dtype, pool.unit_tokens, pool.policy, engine.group_ratio)[1]
+    if since(engine.version, GROUPS_NEED_ALL_SINCE):
+        return lambda length: cost * start.blocks_per_request(length)
+    first = start.groups[0]  # kv_cache_groups[0]: the first layer's kind
+
+    def need(length: int) -> int:
+        return cost * start.group_blocks(first, length)
 
     return need
 

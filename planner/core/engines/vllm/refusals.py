@@ -10,6 +10,9 @@ from planner.core.model import ModelShape
 from planner.core.specs import SparseMLASpec
 from planner.core.units import KVDtype
 
+# Attention layers pick their backend by its declared dtypes (AttentionBackend
+# validate_configuration via CudaPlatform.get_attn_backend_cls), read in the 0.12.0 wheel.
+BACKEND_KV_DTYPE_CHECK_SINCE = (0, 12)
 # VllmConfig._reject_mismatched_float_kv_cache: a 16-bit float KV cache must match the model.
 REJECT_MISMATCHED_FLOAT_KV_SINCE = (0, 33)
 
@@ -23,7 +26,12 @@ _MLA_KV_DTYPES = ("auto", "fp16", "bf16", "fp8", "fp8_e4m3")
 
 
 def refuse(
-    version: Version, shape: ModelShape, tp: int, kv_dtype: KVDtype, model_dtype: str
+    version: Version,
+    shape: ModelShape,
+    tp: int,
+    kv_dtype: KVDtype,
+    model_dtype: str,
+    kv_explicit: bool = True,
 ) -> None:
     """Raise FieldError for a setup vLLM `version` refuses (its own reason in the message)."""
     version_label = version_text(version)
@@ -68,10 +76,17 @@ def refuse(
             "bfloat16",
         )
     mla_checked = shape.is_mla and since(version, MLA_DTYPE_CHECK_SINCE)
-    if mla_checked and kv_dtype.name == "bf16" and not since(version, MLA_BF16_KV_SINCE):
+    # The backends' supported_kv_cache_dtypes (FlashAttention's supports_kv_cache_dtype) list
+    # "auto" but not "bfloat16" before 0.15 (an auto cache of a bf16 model is bf16 and runs);
+    # checked when the layers pick a backend (read in the 0.12.0–0.14.1 wheels for the
+    # standard backends, from 0.11.1 for MLA).
+    checked = mla_checked or since(version, BACKEND_KV_DTYPE_CHECK_SINCE)
+    bf16_named = kv_explicit and kv_dtype.name == "bf16"
+    if checked and bf16_named and not since(version, MLA_BF16_KV_SINCE):
+        kind = "MLA attention" if shape.is_mla else "attention"
         raise FieldError(
             "kv_cache_dtype",
-            f"vLLM {version_label}: no MLA attention backend on Hopper lists a bfloat16 KV cache "
+            f"vLLM {version_label}: no {kind} backend on Hopper lists a bfloat16 KV cache "
             "(bfloat16 joins their lists in 0.15); use kv_cache_dtype auto",
         )
     if mla_checked and model_dtype == "fp32":

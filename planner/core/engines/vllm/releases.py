@@ -48,6 +48,12 @@ LOG_AFTER_MIN_SINCE = (0, 11, 1)
 # The start check and the max-length estimate count what one request takes from the pool
 # (padding included) and hold the null block back (PR #47272).
 POOL_NEED_SINCE = (0, 29)
+# Hybrids: the start check and the max-length estimate count the groups
+# (kv_cache_utils._max_memory_usage_bytes_from_groups): group_size × page × the blocks of the
+# FIRST group only (0.14.1–0.18.1: `any_spec = kv_cache_groups[0].kv_cache_spec`), then of
+# every group (0.19.1); before 0.14, Σ layers' max_memory_usage_bytes.
+GROUPS_NEED_SINCE = (0, 14)
+GROUPS_NEED_ALL_SINCE = (0, 19)
 # EngineArgs.get_batch_defaults: GPUs of 160 GiB or more get max_num_batched_tokens 16384.
 BIG_GPU_16K_SINCE = (0, 28)
 # Hybrid group size (_get_kv_cache_groups_uniform_page_size): the largest bucket when it is
