@@ -42,8 +42,9 @@ ORACLE_VERSIONS = tuple(
     for line in (HERE / "versions.txt").read_text().splitlines()
     if line.strip() and not line.startswith("#")
 )
-# Each release family's sizing code has its own harness (their internal APIs differ).
-HARNESS = {"0.33": "vllm_sizing.py", "0.11": "vllm_sizing_0_11.py"}
+# Each release family's sizing code has its own harness (their internal APIs differ): 0.11's,
+# and one for 0.21-0.33 with small switches on what each release's modules provide.
+HARNESS = {"0.11": "vllm_sizing_0_11.py", **{f"0.{n}": "vllm_sizing.py" for n in range(21, 34)}}
 SEED = 20261201
 BASE_CONFIGS = 200  # each in both scheduling modes
 GIB = 1 << 30

@@ -36,6 +36,7 @@ HERE = Path(__file__).resolve().parent
 # (4.57) has no NemotronH config.
 RELEASES = {
     "0.33.0": ("vllm_hybrid_sizing.py", None, 192),
+    "0.32.0": ("vllm_hybrid_sizing.py", None, 96),
     "0.11.0": (
         "vllm_hybrid_sizing_0_11.py",
         (
@@ -187,7 +188,7 @@ def _run(version: str, request: pytest.FixtureRequest) -> dict[str, dict[str, An
     harness = RELEASES[version][0]
     cache_dir = Path(request.config.rootpath) / ".pytest_cache" / "vllm-oracle"
     cache_dir.mkdir(parents=True, exist_ok=True)
-    base = "vllm_sizing.py" if version.startswith("0.33") else "vllm_sizing_0_11.py"
+    base = "vllm_sizing_0_11.py" if harness.endswith("_0_11.py") else "vllm_sizing.py"
     return run_cached_oracle(
         version, harness, _oracle_inputs(version), cache_dir, prefix="hybrid-", also_read=(base,)
     )
