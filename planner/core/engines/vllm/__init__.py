@@ -21,7 +21,11 @@ from planner.core.engines.vllm.groups import (
 )
 from planner.core.engines.vllm.hybrid import VllmStateLayers
 from planner.core.engines.vllm.launch import big_gpu, vllm_serve_command
-from planner.core.engines.vllm.layer_rules import check_shared_kv_parallel, sparse_mla_block
+from planner.core.engines.vllm.layer_rules import (
+    check_shared_kv_parallel,
+    sliding_block,
+    sparse_mla_block,
+)
 from planner.core.engines.vllm.logs import (
     LOG_EXAMPLE,
     LOG_HINTS,
@@ -62,7 +66,7 @@ from planner.core.hardware import Gpu
 from planner.core.model import ModelShape
 from planner.core.notes import Note, Param, note
 from planner.core.parallel import Stages
-from planner.core.specs import ChunkedLocalSpec, WindowPolicy
+from planner.core.specs import ChunkedLocalSpec, LayerSpec, WindowPolicy
 from planner.core.units import GiB, KVDtype
 
 if TYPE_CHECKING:  # these import the registry
@@ -148,7 +152,10 @@ class Vllm(VllmStateLayers, Engine):
         if (sparse := sparse_mla_block(requested, shape)) is not None:
             return sparse
         if not shape.is_mla:
-            return requested or self.default_block_size, []
+            block = requested or self.default_block_size
+            if all(s.is_window for s in shape.layers):  # a layer's own block is the pool's
+                block = sliding_block(self.version, shape.layers[0], block)
+            return block, []
         # MLA on Hopper: the attention backend's kernel block size decides (cuda.py
         # check_and_update_config, the backends' kernel block sizes).
         if not since(self.version, MLA_BACKEND_PRIORITY_SINCE):
@@ -162,6 +169,9 @@ class Vllm(VllmStateLayers, Engine):
             # FlashMLA (64) for fp8 caches, FlashAttention-MLA (16) for 16-bit ones.
             block = FLASHMLA_BLOCK if kv_dtype.bits == 8 else self.default_block_size
         return block, [note("block.vllm_mla_forced", block=block)]
+
+    def layer_block_size(self, spec: LayerSpec, block: int) -> int:
+        return sliding_block(self.version, spec, block)
 
     def window_policy(
         self, shape: ModelShape, *, hybrid_manager: bool, explicit_windows: bool
