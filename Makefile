@@ -6,15 +6,23 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 RUN_STAMP := $(VENV)/.runtime-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 AXE := build/axe/node_modules/axe-core/axe.min.js
-# vLLM's own sizing code, run on CPU as the test oracle (tests/oracle), one virtualenv per release:
-# their pins (transformers<5.21 for 0.33, 4.x for 0.11) stay apart from the service's. The
-# releases are listed once, in tests/oracle/versions.txt.
-ORACLE_VERSIONS := $(shell grep -v '^\#' tests/oracle/versions.txt)
-ORACLE_STAMPS := $(foreach v,$(ORACLE_VERSIONS),.venv-oracle-$(v)/.installed)
+# The engines' own sizing code is the test oracle (tests/oracle). `make test` reads its stored
+# answers (tests/oracle/fixtures/<engine>/<release>/) and installs no engine. `make oracle
+# RELEASE=x` installs release x into its own virtualenv (.venv-oracle-x: CPU torch, the release's
+# pinned set in tests/oracle/requirements-x.txt, the wheel --no-deps), runs its harnesses live and
+# fails on any difference from the fixture; `make oracle-update RELEASE=x` rewrites the fixture.
+# The releases are listed once, in tests/oracle/versions.txt (newest first: the default RELEASE).
+# ENGINE=sglang takes its releases from tests/oracle/versions-sglang.txt and its virtualenvs
+# from .venv-oracle-sglang-x (requirements-sglang-x.txt).
+ENGINE ?= vllm
+ORACLE_LIST := tests/oracle/$(if $(filter vllm,$(ENGINE)),versions.txt,versions-$(ENGINE).txt)
+ORACLE_VERSIONS := $(shell grep -v '^\#' $(ORACLE_LIST) | awk '{print $$1}')
+RELEASE ?= $(firstword $(ORACLE_VERSIONS))
+ORACLE_VENV := .venv-oracle-$(if $(filter vllm,$(ENGINE)),,$(ENGINE)-)$(RELEASE)
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: test lint types pytest run install clean bench oracle
+.PHONY: test lint types pytest run install clean bench oracle oracle-update
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -36,17 +44,40 @@ $(AXE):
 
 install: $(STAMP)
 
-# vLLM --no-deps: its full dependency list is the CUDA stack; the sizing code needs only the
-# pinned pure-Python set in requirements-<release>.txt (CPU torch, transformers, ...).
+# The wheel is downloaded on its own so its file name and sha256 go into the fixtures'
+# provenance (.venv-oracle-x/.wheel). vLLM --no-deps: its full dependency list is the CUDA stack;
+# the sizing code needs only the pinned pure-Python set in requirements-<release>.txt.
 .venv-oracle-%/.installed: tests/oracle/requirements-%.txt
-	rm -rf .venv-oracle-$*
+	rm -rf .venv-oracle-$* build/wheels/vllm-$*
+	$(PYTHON) -m pip download -q --no-deps --dest build/wheels/vllm-$* vllm==$*
 	$(PYTHON) -m venv .venv-oracle-$*
 	.venv-oracle-$*/bin/python -m pip install -q --upgrade pip
 	.venv-oracle-$*/bin/python -m pip install -q -r $<
-	.venv-oracle-$*/bin/python -m pip install -q --no-deps vllm==$*
+	.venv-oracle-$*/bin/python -m pip install -q --no-deps build/wheels/vllm-$*/vllm-*.whl
+	cd build/wheels/vllm-$* && sha256sum vllm-*.whl | awk '{print $$2, $$1}' > ../../../.venv-oracle-$*/.wheel
+	rm -rf build/wheels/vllm-$*
 	touch $@
 
-oracle: $(ORACLE_STAMPS)
+# SGLang's the same way: its pinned set, then the wheel --no-deps (the stubs its sizing code
+# needs on CPU are in the harness, tests/oracle/sglang_*.py).
+.venv-oracle-sglang-%/.installed: tests/oracle/requirements-sglang-%.txt
+	rm -rf .venv-oracle-sglang-$* build/wheels/sglang-$*
+	$(PYTHON) -m pip download -q --no-deps --dest build/wheels/sglang-$* sglang==$*
+	$(PYTHON) -m venv .venv-oracle-sglang-$*
+	.venv-oracle-sglang-$*/bin/python -m pip install -q --upgrade pip
+	.venv-oracle-sglang-$*/bin/python -m pip install -q -r $<
+	.venv-oracle-sglang-$*/bin/python -m pip install -q --no-deps build/wheels/sglang-$*/sglang-*.whl
+	cd build/wheels/sglang-$* && sha256sum sglang-*.whl | awk '{print $$2, $$1}' > ../../../.venv-oracle-sglang-$*/.wheel
+	rm -rf build/wheels/sglang-$*
+	touch $@
+
+ORACLE_ENV = KVPLAN_ORACLE_ENGINE=$(ENGINE) KVPLAN_ORACLE_RELEASE=$(RELEASE) KVPLAN_REQUIRE_ORACLE=1
+
+oracle: $(STAMP) $(ORACLE_VENV)/.installed
+	$(ORACLE_ENV) $(BIN)/python -m pytest tests/oracle
+
+oracle-update: $(STAMP) $(ORACLE_VENV)/.installed
+	$(ORACLE_ENV) KVPLAN_ORACLE_WRITE=1 $(BIN)/python -m pytest tests/oracle
 
 lint: $(STAMP)
 	$(BIN)/ruff check planner tests bench
@@ -54,8 +85,8 @@ lint: $(STAMP)
 types: $(STAMP)
 	$(BIN)/mypy planner
 
-pytest: $(STAMP) $(AXE) $(ORACLE_STAMPS)
-	KVPLAN_REQUIRE_ORACLE=1 $(BIN)/python -m pytest
+pytest: $(STAMP) $(AXE)
+	$(BIN)/python -m pytest
 
 test: lint types pytest
 

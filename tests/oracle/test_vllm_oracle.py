@@ -1,8 +1,8 @@
 """vLLM's own sizing code as the oracle for the planner's vLLM figures.
 
-`make oracle` installs the vLLM release named in `vllm_version.txt` (CPU torch, `--no-deps`) into
-its own virtualenv; `vllm_sizing.py` runs there in one subprocess per session over every
-configuration generated below and reports what vLLM computes: accept or refuse (with vLLM's
+For every release in `versions.txt`, the release's harness (`vllm_sizing.py` for 0.33,
+`vllm_sizing_0_11.py` for 0.11), run inside that release's own virtualenv over every
+configuration generated below, reports what vLLM computes: accept or refuse (with vLLM's
 reason), KV heads per rank, page bytes, num_blocks, the KV-cache groups with their padding,
 blocks per request, resident requests, the logged "GPU KV cache size" and "Maximum
 concurrency", the longest context one request can have and the model's maximum length. Each
@@ -10,8 +10,8 @@ configuration is one test case comparing those figures with `plan()`.
 
 The configurations are generated from a fixed seed over the models and settings the planner
 supports, each in both scheduling modes (async scheduling on, vLLM 0.33's default, and off).
-The oracle's answers are cached under `.pytest_cache/` keyed by a hash of the inputs, the
-oracle script and the oracle version, so a rerun does not start vLLM again.
+vLLM's answers are stored per release as fixtures (tests/oracle/matrix.py): `make test` reads
+them; `make oracle RELEASE=…` reruns that release's code live and fails on any difference.
 """
 
 from __future__ import annotations
@@ -31,17 +31,14 @@ from planner.core.errors import FieldError, PlanError
 from planner.core.schema import PlanRequest
 from planner.service import plan
 from tests.oracle.conftest import AGREEMENT_KEY, SUMMARY_KEY, run_cached_oracle
+from tests.oracle.matrix import record, releases
 
 pytestmark = pytest.mark.oracle
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-# The releases the oracle runs, listed once (the Makefile installs one virtualenv per release).
-ORACLE_VERSIONS = tuple(
-    line.strip()
-    for line in (HERE / "versions.txt").read_text().splitlines()
-    if line.strip() and not line.startswith("#")
-)
+# The releases the matrix checks, listed once (tests/oracle/versions.txt).
+ORACLE_VERSIONS = releases("vllm")
 # Each release family's sizing code has its own harness (their internal APIs differ): 0.11's,
 # and one for 0.21-0.33 with small switches on what each release's modules provide.
 HARNESS = {"0.11": "vllm_sizing_0_11.py", **{f"0.{n}": "vllm_sizing.py" for n in range(21, 34)}}
@@ -423,6 +420,7 @@ def test_planner_matches_vllm(case: dict[str, Any], oracle: Any, agreement: dict
     if missing:
         problems.append(f"the planner has no request field(s) {missing} (planned without them)")
     problems += [f"{k}: {v}" for k, v in bad.items()]
+    record("vllm", case["vllm"], "plain", not problems)
     assert not problems, f"{case['id']} vs vLLM {case['vllm']}:\n  " + "\n  ".join(problems)
 
 

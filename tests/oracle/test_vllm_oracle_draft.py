@@ -25,6 +25,7 @@ from planner.core.capacity import MAX_CONTEXT_SEARCH
 from planner.core.schema import PlanRequest
 from planner.service import plan
 from tests.oracle.conftest import SUMMARY_KEY, run_cached_oracle
+from tests.oracle.matrix import record
 from tests.oracle.test_vllm_oracle import (
     FIGURES,
     VLLM_KV_DTYPE,
@@ -312,6 +313,7 @@ def test_planner_matches_vllm_with_drafts(case: dict[str, Any], draft_oracle: An
     verdict = compare(case, r)
     AGREEMENT[case["id"]] = {"verdict": verdict, "case": case, "vllm": r}
     bad = [f"{k}: {v}" for k, v in verdict.items() if v != "ok"]
+    record("vllm", VERSION, "drafts", not bad)
     assert not bad, f"{case['id']} vs vLLM {VERSION}:\n  " + "\n  ".join(bad)
 
 

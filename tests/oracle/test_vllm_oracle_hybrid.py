@@ -27,6 +27,7 @@ from planner.core.errors import FieldError, PlanError
 from planner.core.schema import PlanRequest
 from planner.service import plan
 from tests.oracle.conftest import run_cached_oracle
+from tests.oracle.matrix import record
 
 pytestmark = pytest.mark.oracle
 
@@ -310,6 +311,7 @@ def test_planner_matches_vllm_hybrid(case: dict[str, Any], hybrid_oracle: Any) -
     verdict = compare(case, hybrid_oracle(case["vllm"])[case["id"]])
     AGREEMENT[case["id"]] = verdict
     bad = [f"{k}: {v}" for k, v in verdict.items() if v != "ok"]
+    record("vllm", case["vllm"], "layer kinds", not bad)
     assert not bad, f"{case['id']} vs vLLM {case['vllm']}:\n  " + "\n  ".join(bad)
 
 
