@@ -38,6 +38,7 @@ HERE = Path(__file__).resolve().parent
 RELEASES = {
     "0.33.0": ("vllm_hybrid_sizing.py", None, 192),
     "0.32.0": ("vllm_hybrid_sizing.py", None, 96),
+    "0.29.0": ("vllm_hybrid_sizing.py", None, 96),
     "0.11.0": (
         "vllm_hybrid_sizing_0_11.py",
         (

@@ -241,7 +241,8 @@ def _one(c: dict[str, Any], root: str) -> dict[str, Any]:
     out["mamba_block_size"] = cc.mamba_block_size
     mamba = [s for s in specs.values() if isinstance(s, MambaSpec)]
     attn = [s for s in specs.values() if not isinstance(s, MambaSpec)]
-    out["state_bytes"] = mamba[0].real_page_size_bytes if mamba else None
+    # The unpadded state page (real_page_size_bytes: 0.30+; reported, not compared).
+    out["state_bytes"] = getattr(mamba[0], "real_page_size_bytes", None) if mamba else None
     out["page_bytes_per_layer"] = attn[0].page_size_bytes
     out["kv_heads_per_rank"] = getattr(attn[0], "num_kv_heads", None)
     budget = c["kv_budget_bytes"]
