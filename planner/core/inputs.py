@@ -363,6 +363,7 @@ def resolve_draft(
                 ("speculative_config", "model"), f"the draft: {exc.problems[0].msg}"
             ) from None
     sp = resolve_speculation(spec, model.shape, target_config, draft_shape, draft_weights, tp)
+    sp = engine.speculation(sp)  # the release's own draft rules
     if sp.method == "mtp" and model.weights_bytes is not None:
         # The MTP module is part of the checkpoint: about one decoder layer's share of it.
         sp = replace(

@@ -12,6 +12,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from planner.core.notes_versions import VERSION_TEMPLATES
+
 Param = str | int | float | bool
 
 TEMPLATES: dict[str, str] = {
@@ -295,21 +297,7 @@ TEMPLATES: dict[str, str] = {
     "reconcile.plan_request_no_draft": (
         "The plan request has no field for the {draft} draft layers: its figures leave them out."
     ),
-    "reconcile.version_missing": (
-        "The log names no {engine} version; {engine} {version} rules assumed."
-    ),
-    "reconcile.version_unreadable": "Unreadable version {named!r}; {engine} {version} assumed.",
-    "reconcile.version_outside_rules": (
-        "The log is from {engine} {named}; kvplan's rules cover {covered}, so {version} rules "
-        "were used."
-    ),
-    "reconcile.vllm.version_from_line_numbers": (
-        "{engine} {version} rules, inferred from its line numbers ({source})."
-    ),
-    "reconcile.vllm.version_from_separate_lines": (
-        "{engine} {version} rules, inferred from its KV-size line without the concurrency "
-        "(before 0.28)."
-    ),
+    **VERSION_TEMPLATES,  # how a log's release was found (notes_versions)
     "reconcile.other_engine_lines": ("{lines} recognised line(s) of another engine were left out."),
     "reconcile.lines_capped": (
         "{lines} repeated line(s) beyond the first {cap} of each kind were not checked (several "

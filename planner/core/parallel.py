@@ -9,13 +9,25 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Literal, Protocol
 
 from planner.core.model import ModelShape
 from planner.core.specs import LayerSpec, Stack, cache_layers, stack_of
 
-if TYPE_CHECKING:  # the engines build pools from Stages
-    from planner.core.engines.base import Engine, ExtraLayers
+# Where the L % pp leftover layers go: vLLM one each to the stages just before the last, SGLang
+# to the last ones, TensorRT-LLM to the first ones.
+ExtraLayers = Literal["before_last", "last", "first"]
+
+
+class Engine(Protocol):
+    """How an engine shards layers (`planner.core.engines.base.Engine` is one)."""
+
+    @property
+    def pp_extra_layers(self) -> ExtraLayers: ...
+
+    def kv_heads_per_rank(self, kv_heads: int, tp: int) -> int: ...
+
+    def rank_spec(self, spec: LayerSpec, tp: int) -> LayerSpec: ...
 
 
 def pipeline_stage_layers(
@@ -81,17 +93,24 @@ def rank_layouts(shape: ModelShape, engine: Engine, tp: int, pp: int) -> list[Ra
     return out
 
 
-def _stage_indices(shape: ModelShape, engine: Engine, pp: int) -> list[list[int]]:
-    """Layer indices per stage; a draft's layers (numbered after the target's) run on the last
+def _stage_indices(
+    shape: ModelShape, engine: Engine, pp: int, sizes: Sequence[int] | None = None
+) -> list[list[int]]:
+    """Layer indices per stage (the engine's split, or consecutive `sizes`: vLLM's
+    VLLM_PP_LAYER_PARTITION); a draft's layers (numbered after the target's) run on the last
     stage, as vLLM's speculator does."""
-    stages = pipeline_stage_layers(shape.num_hidden_layers, pp, engine.pp_extra_layers)
+    if sizes is None:
+        stages = pipeline_stage_layers(shape.num_hidden_layers, pp, engine.pp_extra_layers)
+    else:
+        ends = [sum(sizes[: i + 1]) for i in range(len(sizes))]
+        stages = [list(range(end - n, end)) for n, end in zip(sizes, ends, strict=True)]
     start = shape.num_hidden_layers
     stages[-1].extend(range(start, start + len(shape.draft_layers)))
     return stages
 
 
 def stage_layer_specs(
-    shape: ModelShape, engine: Engine, tp: int, pp: int
+    shape: ModelShape, engine: Engine, tp: int, pp: int, sizes: Sequence[int] | None = None
 ) -> list[tuple[LayerSpec, ...]]:
     """Each pipeline stage's layers in layer order, as one of its TP ranks stores them.
 
@@ -101,7 +120,7 @@ def stage_layer_specs(
     every = (*shape.layers, *shape.draft_layers)
     return [
         tuple(per_rank[c] for c in cache_layers(every[i] for i in indices))
-        for indices in _stage_indices(shape, engine, pp)
+        for indices in _stage_indices(shape, engine, pp, sizes)
     ]
 
 

@@ -13,10 +13,12 @@ from typing import Any
 
 from planner.core.answer import NoteOut
 from planner.core.engines import Engine, engine_class, engine_labels, log_engines
+from planner.core.engines.readers import read_log
 from planner.core.engines.versions import parse_version, version_text
 from planner.core.errors import FieldError, PlanError
 from planner.core.inputs import Catalog, ResolvedModel, resolve_draft
-from planner.core.logs import Fact, ParsedLog, engine_hint, parse_log
+from planner.core.logs import Fact, ParsedLog
+from planner.core.logs.parse import engine_hint, parse_log
 from planner.core.model import ModelShape, shape_from_config
 from planner.core.notes import Notes, Param
 from planner.core.reconcile_common import Ctx, Resolved
@@ -182,8 +184,7 @@ def _engine_at_version(name: str, log: ParsedLog, notes: Notes, given: str | Non
             version=newest.version_text,
         )
         return newest
-    first, last = cls.releases.first, cls.releases.last
-    clamped = min(max(parsed, first), last)
+    clamped = cls.releases.clamp(parsed)
     if clamped != parsed:
         notes.add(
             "reconcile.version_outside_rules",
@@ -195,6 +196,17 @@ def _engine_at_version(name: str, log: ParsedLog, notes: Notes, given: str | Non
     elif how is not None:
         code, params = how
         notes.add(code, engine=cls.label, version=version_text(clamped), **params)
+    else:
+        lines = newest.release_of_lines([f for f in log.facts if f.engine == name])
+        found = parse_version(lines[0]) if lines else None
+        if lines and found and found[:3] != parsed[:3]:
+            notes.add(
+                "reconcile.version_lines_differ",
+                engine=cls.label,
+                named=named,
+                found=lines[0],
+                source=lines[1],
+            )
     return cls(clamped)
 
 
@@ -281,7 +293,7 @@ def reconcile(req: ReconcileRequest, *, catalog: Catalog) -> ReconcileResult:
     )
     if req.settings.enable_prefix_caching is not None:
         ctx.plan_extra["enable_prefix_caching"] = req.settings.enable_prefix_caching
-    fmt = engine.reconcile_log(ctx)
+    fmt = read_log(ctx)
     if log.lines_truncated:
         ctx.notes.add("reconcile.lines_truncated", lines=log.lines_truncated)
     statuses = [c.status for c in ctx.checks]

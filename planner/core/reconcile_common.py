@@ -20,15 +20,16 @@ from planner.core.errors import PlanError
 from planner.core.logs import Fact, ParsedLog, half_unit, to_float
 from planner.core.model import ModelShape
 from planner.core.notes import Notes
+from planner.core.parallel import stage_layer_specs
 from planner.core.reconcile_schema import Check, Reserves, SettingUsed, Status
 from planner.core.specs import (
     FullAttentionSpec,
     LayerSpec,
     MLASpec,
     Stack,
-    cache_layers,
     stack_of,
 )
+from planner.core.speculative import with_draft
 from planner.core.units import GiB, KVDtype
 
 Range = tuple[float, float]
@@ -132,29 +133,22 @@ def stage_layers(
     stage_sizes: Sequence[int],
     draft: int,
 ) -> list[tuple[LayerSpec, ...]]:
-    """Per pipeline stage: the per-rank cache specs in layer order (vLLM groups layers by index
-    across the whole model, so order matters). Draft layers (the shape's own, from a
-    speculative config, and `draft` more full-attention ones) join the last stage."""
-    out: list[tuple[LayerSpec, ...]] = []
-    start = 0
-    for i, size in enumerate(stage_sizes):
-        specs = [engine.rank_spec(s, tp) for s in cache_layers(shape.layers[start : start + size])]
-        start += size
-        if i == len(stage_sizes) - 1:
-            specs.extend(engine.rank_spec(s, tp) for s in cache_layers(shape.draft_layers))
-        if i == len(stage_sizes) - 1 and draft:
-            main = next(
-                (s for s in shape.layers if not s.is_window and s.grows_with_context),
-                shape.layers[0],
-            )
-            full: LayerSpec = (
-                main
-                if isinstance(main, MLASpec)
-                else FullAttentionSpec(main.kv_heads, main.head_size, main.head_size_v)
-            )
-            specs.extend([engine.rank_spec(full, tp)] * draft)
-        out.append(tuple(specs))
-    return out
+    """Per pipeline stage: the per-rank cache specs in layer order, as plan() splits them
+    (`parallel.stage_layer_specs`, vLLM groups layers by index across the whole model, so
+    order matters). Draft layers (the shape's own, from a speculative config, and `draft`
+    more full-attention ones, a reading of the log) join the last stage."""
+    if draft:
+        main = next(
+            (s for s in shape.layers if not s.is_window and s.grows_with_context),
+            shape.layers[0],
+        )
+        full: LayerSpec = (
+            main
+            if isinstance(main, MLASpec)
+            else FullAttentionSpec(main.kv_heads, main.head_size, main.head_size_v)
+        )
+        shape = with_draft(shape, (*shape.draft_layers, *[full] * draft))
+    return stage_layer_specs(shape, engine, tp, len(stage_sizes), stage_sizes)
 
 
 def stage_stacks(

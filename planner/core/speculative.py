@@ -3,11 +3,13 @@
 
 * The draft's attention layers are in the same spec dict as the target's (`is_draft` is left
   out of spec equality), so they join the target's KV-cache groups; on the last pipeline stage.
-  EAGLE / EAGLE3 / draft_model: the draft config's decoder layers; MTP: the target's
+  EAGLE / EAGLE3 / DFlash / draft_model: the draft config's decoder layers (DFlash's are plain
+  attention layers, `qwen3_dflash.py`); MTP: the target's
   `num_nextn_predict_layers` layers, shaped like its own; ngram: none.
 * While a request decodes, `allocate_slots` reserves slots for the k draft tokens being
-  verified plus `num_lookahead_tokens` (k for EAGLE-family and draft models, 0 for ngram),
-  capped at max_model_len. Start-up figures (num_blocks, the logged concurrency) ignore them.
+  verified plus `num_lookahead_tokens` (k for EAGLE-family and draft models, k + 1 for DFlash's
+  fill-in drafting, 0 for ngram), capped at max_model_len. Start-up figures (num_blocks, the
+  logged concurrency) ignore them.
 * Sliding windows retain `num_prefill_lookahead_tokens − 1` more tokens: k − 1 with a
   multi-module MTP draft (min(num_nextn_predict_layers, k) > 1), 0 otherwise.
 """
@@ -44,7 +46,7 @@ _MTP_ARCHITECTURES = {"Glm4MoeForCausalLM", "Ernie4_5_MoeForCausalLM", "MiMoForC
 # Configs whose transformers class defaults num_nextn_predict_layers (num_mtp_layers) to 1.
 _MTP_DEFAULT_ONE = {"deepseek_v3", "glm4_moe"}
 # EAGLE-family methods (SpeculativeConfig.use_eagle).
-_EAGLE_METHODS = {"eagle", "eagle3", "mtp"}
+_EAGLE_METHODS = {"eagle", "eagle3", "mtp", "dflash"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +117,7 @@ def resolve_speculation(
             f"kvplan models a draft sharded like the target (tensor_parallel_size {tp}); got "
             f"{spec.draft_tensor_parallel_size}. Omit it or set it to {tp}",
         )
-    if method in ("eagle", "eagle3", "draft_model") and spec.model is None:
+    if method in ("eagle", "eagle3", "dflash", "draft_model") and spec.model is None:
         raise FieldError(
             (FIELD, "model"),
             f"method {method} needs the draft: a catalog id or its config.json object "
@@ -171,7 +173,8 @@ def resolve_speculation(
         if draft_shape is not None:
             layers = tuple(s for s in draft_shape.layers)
         prefill = 1 if method in _EAGLE_METHODS else 0
-    lookahead = k if method != "ngram" else 0
+    # VllmConfig.num_lookahead_tokens: DFlash queries the last sampled token and each draft.
+    lookahead = 0 if method == "ngram" else k + 1 if method == "dflash" else k
     return Speculation(
         method=method,
         model_label=label,

@@ -20,7 +20,7 @@ class _Out(BaseModel):
     model_config = ConfigDict(frozen=True)
 
 
-SpeculativeMethod = Literal["eagle", "eagle3", "mtp", "draft_model", "ngram"]
+SpeculativeMethod = Literal["eagle", "eagle3", "mtp", "draft_model", "ngram", "dflash"]
 
 
 class SpeculativeConfig(_Strict):
@@ -29,12 +29,13 @@ class SpeculativeConfig(_Strict):
 
     method: SpeculativeMethod = Field(
         description="eagle, eagle3 (EAGLE heads), mtp (the model's own multi-token-prediction "
-        "layers), draft_model (a smaller model), ngram (prompt lookup: no KV layers)."
+        "layers), draft_model (a smaller model), ngram (prompt lookup: no KV layers), dflash "
+        "(a block-diffusion draft filling k tokens at once; vLLM 0.20 and later)."
     )
     model: Annotated[str, Field(min_length=1, max_length=200)] | dict[str, Any] | None = Field(
         default=None,
         description="The draft: a catalog id or its config.json object. Required for eagle, "
-        "eagle3 and draft_model; mtp uses the target's own config.",
+        "eagle3, dflash and draft_model; mtp uses the target's own config.",
     )
     num_speculative_tokens: Annotated[int, Field(ge=1, le=64, strict=True)] | None = Field(
         default=None,

@@ -13,13 +13,8 @@ from typing import Any
 import pytest
 
 from planner.core.errors import FieldError
-from planner.core.logs import (
-    MAX_LOG_BYTES,
-    MAX_LOG_LINES,
-    half_unit,
-    parse_log,
-    to_int,
-)
+from planner.core.logs import MAX_LOG_BYTES, MAX_LOG_LINES, half_unit, to_int
+from planner.core.logs.parse import parse_log
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "engine_logs.jsonl"
 ENGINE = {"vllm": "vllm", "sglang": "sglang", "tensorrt-llm": "trtllm"}

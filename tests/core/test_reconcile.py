@@ -570,25 +570,28 @@ def test_log_quirks_are_coded_notes() -> None:
     [
         (
             "(Worker pid=1) INFO [gpu_worker.py:436] Available KV cache memory: 40.00 GiB",
-            "reconcile.vllm.version_from_line_numbers",
-            "vLLM 0.19 rules, inferred from its line numbers (gpu_worker.py:436).",
+            "reconcile.vllm.version_from_line_numbers_of_several",
+            "vLLM 0.19 rules, inferred from its line numbers (gpu_worker.py:436), which releases "
+            "0.19, 0.19.1 all print: the oldest of them is assumed.",
         ),
         (
             "INFO [kv_cache_utils.py:634] GPU KV cache size: 327,680 tokens",
             "reconcile.vllm.version_from_separate_lines",
-            "vLLM 0.19 rules, inferred from its KV-size line without the concurrency "
-            "(before 0.28).",
+            "vLLM 0.19 rules assumed: the log names no release and prints no line numbers kvplan "
+            "knows; its KV-size line apart from the concurrency is printed by every release from "
+            "0.9 to 0.27 (give engine_version to be sure).",
         ),
     ],
     ids=["line-numbers", "separate-lines"],
 )
 def test_inferred_version_is_a_coded_note(line: str, code: str, text: str) -> None:
-    # The release a log without a version line came from: gpu_worker.py:436 is vLLM 0.19's
-    # "Available KV cache memory" line; a KV-size line without the concurrency predates 0.28.
+    # The release a log without a version line came from: gpu_worker.py:436 is the "Available
+    # KV cache memory" line of vLLM 0.19.0 and 0.19.1 (their wheels); kv_cache_utils.py:634 is
+    # no 0.9–0.33 release's, and a KV-size line without the concurrency predates 0.28.
     r = reconcile(ReconcileRequest(log=line + "\n", model="meta-llama/Llama-3.1-8B"))
     assert r.engine_version == "0.19"
     assert code in coded(r)
-    assert text in r.notes  # the English text is unchanged
+    assert text in r.notes
 
 
 @pytest.mark.parametrize(

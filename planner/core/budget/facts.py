@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any
 
 from planner.core.errors import FieldError
-
-if TYPE_CHECKING:
-    from planner.core.inputs import Inputs
+from planner.core.model import ModelShape
 
 _DTYPE_BYTES = {
     "float32": 4,
@@ -128,16 +126,16 @@ def weights_bytes_per_rank_estimate(
     return -(-int(total) // (tensor_parallel_size * pipeline_parallel_size))
 
 
-def model_facts(inp: Inputs) -> ModelFacts:
+def model_facts(
+    model_dtype: str, config: Mapping[str, Any] | None, shape: ModelShape
+) -> ModelFacts:
     """The shape facts of a resolved plan: from its config.json where known, else its shape."""
-    dtype_bytes = 4 if inp.model_dtype == "fp32" else 2
-    config = inp.model.config
+    dtype_bytes = 4 if model_dtype == "fp32" else 2
     if config is not None:
         try:
             return ModelFacts.from_hf_config(config, dtype_bytes=dtype_bytes)
         except FieldError:
             pass
-    shape = inp.shape
     return ModelFacts(
         hidden_size=shape.hidden_size or shape.num_attention_heads * shape.head_dim,
         intermediate_size=shape.intermediate_size or 0,

@@ -16,41 +16,24 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from planner.core.budget.terms import BudgetTerms, StartVerdict, Term, TermSource
 from planner.core.capacity import Pool
+from planner.core.engines.reads import LaunchSettings, PlanInputs, Scheduling
 from planner.core.engines.versions import Releases, Version, version_text
 from planner.core.errors import FieldError
 from planner.core.hardware import Gpu
 from planner.core.model import ModelShape
 from planner.core.notes import Note, Param, note
-from planner.core.parallel import Stages
+from planner.core.parallel import ExtraLayers, Stages
 from planner.core.specs import LayerSpec, WindowPolicy, cdiv
+from planner.core.speculative import Speculation
 from planner.core.units import GiB, KVDtype, fmt_gib
 
-if TYPE_CHECKING:  # these import the registry, or the log parser reads it
-    from planner.core.inputs import Inputs
+if TYPE_CHECKING:
     from planner.core.logs.lines import Rule
-    from planner.core.recommend_schema import EngineSettings
 
 MemoryBase = Literal["total", "free_before_load", "free_after_load", "none"]
 PrefixGranularity = Literal["block", "token", "none"]
-# Where the L % pp leftover layers go: vLLM one each to the stages just before the last, SGLang
-# to the last ones, TensorRT-LLM to the first ones.
-ExtraLayers = Literal["before_last", "last", "first"]
 TP_SIZES = (1, 2, 4, 8, 16, 32, 64)
 EXTRA_OPTIONS_FILE = "kv_cache_config.yaml"
-
-
-@dataclass(frozen=True, slots=True)
-class Scheduling:
-    """The scheduler settings that shape admission, resolved for one plan."""
-
-    max_num_batched_tokens: int
-    async_scheduling: bool | None  # None: the engine has no such mode
-    in_flight_tokens: int  # tokens scheduled but not yet retired, for window admission
-    concurrent_batches: int
-    why: str = ""  # why async is on (its default, or the request)
-    # Slots a decoding request reserves past its own tokens (speculative decoding: the k draft
-    # tokens being verified plus the drafter's lookahead); admission only, never start-up.
-    reserved_tokens: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +114,10 @@ class Engine:
                 "transformers, which give those layers no cache",
             )
         self.validate_parallel(shape, tp, pp)
+
+    def speculation(self, sp: Speculation) -> Speculation:
+        """The speculative draft as this release sizes it (FieldError for a method it lacks)."""
+        return sp
 
     def validate_parallel(self, shape: ModelShape, tp: int, pp: int) -> None:
         """The parallel sizes the engine accepts for this model."""
@@ -270,7 +257,7 @@ class Engine:
         return False
 
     # -- the memory budget -------------------------------------------------------------------
-    def derive_budget(self, inp: Inputs, weights_per_rank: int) -> BudgetTerms:
+    def derive_budget(self, inp: PlanInputs, weights_per_rank: int) -> BudgetTerms:
         """The KV budget per GPU the engine computes from the GPU (engines without a modelled
         start-up profile: the fraction of memory less weights and a flat reserve)."""
         assert inp.gpu is not None
@@ -313,14 +300,16 @@ class Engine:
         )
 
     def start_check(
-        self, inp: Inputs, kv_budget_bytes: int, terms: BudgetTerms | None, pool: Pool
+        self, inp: PlanInputs, kv_budget_bytes: int, terms: BudgetTerms | None, pool: Pool
     ) -> StartVerdict:
         """Whether the engine's own start-up checks pass (by default: some KV memory left)."""
         if kv_budget_bytes > 0 and pool.max_requests(1) > 0:
             return StartVerdict(True, "starts", None)
         return StartVerdict(False, "no_kv_memory", None)
 
-    def max_model_len_estimate(self, inp: Inputs, kv_budget_bytes: int, pool: Pool) -> int | None:
+    def max_model_len_estimate(
+        self, inp: PlanInputs, kv_budget_bytes: int, pool: Pool
+    ) -> int | None:
         """The engine's own estimate of the longest max_model_len, where it prints one."""
         return None
 
@@ -346,15 +335,16 @@ class Engine:
         reconcile adds `engine` and `version`) from a log's own lines, where they tell."""
         return None
 
-    def reconcile_log(self, ctx: Any) -> str:
-        """Check every logged figure (planner.core.reconcile_*); returns the log format."""
-        raise FieldError("engine", f"kvplan does not read {self.label} logs")
+    def release_of_lines(self, facts: Sequence[Any]) -> tuple[str, str] | None:
+        """(release, the lines that say so) where every source line the log prints is one
+        release's alone (to hold against the release its version line names)."""
+        return None
 
     # -- launch flags ------------------------------------------------------------------------
     # kvplan KV dtype name → the engine's flag value, for dtypes other than the model's own.
     launch_kv_dtypes: ClassVar[dict[str, str]] = {}
 
-    def launch(self, model: str, s: EngineSettings, instances: int) -> tuple[str, dict[str, str]]:
+    def launch(self, model: str, s: LaunchSettings, instances: int) -> tuple[str, dict[str, str]]:
         """(command line, extra files by name) for `instances` replicas; `model` is quoted."""
         raise FieldError("engine", f"{self.label} has no launch command to recommend")
 

@@ -1,7 +1,9 @@
 """Read the KV-cache lines an engine prints at start-up (vLLM v0 and v1, SGLang, TensorRT-LLM).
 
 The log is untrusted text; the parse is bounded and linear in its size (`lines`). The lines
-each engine prints are that engine's rules (`planner.core.engines.*.logs`); `parse` runs them.
+each engine prints are that engine's rules (`planner.core.engines.*.logs`, written with
+`lines`); `planner.core.logs.parse` runs them. This face hands on `lines` alone: the engines'
+rules import it, and `parse` reads the registry of engines, so it stays above them.
 """
 
 from planner.core.logs.lines import (
@@ -17,7 +19,6 @@ from planner.core.logs.lines import (
     to_float,
     to_int,
 )
-from planner.core.logs.parse import check_text, engine_hint, log_rules, parse_log
 
 __all__ = [
     "MAX_LINE_CHARS",
@@ -27,12 +28,8 @@ __all__ = [
     "Fact",
     "ParsedLog",
     "Rule",
-    "check_text",
     "clean_line",
-    "engine_hint",
     "half_unit",
-    "log_rules",
-    "parse_log",
     "to_float",
     "to_int",
 ]

@@ -10,8 +10,6 @@ display precision.
 
 from __future__ import annotations
 
-# The module, not its names: the engines' rule modules import this package while the registry
-# is still being built, and the registry is read only when a log is parsed.
 from planner.core.engines import registry
 from planner.core.errors import FieldError
 from planner.core.logs.lines import (

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import ClassVar
 
 from planner.core.budget.terms import BudgetTerms, StartVerdict
 from planner.core.capacity import Pool, full_stack, groups_of
-from planner.core.engines.base import Engine, Scheduling
+from planner.core.engines.base import Engine
+from planner.core.engines.reads import LaunchSettings, PlanInputs, Scheduling
 from planner.core.engines.sglang.budget import sglang_budget, sglang_start_check
 from planner.core.engines.sglang.logs import (
     LOG_EXAMPLE,
@@ -23,10 +24,6 @@ from planner.core.model import ModelShape
 from planner.core.notes import Note, note
 from planner.core.specs import LayerSpec, WindowPolicy, cdiv
 from planner.core.units import KVDtype
-
-if TYPE_CHECKING:  # these import the registry
-    from planner.core.inputs import Inputs
-    from planner.core.recommend_schema import EngineSettings
 
 # SGLang applies SWA pools only to these architectures (`is_hybrid_swa_model`).
 _SWA_TYPES = {"llama4", "llama4_text", "gpt_oss", "mimo_v2", "step3p5"}
@@ -110,18 +107,13 @@ class Sglang(Engine):
     log_version_markers = LOG_VERSION_MARKERS
     log_example = LOG_EXAMPLE
 
-    def reconcile_log(self, ctx: Any) -> str:
-        from planner.core.engines.sglang.reconcile import reconcile_sglang
-
-        return reconcile_sglang(ctx)
-
     def rule_notes(self) -> list[Note]:
         return [
             note("engine.sglang.rules"),
             note("engine.sglang.memory_fraction", default=self.default_memory_utilization()),
         ]
 
-    def derive_budget(self, inp: Inputs, weights_per_rank: int) -> BudgetTerms:
+    def derive_budget(self, inp: PlanInputs, weights_per_rank: int) -> BudgetTerms:
         """mem_fraction_static of the memory free before load, less the weights
         (ModelRunner.profile_max_num_token)."""
         assert inp.gpu is not None
@@ -137,7 +129,7 @@ class Sglang(Engine):
         )
 
     def start_check(
-        self, inp: Inputs, kv_budget_bytes: int, terms: BudgetTerms | None, pool: Pool
+        self, inp: PlanInputs, kv_budget_bytes: int, terms: BudgetTerms | None, pool: Pool
     ) -> StartVerdict:
         if terms is not None:
             return sglang_start_check(budget=terms)
@@ -165,7 +157,7 @@ class Sglang(Engine):
         "fp8": "fp8_e4m3", "fp8_e4m3": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2", "bf16": "bfloat16",
     }  # fmt: skip
 
-    def launch(self, model: str, s: EngineSettings, instances: int) -> tuple[str, dict[str, str]]:
+    def launch(self, model: str, s: LaunchSettings, instances: int) -> tuple[str, dict[str, str]]:
         parts = [
             f"python -m sglang.launch_server --model-path {model}",
             f"--tp {s.tensor_parallel_size}",

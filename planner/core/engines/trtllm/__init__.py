@@ -5,10 +5,11 @@ ceil(Hkv / tp), every layer full length unless KvCacheConfig.max_attention_windo
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import ClassVar
 
 from planner.core.capacity import BytesBudgetPool, Pool, full_stack, groups_of
-from planner.core.engines.base import EXTRA_OPTIONS_FILE, Engine, Scheduling
+from planner.core.engines.base import EXTRA_OPTIONS_FILE, Engine
+from planner.core.engines.reads import LaunchSettings, Scheduling
 from planner.core.engines.trtllm.logs import (
     LOG_EXAMPLE,
     LOG_HINTS,
@@ -22,9 +23,6 @@ from planner.core.model import ModelShape
 from planner.core.notes import Note, note
 from planner.core.specs import Stack, WindowPolicy, cdiv
 from planner.core.units import KVDtype
-
-if TYPE_CHECKING:  # the recommend schema imports the registry
-    from planner.core.recommend_schema import EngineSettings
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,11 +79,6 @@ class Trtllm(Engine):
     log_version_markers = LOG_VERSION_MARKERS
     log_example = LOG_EXAMPLE
 
-    def reconcile_log(self, ctx: Any) -> str:
-        from planner.core.engines.trtllm.reconcile import reconcile_trtllm
-
-        return reconcile_trtllm(ctx)
-
     def rule_notes(self) -> list[Note]:
         return [
             note("engine.trtllm.rules"),
@@ -135,7 +128,7 @@ class Trtllm(Engine):
 
     launch_kv_dtypes: ClassVar[dict[str, str]] = {"fp8": "fp8", "fp8_e4m3": "fp8"}
 
-    def launch(self, model: str, s: EngineSettings, instances: int) -> tuple[str, dict[str, str]]:
+    def launch(self, model: str, s: LaunchSettings, instances: int) -> tuple[str, dict[str, str]]:
         # KV dtype and tokens_per_block go in the LLM API options file.
         parts = [
             f"trtllm-serve {model}",

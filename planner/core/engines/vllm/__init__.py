@@ -3,17 +3,19 @@ Sources are vLLM's own files at the tags named; docs/engine-rules.md lists them 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from planner.core.budget.facts import model_facts
 from planner.core.budget.terms import BudgetTerms, StartVerdict
-from planner.core.capacity import MAX_CONTEXT_SEARCH, Pool
-from planner.core.engines.base import Engine, Scheduling
+from planner.core.capacity import Pool
+from planner.core.engines.base import Engine
+from planner.core.engines.reads import LaunchSettings, PlanInputs, Scheduling
 from planner.core.engines.versions import Releases, since
 from planner.core.engines.vllm.budget import vllm_budget
+from planner.core.engines.vllm.drafts import speculation_at
 from planner.core.engines.vllm.groups import (
     VllmPool,
     vllm_groups,
@@ -33,9 +35,10 @@ from planner.core.engines.vllm.logs import (
     LOG_VERSION_MARKERS,
     V0_KINDS,
     V1_KINDS,
+    release_of_lines,
     version_from_log,
 )
-from planner.core.engines.vllm.need import startup_need
+from planner.core.engines.vllm.need import estimate_max_len, startup_need
 from planner.core.engines.vllm.quant_gpu import check_quantization_on_gpu
 from planner.core.engines.vllm.refusals import refuse
 from planner.core.engines.vllm.releases import (
@@ -52,10 +55,12 @@ from planner.core.engines.vllm.releases import (
     MLA_BACKEND_PRIORITY_SINCE,
     MLA_BLOCK_HONOURED_SINCE,
     PER_TOKEN_HEAD_KV_SINCE,
+    RELEASES,
     TOKENS_FROM_CONCURRENCY_SINCE,
     UTIL_092_SINCE,
     V2_RUNNER_SINCE,
 )
+from planner.core.engines.vllm.rules import derived_max_model_len
 from planner.core.engines.vllm.start import (
     vllm_check_memory_bytes,
     vllm_estimate_max_model_len,
@@ -66,14 +71,9 @@ from planner.core.hardware import Gpu
 from planner.core.model import ModelShape
 from planner.core.notes import Note, Param, note
 from planner.core.parallel import Stages
-from planner.core.specs import ChunkedLocalSpec, LayerSpec, WindowPolicy
+from planner.core.specs import ChunkedLocalSpec, LayerSpec, Stack, WindowPolicy
+from planner.core.speculative import Speculation
 from planner.core.units import GiB, KVDtype
-
-if TYPE_CHECKING:  # these import the registry
-    from planner.core.inputs import Inputs
-    from planner.core.recommend_schema import EngineSettings
-
-RELEASES = Releases(first=(0, 9, 0), last=(0, 33, 0), default=(0, 33, 0))
 
 
 @dataclass(frozen=True)
@@ -190,7 +190,12 @@ class Vllm(VllmStateLayers, Engine):
         return "full_length" if windows and full else "window"
 
     def chunked_full_length(self, shape: ModelShape) -> bool:
-        chunked = any(isinstance(s, ChunkedLocalSpec) for s in shape.layers)
+        return self.chunked_sized_full(shape.layers)
+
+    def chunked_sized_full(self, layers: Iterable[LayerSpec]) -> bool:
+        """Whether chunked local-attention layers are among `layers` and the release sizes
+        them full length (the hybrid manager off for them by its env default)."""
+        chunked = any(isinstance(s, ChunkedLocalSpec) for s in layers)
         return chunked and not since(self.version, CHUNKED_HYBRID_DEFAULT_SINCE)
 
     def window_notes(
@@ -281,30 +286,20 @@ class Vllm(VllmStateLayers, Engine):
         return True
 
     def max_model_len(self, shape: ModelShape) -> int | None:
-        """`_get_and_verify_max_len` (0.14+: derive_max_model_len_and_key): the config's
-        length scaled by RoPE scaling (not for su/longrope/llama3 types, nor Gemma-3, whose
-        length is already scaled; yarn scales its original length), and `model_max_length`
-        over both, even when larger."""
-        derived = shape.max_position_embeddings
-        rope = shape.rope_scaling
-        if derived is not None and rope is not None and "gemma3" not in (shape.model_type or ""):
-            kind, factor, original = rope
-            if kind not in ("su", "longrope", "llama3", "default", "mrope"):
-                base = original if kind == "yarn" and original else derived
-                derived = int(base * factor)
-        if shape.model_max_length is not None:
-            return shape.model_max_length
-        return derived
+        return derived_max_model_len(shape)
+
+    def speculation(self, sp: Speculation) -> Speculation:
+        return speculation_at(self.version, sp)
 
     # -- the memory budget -------------------------------------------------------------------
-    def derive_budget(self, inp: Inputs, weights_per_rank: int) -> BudgetTerms:
+    def derive_budget(self, inp: PlanInputs, weights_per_rank: int) -> BudgetTerms:
         assert inp.gpu is not None
         req = inp.request
         return vllm_budget(
             engine_version=self.version_text,
             total_memory_bytes=inp.gpu.memory_bytes,
             weights_bytes_per_rank=weights_per_rank,
-            model=model_facts(inp),
+            model=model_facts(inp.model_dtype, inp.model.config, inp.shape),
             max_num_seqs=req.max_num_seqs or self.default_max_num_seqs(inp.gpu, 0, 0) or 256,
             max_num_batched_tokens=inp.sched.max_num_batched_tokens,
             gpu_memory_utilization=req.gpu_memory_utilization,
@@ -317,16 +312,33 @@ class Vllm(VllmStateLayers, Engine):
             reserve_bytes=req.reserve_bytes,
         )
 
-    def _need(self, inp: Inputs, pool: Pool) -> Callable[[int], int]:
-        return startup_need(self, inp, pool)
+    def startup_need(
+        self, pool: VllmPool, stage_stacks: Sequence[Stack], whole_model: Callable[[], Stack]
+    ) -> Callable[[int], int]:
+        """What the start check counts for one request of a length (plan() and log reader)."""
+        return startup_need(self, pool, stage_stacks, whole_model)
+
+    def estimate_max_len(
+        self, pool: VllmPool, need: Callable[[int], int], check: int, stacks: Sequence[Stack]
+    ) -> int:
+        """vLLM's estimate of the longest max_model_len over its check's memory (`check`)."""
+        return estimate_max_len(pool, need, check, stacks)
+
+    def _need(self, inp: PlanInputs, pool: VllmPool) -> tuple[Callable[[int], int], Stages]:
+        stages = Stages.of(inp.shape, self, inp.tp, inp.pp)
+
+        def whole_model() -> Stack:
+            return Stages.of(inp.shape, self, inp.tp, 1).stacks[0]
+
+        return self.startup_need(pool, stages.stacks, whole_model), stages
 
     def start_check(
-        self, inp: Inputs, kv_budget_bytes: int, terms: BudgetTerms | None, pool: Pool
+        self, inp: PlanInputs, kv_budget_bytes: int, terms: BudgetTerms | None, pool: Pool
     ) -> StartVerdict:
         """vLLM's own checks: memory for the cache blocks, then one request of max_model_len,
         with the null block held back from 0.29."""
         assert isinstance(pool, VllmPool)
-        need = self._need(inp, pool)
+        need, _ = self._need(inp, pool)
         max_len = inp.context_tokens
         return vllm_start_check(
             engine_version=self.version_text,
@@ -337,25 +349,17 @@ class Vllm(VllmStateLayers, Engine):
             pool_bytes_per_block=pool.block_bytes,
         )
 
-    def max_model_len_estimate(self, inp: Inputs, kv_budget_bytes: int, pool: Pool) -> int | None:
+    def max_model_len_estimate(
+        self, inp: PlanInputs, kv_budget_bytes: int, pool: Pool
+    ) -> int | None:
         """vLLM's own estimate of the longest max_model_len (`estimate_max_model_len`): before
         0.29 over the whole budget, from 0.29 with the null block held back."""
         assert isinstance(pool, VllmPool)
         check = vllm_check_memory_bytes(self.version_text, kv_budget_bytes, pool.block_bytes)
         if check <= 0:
             return 0
-        need = self._need(inp, pool)
-        shape = inp.shape  # windows and state layers do not grow per block: searched
-        if (
-            not (shape.has_window or shape.has_state)
-            and len({g.block_size for g in pool.groups}) == 1
-        ):
-            # Full attention: the need grows by the same bytes every block of tokens, so the
-            # search's answer is the whole blocks that fit (what it would find, at once).
-            bs = pool.groups[0].block_size
-            per_block = need(bs)
-            return min(MAX_CONTEXT_SEARCH, check // per_block * bs) if per_block else 0
-        return vllm_estimate_max_model_len(check, MAX_CONTEXT_SEARCH, need)
+        need, stages = self._need(inp, pool)
+        return self.estimate_max_len(pool, need, check, stages.stacks)
 
     # -- its logs ----------------------------------------------------------------------------
     log_generations: ClassVar[bool] = True
@@ -373,17 +377,15 @@ class Vllm(VllmStateLayers, Engine):
     def version_from_log(self, facts: Sequence[Any]) -> tuple[str, str, dict[str, Param]] | None:
         return version_from_log(facts)
 
-    def reconcile_log(self, ctx: Any) -> str:
-        from planner.core.engines.vllm.reconcile import reconcile_vllm
-
-        return reconcile_vllm(ctx)
+    def release_of_lines(self, facts: Sequence[Any]) -> tuple[str, str] | None:
+        return release_of_lines(facts)
 
     # -- launch flags ------------------------------------------------------------------------
     launch_kv_dtypes: ClassVar[dict[str, str]] = {
         "fp8": "fp8", "fp8_e4m3": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2", "bf16": "bfloat16",
     }  # fmt: skip
 
-    def launch(self, model: str, s: EngineSettings, instances: int) -> tuple[str, dict[str, str]]:
+    def launch(self, model: str, s: LaunchSettings, instances: int) -> tuple[str, dict[str, str]]:
         return vllm_serve_command(model, s, instances)
 
     # -- the pool ----------------------------------------------------------------------------

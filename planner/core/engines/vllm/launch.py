@@ -3,16 +3,12 @@ large."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from planner.core.engines.reads import LaunchSettings
 from planner.core.hardware import Gpu
 from planner.core.units import GiB
 
-if TYPE_CHECKING:
-    from planner.core.recommend_schema import EngineSettings
 
-
-def vllm_serve_command(model: str, s: EngineSettings, instances: int) -> tuple[str, dict[str, str]]:
+def vllm_serve_command(model: str, s: LaunchSettings, instances: int) -> tuple[str, dict[str, str]]:
     """`vllm serve` with the settings (the model name already shell-quoted)."""
     parts = [
         f"vllm serve {model}",

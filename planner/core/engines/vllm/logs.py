@@ -6,6 +6,12 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from planner.core.engines.vllm.releases import (
+    LOG_LINE_FILES,
+    LOG_SOURCE_LINES,
+    SEPARATE_LINES_ASSUMED,
+    SEPARATE_LINES_RELEASES,
+)
 from planner.core.logs.lines import (
     INT,
     KV_EQ,
@@ -203,48 +209,74 @@ LOG_VERSION_MARKERS = ("vllm api server version", "llm engine (", "vllm version"
 LOG_EXAMPLE = "'Available KV cache memory: 6.51 GiB' / 'GPU KV cache size: 42,656 tokens'"
 
 
-# The line number of `gpu_worker.py … Available KV cache memory` identifies the release (the
-# line moves between releases); used when a log does not print its version.
-LOG_FINGERPRINTS = {
-    f"gpu_worker.py:{line}": version
-    for line, version in (
-        (227, "0.9.1"), (232, "0.9.2"), (276, "0.10.1"), (298, "0.11.0"), (359, "0.12"),
-        (358, "0.14"), (424, "0.17"), (456, "0.18"), (436, "0.19"), (440, "0.20"),
-        (462, "0.21"), (508, "0.24"), (538, "0.25"), (560, "0.26"), (563, "0.27"),
-        (578, "0.28"), (640, "0.30"), (772, "0.33"),
-    )
-}  # fmt: skip
-
-SEPARATE_LINES_ASSUMED = "0.19"
 # Fact kinds (engines/vllm/logs.py) only the V1 engine prints, and those of the older v0 engine.
 V1_KINDS = frozenset({"available_kv", "kv_tokens", "v1_error", "padding", "v1_profile"})
 V0_KINDS = frozenset({"v0_profile", "v0_breakdown", "v0_instance_memory", "v0_error", "num_blocks"})
-_SOURCE_LINE = re.compile(r"gpu_worker\.py:(\d{1,5})")
+_KINDS = tuple(LOG_LINE_FILES)
+
+
+def _tags(facts: Sequence[Any]) -> list[tuple[str, int]]:
+    """(fact kind, source line) of each line that prints where vLLM logged it."""
+    out: list[tuple[str, int]] = []
+    for f in facts:
+        file = LOG_LINE_FILES.get(f.kind)
+        m = re.search(re.escape(file) + r":(\d{1,5})\b", f.text) if file else None
+        if m and (f.kind, int(m.group(1))) not in out:
+            out.append((f.kind, int(m.group(1))))
+    return out
 
 
 def version_from_log(facts: Sequence[Any]) -> tuple[str, str, dict[str, Param]] | None:
-    """(release, note code saying how it was inferred, that note's own params) from a vLLM
-    log's own lines, where they tell."""
-    for f in facts:
-        m = _SOURCE_LINE.search(f.text)
-        found = LOG_FINGERPRINTS.get(f"gpu_worker.py:{m.group(1)}") if m else None
-        if found and m:
-            source = f"gpu_worker.py:{m.group(1)}"
-            return found, "reconcile.vllm.version_from_line_numbers", {"source": source}
-    # From 0.28 "GPU KV cache size" and "Maximum concurrency" share one log line; a KV-size
-    # line without the concurrency is older, and most such logs come from 0.19.
+    """(release, note code saying how it was inferred and how sure, that note's own params) from
+    a vLLM log's own lines, where they tell: the source lines they print, matched against every
+    release's (releases.LOG_SOURCE_LINES); else the layout of its KV-size line."""
+    tags = _tags(facts)
+    scores = {
+        release: sum(1 for kind, line in tags if line in lines[_KINDS.index(kind)])
+        for release, lines in LOG_SOURCE_LINES.items()
+    }
+    best = max(scores.values(), default=0)
+    if best:
+        found = [release for release, score in scores.items() if score == best]
+        source = ", ".join(f"{LOG_LINE_FILES[kind]}:{line}" for kind, line in tags)
+        # The oldest release that prints them all (kvplan's rules differ by minor line, and by
+        # a patch release only where releases.py says so).
+        params: dict[str, Param] = {"source": source}
+        if best < len(tags):
+            code = "reconcile.vllm.version_from_some_line_numbers"
+            params.update(matched=best, total=len(tags), releases=", ".join(found))
+        elif len(found) > 1:
+            code = "reconcile.vllm.version_from_line_numbers_of_several"
+            params["releases"] = ", ".join(found)
+        else:
+            code = "reconcile.vllm.version_from_line_numbers"
+        return found[0], code, params
+    # From 0.28 "GPU KV cache size" and "Maximum concurrency" share one log line.
     if any(f.kind == "kv_tokens" and "concurrency" not in f.text.lower() for f in facts):
-        return SEPARATE_LINES_ASSUMED, "reconcile.vllm.version_from_separate_lines", {}
+        first, last = SEPARATE_LINES_RELEASES
+        return (
+            SEPARATE_LINES_ASSUMED,
+            "reconcile.vllm.version_from_separate_lines",
+            {"first": first, "last": last},
+        )
     return None
+
+
+def release_of_lines(facts: Sequence[Any]) -> tuple[str, str] | None:
+    """(release, its lines) where every source line the log prints is that release's alone."""
+    found = version_from_log(facts)
+    if found is None or found[1] != "reconcile.vllm.version_from_line_numbers":
+        return None
+    return found[0], str(found[2]["source"])
 
 
 __all__ = [
     "LOG_EXAMPLE",
-    "LOG_FINGERPRINTS",
     "LOG_HINTS",
     "LOG_RULES",
     "LOG_VERSION_MARKERS",
     "V0_KINDS",
     "V1_KINDS",
+    "release_of_lines",
     "version_from_log",
 ]

@@ -3,6 +3,11 @@ shipped code has it, read in vLLM's wheels; the rules themselves are in this pac
 
 from __future__ import annotations
 
+from planner.core.engines.versions import Releases
+
+# The releases whose rules kvplan models (every minor line, their patch and pre-releases).
+RELEASES = Releases(first=(0, 9, 0), last=(0, 33, 0), default=(0, 33, 0))
+
 # Async scheduling on by default for generative models (SchedulerConfig.async_scheduling=None
 # resolved in VllmConfig.__post_init__, PR #27614); 0.14 alone turned it off again under PP.
 ASYNC_DEFAULT_SINCE = (0, 14)
@@ -15,7 +20,8 @@ IN_FLIGHT_ADMISSION_SINCE = (0, 26)
 # batches in flight (VllmConfig.max_concurrent_batches).
 V2_RUNNER_SINCE = (0, 29)
 # "GPU KV cache size: N tokens" = int(max_concurrency × max_model_len) (get_kv_cache_capacity);
-# before, num_blocks // groups × block_size. A patch release: 0.20.0 still had the old one.
+# before, num_blocks // groups × block_size. A patch release: 0.20.0 and 0.20.1rc1 (real
+# logs) still had the old one, so 0.20.1's pre-releases come before it (versions.since).
 TOKENS_FROM_CONCURRENCY_SINCE = (0, 20, 1)
 # gpu_memory_utilization default 0.92 (vllm/config/cache.py, PR #38284); 0.9 before.
 UTIL_092_SINCE = (0, 20)
@@ -48,3 +54,92 @@ BIG_GPU_16K_SINCE = (0, 28)
 # below ratio × the smallest: never up to 0.11, 1.25 in 0.12–0.17, 1.5 from 0.18.
 GROUP_RATIO_125_SINCE = (0, 12)
 GROUP_RATIO_15_SINCE = (0, 18)
+# The memory profile (rules.py; `Worker.determine_available_memory`, from 0.12
+# `utils/mem_utils.memory_profiling`): 0.9.0 subtracts the whole peak; from 0.9.1 the increase
+# during the profile, NCCL set-up charged to it; from 0.11 the snapshot follows
+# init_worker_distributed_environment (NCCL no longer charged); from 0.27 consumed memory plus
+# the transient peak headroom.
+PROFILE_INCREASE_SINCE = (0, 9, 1)
+NCCL_UNCHARGED_SINCE = (0, 11)
+CONSUMED_TRANSIENT_SINCE = (0, 27)
+# requested = ceil(total × gpu_memory_utilization) (v1/worker/utils.request_memory); × util,
+# truncated, before.
+REQUEST_CEIL_SINCE = (0, 14)
+# The one-request check and max-length estimate count the whole model under PP in 0.14–0.16
+# (vllm#32105); from 0.17 each worker's own projected layers again.
+WHOLE_MODEL_CHECK_SINCE = (0, 14)
+WORKER_CHECK_SINCE = (0, 17)
+# The dummy sampler's top-k/top-p in Triton (before: PyTorch sort, more bytes per logit).
+TRITON_SAMPLER_SINCE = (0, 17)
+# CUDA-graph memory estimated and logged (GPUModelRunner.profile_cudagraph_memory, PR #30515),
+# subtracted by default from 0.20 (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS default "1").
+GRAPHS_ESTIMATED_SINCE = (0, 18)
+GRAPHS_SUBTRACTED_SINCE = (0, 20)
+# Speculative method "dflash" (SpeculativeConfig.method, vllm/config/speculative.py; absent in
+# 0.19.1's wheel, present in 0.20.0's); its drafter reserves k lookahead slots, k + 1 from 0.23
+# (v1/core/sched/scheduler.py, then VllmConfig.num_lookahead_tokens from 0.28).
+DFLASH_SINCE = (0, 20)
+DFLASH_FILL_IN_SLOT_SINCE = (0, 23)
+
+# -- what each release's start-up log looks like ------------------------------------------------
+# The fact kinds (engines/vllm/logs.py) whose source line a log prints ("[gpu_worker.py:298]
+# Available KV cache memory: …"), and the file that logs each.
+LOG_LINE_FILES = {
+    "available_kv": "gpu_worker.py",
+    "kv_tokens": "kv_cache_utils.py",
+    "max_concurrency": "kv_cache_utils.py",  # on the KV-size line from 0.28
+    "weights": "gpu_model_runner.py",
+}
+# Per release on the package index, the line of each of those logger calls (in LOG_LINE_FILES'
+# order), read in its wheel (vllm/v1/worker/gpu_worker.py, v1/core/kv_cache_utils.py,
+# v1/worker/gpu_model_runner.py: the line where the call starts, which is what the log prints;
+# the logs of 0.10.1, 0.11.0, 0.14, 0.19 and 0.33 in the team's set show exactly these). 0.9.0
+# logs no "Available KV cache memory" line; 0.9.1–0.10.2 have a second KV-size call.
+LOG_SOURCE_LINES: dict[str, tuple[tuple[int, ...], ...]] = {
+    "0.9": ((), (637,), (640,), (1549,)),
+    "0.9.1": ((227,), (715, 870), (719, 874), (1624,)),
+    "0.9.2": ((232,), (716, 873), (720, 877), (1801,)),
+    "0.10": ((255,), (833, 997), (837, 1001), (1892,)),
+    "0.10.1": ((276,), (849, 1013), (853, 1017), (2007,)),
+    "0.10.2": ((298,), (864, 1028), (868, 1032), (2392,)),
+    "0.11": ((298,), (1087,), (1091,), (2653,)),
+    "0.11.1": ((359,), (1229,), (1234,), (3334,)),
+    "0.11.2": ((359,), (1229,), (1234,), (3338,)),
+    "0.12": ((359,), (1286,), (1291,), (3549,)),
+    "0.13": ((375,), (1291,), (1296,), (3659,)),
+    "0.14": ((358,), (1305,), (1310,), (3905,)),
+    "0.14.1": ((358,), (1305,), (1310,), (3905,)),
+    "0.15": ((356,), (1307,), (1312,), (4118,)),
+    "0.15.1": ((356,), (1307,), (1312,), (4130,)),
+    "0.16": ((373,), (1307,), (1312,), (4221,)),
+    "0.17": ((424,), (1314,), (1319,), (4338,)),
+    "0.17.1": ((424,), (1314,), (1319,), (4364,)),
+    "0.18": ((456,), (1316,), (1321,), (4566,)),
+    "0.18.1": ((456,), (1316,), (1321,), (4566,)),
+    "0.19": ((436,), (1319,), (1324,), (4820,)),
+    "0.19.1": ((436,), (1319,), (1324,), (4820,)),
+    "0.20": ((440,), (1711,), (1716,), (4879,)),
+    "0.20.1": ((440,), (1708,), (1709,), (4879,)),
+    "0.20.2": ((440,), (1708,), (1709,), (4879,)),
+    "0.21": ((462,), (1710,), (1711,), (4959,)),
+    "0.22": ((466,), (1733,), (1734,), (5132,)),
+    "0.22.1": ((466,), (1733,), (1734,), (5132,)),
+    "0.23": ((480,), (1744,), (1745,), (5187,)),
+    "0.24": ((508,), (2146,), (2147,), (5255,)),
+    "0.25": ((538,), (2146,), (2147,), (5306,)),
+    "0.25.1": ((538,), (2146,), (2147,), (5306,)),
+    "0.26": ((560,), (2177,), (2178,), (5347,)),
+    "0.27": ((563,), (2235,), (2236,), (5405,)),
+    "0.27.1": ((563,), (2235,), (2236,), (5405,)),
+    "0.28": ((578,), (1869,), (1869,), (5515,)),
+    "0.29": ((625,), (2032,), (2032,), (5471,)),
+    "0.30": ((640,), (2395,), (2395,), (5416,)),
+    "0.31": ((692,), (2464,), (2464,), (5354,)),
+    "0.32": ((759,), (2327,), (2327,), (5149,)),
+    "0.33": ((772,), (1147,), (1147,), (5088,)),
+}  # fmt: skip
+# A log with none of those lines but a "GPU KV cache size" line apart from the concurrency comes
+# from 0.9 to 0.27 (one line from 0.28); nothing in it says which: 0.19 is assumed, the release
+# most public logs of that form come from.
+SEPARATE_LINES_RELEASES = ("0.9", "0.27")
+SEPARATE_LINES_ASSUMED = "0.19"

@@ -5,33 +5,43 @@ Read in the released wheels; see `budget.py` for the sources."""
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from typing import Literal
 
+from planner.core.engines.versions import Version, parse_version, since, version_text
+from planner.core.engines.vllm.releases import (
+    CONSUMED_TRANSIENT_SINCE,
+    GRAPHS_ESTIMATED_SINCE,
+    GRAPHS_SUBTRACTED_SINCE,
+    NCCL_UNCHARGED_SINCE,
+    POOL_NEED_SINCE,
+    PROFILE_INCREASE_SINCE,
+    RELEASES,
+    REQUEST_CEIL_SINCE,
+    TRITON_SAMPLER_SINCE,
+    UTIL_092_SINCE,
+    WHOLE_MODEL_CHECK_SINCE,
+    WORKER_CHECK_SINCE,
+)
 from planner.core.errors import FieldError
+from planner.core.model import ModelShape
 from planner.core.units import GiB
-
-Version = tuple[int, int, int]
-OLDEST: Version = (0, 9, 0)
-NEWEST_MINOR = 33
-
-_VERSION_RE = re.compile(r"^\s*v?(\d+)\.(\d+)(?:\.(\d+))?")
 
 
 def parse_vllm_version(text: str) -> Version:
-    """'0.19.0', '0.29.1rc1.dev17+gd2d…', 'v0.15.2rc1' → (major, minor, patch); refuses others."""
-    m = _VERSION_RE.match(text or "")
-    if not m:
+    """'0.19.0', '0.29.1rc1.dev17+gd2d…', 'v0.15.2rc1' → the release (pre-releases kept, so
+    that they order before their final release); refuses a release outside `RELEASES`."""
+    words = (text or "").split()
+    v = parse_version(words[0]) if words else None  # "0.10.1.dev (main, …)": its first word
+    if v is None:
         raise FieldError(
             "engine_version", f"{text!r} is not a vLLM version; give one such as '0.19.0'"
         )
-    v = (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0))
-    if v < OLDEST or v[0] != 0 or v[1] > NEWEST_MINOR:
+    if not RELEASES.covers(v):
         raise FieldError(
             "engine_version",
             f"vLLM {text} is outside the releases whose memory profiling is modelled "
-            f"(0.9.0–0.{NEWEST_MINOR}.x)",
+            f"({version_text(RELEASES.first)}.0–{version_text(RELEASES.last)}.x)",
         )
     return v
 
@@ -42,7 +52,7 @@ Formula = Literal["peak_all", "increase_nccl_charged", "increase", "consumed_tra
 
 @dataclass(frozen=True, slots=True)
 class VllmRules:
-    """What one range of releases does; `since` is the first release the row applies to."""
+    """What one release does; `since` is the latest release boundary it has reached."""
 
     since: Version
     formula: Formula
@@ -85,71 +95,49 @@ _NT_017 = (
 )
 
 
-def _row(
-    since: Version,
-    formula: Formula,
-    nt: tuple[int, int, str],
-    *,
-    sort: bool = False,
-    ceil_: bool = True,
-    est: bool = True,
-    sub: bool = True,
-    util: float = 0.92,
-    scope: Scope = "stage",
-    null: bool = False,
-) -> VllmRules:
+# The release boundaries these rules change at (releases.py), oldest first.
+_BOUNDARIES = (
+    PROFILE_INCREASE_SINCE, NCCL_UNCHARGED_SINCE, REQUEST_CEIL_SINCE, WHOLE_MODEL_CHECK_SINCE,
+    TRITON_SAMPLER_SINCE, WORKER_CHECK_SINCE, GRAPHS_ESTIMATED_SINCE, GRAPHS_SUBTRACTED_SINCE,
+    UTIL_092_SINCE, CONSUMED_TRANSIENT_SINCE, POOL_NEED_SINCE,
+)  # fmt: skip
+
+
+def _formula(v: Version) -> Formula:
+    if since(v, CONSUMED_TRANSIENT_SINCE):
+        return "consumed_transient"
+    if since(v, NCCL_UNCHARGED_SINCE):
+        return "increase"
+    return "increase_nccl_charged" if since(v, PROFILE_INCREASE_SINCE) else "peak_all"
+
+
+def vllm_rules(engine_version: str) -> VllmRules:
+    """The memory rules of one release, each from the release that first had it (the one table
+    of vLLM's release facts, releases.py)."""
+    v = parse_vllm_version(engine_version)
+    sort = not since(v, TRITON_SAMPLER_SINCE)
+    if not sort:
+        nt = _NT_017
+    else:
+        nt = _NT_011 if since(v, NCCL_UNCHARGED_SINCE) else _NT_010
+    whole = since(v, WHOLE_MODEL_CHECK_SINCE) and not since(v, WORKER_CHECK_SINCE)
+    reached = [first for first in _BOUNDARIES if since(v, first)]
+    start = max(reached, default=RELEASES.first)
     return VllmRules(
-        since=since,
-        formula=formula,
-        requested_ceil=ceil_,
+        since=(*start, 0, 0)[:3],
+        formula=_formula(v),
+        requested_ceil=since(v, REQUEST_CEIL_SINCE),
         sampler_extra_bytes_per_logit=_SORT_EXTRA if sort else _TRITON_EXTRA,
         sampler_note=_SORT_NOTE if sort else _TRITON_NOTE,
         non_torch_tp1_bytes=nt[0],
         non_torch_tp_multi_bytes=nt[1],
         non_torch_note=nt[2],
-        graphs_estimated=est,
-        graphs_subtracted_by_default=sub,
-        default_utilization=util,
-        max_len_scope=scope,
-        null_block_in_check=null,
+        graphs_estimated=since(v, GRAPHS_ESTIMATED_SINCE),
+        graphs_subtracted_by_default=since(v, GRAPHS_SUBTRACTED_SINCE),
+        default_utilization=0.92 if since(v, UTIL_092_SINCE) else 0.9,
+        max_len_scope="whole_model" if whole else "stage",
+        null_block_in_check=since(v, POOL_NEED_SINCE),
     )
-
-
-# One row per range of releases in which every rule held; a row applies up to the next one.
-_RULES: tuple[VllmRules, ...] = (
-    _row((0, 9, 0), "peak_all", _NT_010, sort=True, ceil_=False, est=False, sub=False, util=0.9),
-    _row(
-        (0, 9, 1),
-        "increase_nccl_charged",
-        _NT_010,
-        sort=True,
-        ceil_=False,
-        est=False,
-        sub=False,
-        util=0.9,
-    ),
-    _row((0, 11, 0), "increase", _NT_011, sort=True, ceil_=False, est=False, sub=False, util=0.9),
-    _row(
-        (0, 14, 0),
-        "increase",
-        _NT_011,
-        sort=True,
-        est=False,
-        sub=False,
-        util=0.9,
-        scope="whole_model",
-    ),
-    _row((0, 17, 0), "increase", _NT_017, est=False, sub=False, util=0.9),
-    _row((0, 18, 0), "increase", _NT_017, sub=False, util=0.9),
-    _row((0, 20, 0), "increase", _NT_017),
-    _row((0, 27, 0), "consumed_transient", _NT_017),
-    _row((0, 29, 0), "consumed_transient", _NT_017, null=True),
-)
-
-
-def vllm_rules(engine_version: str) -> VllmRules:
-    v = parse_vllm_version(engine_version)
-    return [r for r in _RULES if r.since <= v][-1]
 
 
 def vllm_default_memory_utilization(engine_version: str) -> float:
@@ -169,3 +157,20 @@ def vllm_max_len_scope(engine_version: str) -> Scope:
     "stage": that worker's own layers (the binding worker is the one that fails first).
     """
     return vllm_rules(engine_version).max_len_scope
+
+
+def derived_max_model_len(shape: ModelShape) -> int | None:
+    """`_get_and_verify_max_len` (0.14+: derive_max_model_len_and_key): the config's length
+    scaled by RoPE scaling (not for su/longrope/llama3 types, nor Gemma-3, whose length is
+    already scaled; yarn scales its original length), and `model_max_length` over both, even
+    when larger."""
+    derived = shape.max_position_embeddings
+    rope = shape.rope_scaling
+    if derived is not None and rope is not None and "gemma3" not in (shape.model_type or ""):
+        kind, factor, original = rope
+        if kind not in ("su", "longrope", "llama3", "default", "mrope"):
+            base = original if kind == "yarn" and original else derived
+            derived = int(base * factor)
+    if shape.model_max_length is not None:
+        return shape.model_max_length
+    return derived

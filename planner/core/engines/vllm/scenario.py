@@ -7,16 +7,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from planner.core.capacity import KVGroup, Pool
+from planner.core.engines.base import Scheduling
 from planner.core.engines.vllm import Vllm
-from planner.core.engines.vllm.groups import VllmPool, vllm_groups, vllm_pipeline_pool
+from planner.core.engines.vllm.groups import VllmPool, vllm_groups
 from planner.core.errors import FieldError
 from planner.core.logs import Fact
-from planner.core.parallel import pipeline_stage_layers
+from planner.core.parallel import Stages, pipeline_stage_layers
 from planner.core.reconcile_common import Ctx, Figure, Range, Variant, gib_bounds, stage_layers
 from planner.core.specs import LayerSpec, Stack, WindowPolicy, stack_of
 from planner.core.units import KVDtype, kv_dtype
-
-MAX_LEN_SEARCH = 1 << 24
 
 # (GiB text, fact, what it is) of the KV memory the engine sized its blocks from.
 KvSource = tuple[str, Fact, str]
@@ -59,18 +58,21 @@ class Scenario:
         )
 
     def pool(self, budget_bytes: int) -> VllmPool:
-        """vLLM's pool over the stages, built as plan() builds it: groups of the whole model
-        projected on each stage, every stage at the smallest block count."""
-        return vllm_pipeline_pool(
-            self.stages,
+        """vLLM's pool over the stages, as the engine builds it for plan(): groups of the whole
+        model projected on each stage, every stage at the smallest block count."""
+        s = self.ctx.settings
+        sched = Scheduling(s.max_num_batched_tokens, None, s.mnbt, 1)
+        pool = as_vllm(self.ctx).build_pool(
+            Stages.from_ordered(self.stages),
             self.dtype,
             self.block,
             self.policy,
             budget_bytes,
-            self.ctx.settings.mnbt,
-            tokens_from_concurrency=as_vllm(self.ctx).tokens_from_concurrency,
-            group_ratio=as_vllm(self.ctx).group_ratio,
+            sched,
+            s.max_model_len or 0,
         )
+        assert isinstance(pool, VllmPool)
+        return pool
 
     @property
     def worst(self) -> Stack:
@@ -88,28 +90,18 @@ class Scenario:
         size = p.groups[0].layers + p.groups[0].padding_layers
         return max(g.spec.page_bytes(self.dtype, self.block) for g in p.groups) * size
 
-    def needed_bytes(self, stack: Stack, max_len: int) -> int:
-        """vLLM's start-up check: Σ layers max_memory_usage_bytes(max_len) (no padding)."""
-        groups, _ = self.groups(stack)
-        return sum(
-            g.layers
-            * g.spec.page_bytes(self.dtype, g.block_size)
-            * g.blocks_needed(max_len, self.ctx.settings.mnbt)
-            for g in groups
-        )
+    def need(self) -> Callable[[int], int]:
+        """The engine's start-up check: bytes one request of a length needs, at this release
+        (`Vllm.startup_need`, what plan() asks)."""
+        whole = replace(self, stages=(tuple(spec for st in self.stages for spec in st),))
+        return as_vllm(self.ctx).startup_need(self.pool(0), self.stacks, lambda: whole.whole)
 
-    def longest(self, stack: Stack, budget_bytes: int) -> int:
-        """Largest max_model_len the check admits (vLLM's estimate, a binary search)."""
-        if self.needed_bytes(stack, 1) > budget_bytes:
-            return 0
-        lo, hi = 1, MAX_LEN_SEARCH
-        while lo + 1 < hi:
-            mid = (lo + hi) // 2
-            if self.needed_bytes(stack, mid) <= budget_bytes:
-                lo = mid
-            else:
-                hi = mid
-        return lo
+    def estimate(self, check_memory_bytes: int) -> int:
+        """The engine's estimate of the longest max_model_len over the memory its check used
+        (the "available KV cache memory" its error prints)."""
+        return as_vllm(self.ctx).estimate_max_len(
+            self.pool(0), self.need(), check_memory_bytes, self.stacks
+        )
 
     def describe(self) -> str:
         p = self.pool(0)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from planner.core.budget.terms import StartVerdict
+from planner.core.engines.versions import since
 from planner.core.engines.vllm.rules import parse_vllm_version, vllm_rules
 from planner.core.errors import FieldError
 from planner.core.units import GiB
@@ -23,14 +24,14 @@ def _r2(n: int) -> str:
 def no_memory_text(engine_version: str) -> str:
     v = parse_vllm_version(engine_version)
     head = "No available memory for the cache blocks. "
-    if v >= (0, 22, 0):
+    if since(v, (0, 22)):
         return (
             head + "Try increasing `gpu_memory_utilization` when initializing the engine "
             "(this flag also controls CPU memory reservation on the CPU backend, despite its "
             "name)." + _DOCS
         )
     text = head + "Try increasing `gpu_memory_utilization` when initializing the engine."
-    return text + _DOCS if v >= (0, 13, 0) else text
+    return text + _DOCS if since(v, (0, 13)) else text
 
 
 def max_len_text(
@@ -43,17 +44,17 @@ def max_len_text(
 ) -> str:
     v = parse_vllm_version(engine_version)
     w = estimated_max_model_len
-    if v >= (0, 14, 0):
+    if since(v, (0, 14)):
         est = (
             f"Based on the available memory, the estimated maximum model length is {w}. "
             if w > 0
             else ""
         )
-        model = "model's" if v >= (0, 22, 0) else "models's"
+        model = "model's" if since(v, (0, 22)) else "models's"
         tail = (
             "Try increasing `gpu_memory_utilization` (which also controls CPU memory on the "
             "CPU backend) or decreasing `max_model_len` when initializing the engine."
-            if v >= (0, 22, 0)
+            if since(v, (0, 22))
             else "Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when "
             "initializing the engine."
         )
@@ -62,7 +63,7 @@ def max_len_text(
             f"({_r2(needed_bytes)} GiB KV cache is needed, which is larger than the available "
             f"KV cache memory ({_r2(available_bytes)} GiB). {est}{tail}{_DOCS}"
         )
-    if v == (0, 9, 0):
+    if v[:3] == (0, 9, 0):
         # 0.9.0's estimate message lost its second line (a bare f-string statement).
         est = " Based on the available memory," if w > 0 else ""
         sep = ""
@@ -79,7 +80,7 @@ def max_len_text(
         f"KV cache memory ({available_bytes / GiB:.2f} GiB).{sep}{est} Try increasing "
         "`gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine."
     )
-    return text + _DOCS if v >= (0, 13, 0) else text
+    return text + _DOCS if since(v, (0, 13)) else text
 
 
 def init_free_memory_text(
@@ -92,7 +93,7 @@ def init_free_memory_text(
     device: str = "cuda:0",
 ) -> str:
     v = parse_vllm_version(engine_version)
-    where = f"Free memory on device {device} " if v >= (0, 14, 0) else "Free memory on device "
+    where = f"Free memory on device {device} " if since(v, (0, 14)) else "Free memory on device "
     return (
         f"{where}({_r2(free_bytes)}/{_r2(total_bytes)} GiB) on startup is less than desired "
         f"GPU memory utilization ({gpu_memory_utilization}, {_r2(requested_bytes)} GiB). "
@@ -161,7 +162,7 @@ def vllm_start_check(
         and free_memory_at_init_bytes is not None
         and gpu_memory_utilization is not None
         and free_memory_at_init_bytes < requested_bytes
-        and parse_vllm_version(engine_version) >= (0, 9, 1)
+        and since(parse_vllm_version(engine_version), (0, 9, 1))
     ):
         return StartVerdict(
             False,

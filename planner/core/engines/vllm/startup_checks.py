@@ -85,11 +85,11 @@ def v1_error_checks(ctx: Ctx) -> None:
             continue
         length = to_int(v["max_model_len"])
         base = scenario(ctx)
-        needed = max(base.needed_bytes(st, length) for st in base.stacks)
+        needed = base.need()(length)
         whole = scenario(ctx, whole_model=True) if ctx.settings.pp > 1 else None
         variants: list[Variant] = []
         if whole is not None:
-            w = whole.needed_bytes(whole.stacks[0], length)
+            w = whole.need()(length)
             span_w: Range = (w / GiB - 0.005, w / GiB + 0.005)
             variants.append(
                 Variant(
@@ -112,22 +112,20 @@ def v1_error_checks(ctx: Ctx) -> None:
         )
         if "estimated_max_model_len" in v and "available_gib" in v:
             lo, mid, hi = gib_bounds(v["available_gib"])
-            stack = base.worst
-            pred = base.longest(stack, mid)
-            window = (base.longest(stack, lo), base.longest(stack, hi))
+            pred = base.estimate(mid)
+            window = (base.estimate(lo), base.estimate(hi))
             est_variants: list[Variant] = []
             if whole is not None:
-                wst = whole.stacks[0]
                 est_variants.append(
                     Variant(
                         "estimated with all layers of every pipeline stage, as this version's "
                         "check charges them (vllm#34076)",
-                        const((whole.longest(wst, lo), whole.longest(wst, hi))),
+                        const((whole.estimate(lo), whole.estimate(hi))),
                     )
                 )
 
             def longest(sc: Scenario, lo: int = lo, hi: int = hi) -> Range:
-                return (sc.longest(sc.worst, lo), sc.longest(sc.worst, hi))
+                return (sc.estimate(lo), sc.estimate(hi))
 
             judge(
                 ctx,

@@ -1,0 +1,37 @@
+"""Each engine's log reader, beside the registry of its rules (`registry`): a reader recomputes
+every figure a start-up log prints by asking that engine, at the logged release, the rules
+plan() asks. Readers import the reconcile machinery; the rules never import a reader.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from planner.core.engines.base import Engine
+from planner.core.engines.sglang import Sglang
+from planner.core.engines.sglang.reconcile import reconcile_sglang
+from planner.core.engines.trtllm import Trtllm
+from planner.core.engines.trtllm.reconcile import reconcile_trtllm
+from planner.core.engines.vllm import Vllm
+from planner.core.engines.vllm.reconcile import reconcile_vllm
+from planner.core.errors import FieldError
+from planner.core.reconcile_common import Ctx
+
+Reader = Callable[[Ctx], str]  # appends checks, notes and reserves; returns the log format
+
+READERS: dict[type[Engine], Reader] = {
+    Vllm: reconcile_vllm,
+    Sglang: reconcile_sglang,
+    Trtllm: reconcile_trtllm,
+}
+
+
+def read_log(ctx: Ctx) -> str:
+    """Check every logged figure of `ctx` with its engine's reader."""
+    for cls, reader in READERS.items():
+        if isinstance(ctx.engine, cls):
+            return reader(ctx)
+    raise FieldError("engine", f"kvplan does not read {ctx.engine.label} logs")
+
+
+__all__ = ["READERS", "Reader", "read_log"]

@@ -1,0 +1,32 @@
+"""vLLM's rules for a speculative draft per release (kvplan's speculative rules, in
+planner.core.speculative, are 0.33's): a method a release lacks is refused with its reason, and
+a release that reserved other lookahead slots gets its own."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from planner.core.engines.versions import Version, since, version_text
+from planner.core.engines.vllm.releases import DFLASH_FILL_IN_SLOT_SINCE, DFLASH_SINCE
+from planner.core.errors import FieldError
+from planner.core.speculative import Speculation
+
+
+def speculation_at(version: Version, sp: Speculation) -> Speculation:
+    """The draft as this release sizes it (kvplan's speculative rules are 0.33's); a method the
+    release lacks is refused with its reason."""
+    if sp.method != "dflash":
+        return sp
+    if not since(version, DFLASH_SINCE):
+        raise FieldError(
+            ("speculative_config", "method"),
+            f"vLLM {version_text(version)} has no speculative method 'dflash' (SpeculativeConfig "
+            "takes it from vLLM 0.20); use eagle3, or plan for vLLM 0.20 or later",
+        )
+    if not since(version, DFLASH_FILL_IN_SLOT_SINCE):
+        # Before 0.23 the scheduler reserved DFlash k lookahead slots, as for EAGLE.
+        return replace(sp, lookahead_tokens=sp.num_speculative_tokens)
+    return sp
+
+
+__all__ = ["speculation_at"]
