@@ -10,7 +10,7 @@ from typing import Protocol
 from planner.core.capacity import MAX_CONTEXT_SEARCH
 from planner.core.engines.versions import Version, since
 from planner.core.engines.vllm.groups import VllmPool, one_request_bytes
-from planner.core.engines.vllm.releases import POOL_NEED_SINCE
+from planner.core.engines.vllm.releases import PADDED_NEED_SINCE
 from planner.core.engines.vllm.rules import vllm_max_len_scope
 from planner.core.engines.vllm.start import vllm_estimate_max_model_len
 from planner.core.specs import LayerSpec, Stack
@@ -34,12 +34,12 @@ def startup_need(
     stage_stacks: Sequence[Stack],
     whole_model: Callable[[], Stack],
 ) -> Callable[[int], int]:
-    """Bytes vLLM's start check counts for one request of a length. From 0.29 what the
-    request takes from the pool, padding included (bytes per block × its blocks,
+    """Bytes vLLM's start check counts for one request of a length. From 0.21 (at the latest)
+    what the request takes from the pool, padding included (bytes per block × its blocks,
     `_max_memory_usage_bytes_from_groups`); before, Σ layers max_memory_usage_bytes over
     each worker's layers (`stage_stacks`, one rank of each stage), or the whole model's
     (`whole_model`) under PP in 0.14–0.16."""
-    if since(engine.version, POOL_NEED_SINCE):
+    if since(engine.version, PADDED_NEED_SINCE):
         return pool.at_startup().bytes_for
     if vllm_max_len_scope(engine.version_text) == "whole_model" and len(stage_stacks) > 1:
         stacks: tuple[Stack, ...] = (whole_model(),)
