@@ -13,6 +13,14 @@
 # connection, the way a liveness probe sees it). Fails (exit 1) on any non-2xx or socket error,
 # RSS growth over 10 % across the measured run (after warm-up), or a /healthz p99 under load
 # above MAX_HEALTHZ_P99_RATIO (20) times its p99 alone.
+#
+# Then two Hub runs (issue 23; HUB_RUNS="down slow" by default, HUB_RUNS= skips them), each on a
+# fresh server whose HF_ENDPOINT is a Hub that is down (SYNs dropped) or 300 ms away
+# (bench/_hub.py): 16 connections post plans for Hub ids nobody has (distinct ids when down, 50
+# ids over and over when slow) while one connection asks /healthz and four plan catalog
+# questions. Fails unless /healthz p99 < MAX_HUB_HEALTHZ_P99_MS (500) and the catalog plans
+# stay 2xx with p99 < MAX_CATALOG_P99_MS (500); their p99 alone, before the attack, is shown
+# beside it.
 # Needs wrk (Debian: `apt-get update && apt-get install -y wrk`). Figures depend on the machine.
 set -euo pipefail
 
@@ -74,6 +82,8 @@ wrk -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --latency -s "$WORK/mix.lua" 
 wait "$HEALTHZ_PID"
 RSS_AFTER=$(rss_kib)
 
+VERDICT=0
+{
 "$PY" - "$WORK/wrk.txt" "$RSS_START" "$RSS_BEFORE" "$RSS_AFTER" "$MAX_RSS_GROWTH_PERCENT" \
   "wrk -t$THREADS -c$CONNECTIONS -d${DURATION}s (after ${WARMUP}s warm-up), one kvplan serve process, $(nproc) CPUs" \
   "$WORK/healthz_alone.txt" "$WORK/healthz_load.txt" "$MAX_HEALTHZ_P99_RATIO" <<'PY'
@@ -113,3 +123,81 @@ ok = (non2xx == 0 and not any(sock_errors.values()) and growth < max_growth
 print("PASS" if ok else "FAIL")
 sys.exit(0 if ok else 1)
 PY
+} || VERDICT=1
+
+# ---- Hub runs: a Hub that is down, and one 300 ms away -----------------------------------------
+HUB_RUNS=${HUB_RUNS-down slow}
+HUB_SECONDS=${HUB_SECONDS:-20}
+MAX_HUB_HEALTHZ_P99_MS=${MAX_HUB_HEALTHZ_P99_MS:-500}
+MAX_CATALOG_P99_MS=${MAX_CATALOG_P99_MS:-500}
+
+cat > "$WORK/catalog.lua" <<'LUA'
+local base = '"model":"meta-llama/Llama-3.1-8B","kv_cache_dtype":"bf16","kv_budget_bytes":51539607552'
+local json = { ["Content-Type"] = "application/json" }
+local mix = {}
+for _, ctx in ipairs({ 2048, 8192, 32768, 131072 }) do
+  table.insert(mix, wrk.format("POST", "/api/v1/plan", json, '{' .. base .. ',"context_tokens":' .. ctx .. '}'))
+end
+request = function() return mix[math.random(#mix)] end
+LUA
+
+hub_run() {
+  local mode=$1 ids=$2 url_file="$WORK/hub-$mode.url" port base pid hub_pid
+  cat > "$WORK/hub-$mode.lua" <<LUA
+local json = { ["Content-Type"] = "application/json" }
+request = function()
+  local body = '{"model":"acme/typo-' .. math.random($ids) .. '","kv_budget_bytes":51539607552}'
+  return wrk.format("POST", "/api/v1/plan", json, body)
+end
+LUA
+  "$PY" bench/_hub.py "$mode" "$url_file" & hub_pid=$!
+  for _ in $(seq 1 100); do [ -s "$url_file" ] && break; sleep 0.1; done
+  port=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  base="http://127.0.0.1:$port"
+  env KVPLAN_DATA_DIR="$WORK/data-$mode" KVPLAN_LOG_LEVEL=warning KVPLAN_HUB_ENABLED=true \
+    HF_ENDPOINT="$(cat "$url_file")" HF_HOME="$WORK/hf-$mode" HF_HUB_OFFLINE=0 \
+    "$PY" -m planner serve --host 127.0.0.1 --port "$port" >"$WORK/server-$mode.log" 2>&1 &
+  pid=$!
+  for _ in $(seq 1 300); do
+    "$PY" -c "import urllib.request; urllib.request.urlopen('$base/readyz', timeout=1)" 2>/dev/null && break
+    sleep 0.1
+  done
+  wrk -t1 -c4 -d10s --latency -s "$WORK/catalog.lua" "$base" >"$WORK/catalog-alone-$mode.txt"
+  wrk -t1 -c16 -d"${HUB_SECONDS}s" --timeout 30s -s "$WORK/hub-$mode.lua" "$base" >"$WORK/hub-attack-$mode.txt" &
+  local attack=$!
+  sleep 1
+  wrk -t1 -c1 -d"$((HUB_SECONDS - 3))s" --latency "$base/healthz" >"$WORK/healthz-$mode.txt" &
+  local probe=$!
+  wrk -t1 -c4 -d"$((HUB_SECONDS - 3))s" --latency -s "$WORK/catalog.lua" "$base" >"$WORK/catalog-$mode.txt"
+  wait "$probe" "$attack"
+  kill "$pid" "$hub_pid" 2>/dev/null || true
+  wait "$pid" "$hub_pid" 2>/dev/null || true
+  "$PY" - "$mode" "$WORK" "$MAX_HUB_HEALTHZ_P99_MS" "$MAX_CATALOG_P99_MS" <<'PY'
+import re, sys
+mode, work, max_health, max_catalog = sys.argv[1], sys.argv[2], float(sys.argv[3]), float(sys.argv[4])
+read = lambda name: open(f"{work}/{name}-{mode}.txt").read()
+def ms(label, text):
+    m = re.search(rf"^\s*{label}%\s+([\d.]+)(us|ms|s)\s*$", text, re.M)
+    return float(m.group(1)) * {"us": 1e-3, "ms": 1.0, "s": 1e3}[m.group(2)]
+def count(pattern, text):
+    m = re.search(pattern, text)
+    return int(m.group(1)) if m else 0
+health, alone, loaded, attack = read("healthz"), read("catalog-alone"), read("catalog"), read("hub-attack")
+attacks = count(r"(\d+) requests in", attack)
+bad = count(r"Non-2xx or 3xx responses:\s+(\d+)", loaded) + count(r"Non-2xx or 3xx responses:\s+(\d+)", health)
+label = {"down": "Hub down (SYNs dropped)", "slow": "Hub 300 ms away"}.get(mode, mode)
+print(f"{label}: {attacks} plans for Hub ids answered in the run (16 connections)")
+print(f"  GET /healthz    p50 {ms(50, health):.2f} ms, p99 {ms(99, health):.2f} ms (target < {max_health:g} ms)")
+print(f"  catalog plans   alone p50 {ms(50, alone):.2f} ms, p99 {ms(99, alone):.2f} ms; during the "
+      f"attack p50 {ms(50, loaded):.2f} ms, p99 {ms(99, loaded):.2f} ms (target < {max_catalog:g} ms, all 2xx)")
+ok = ms(99, health) < max_health and ms(99, loaded) < max_catalog and bad == 0 and attacks > 0
+print("  PASS" if ok else "  FAIL")
+sys.exit(0 if ok else 1)
+PY
+}
+
+for mode in $HUB_RUNS; do
+  case $mode in down) ids=1000000000 ;; *) ids=50 ;; esac
+  hub_run "$mode" "$ids" || VERDICT=1
+done
+exit "${VERDICT:-0}"

@@ -1,8 +1,9 @@
 """The ASGI app: `create_app(settings)` builds one; nothing is created at import time.
 
 Layers, outermost first: observation (request id, access log, metrics) → security headers →
-body limit → FastAPI (problem+json handlers, routers). uvicorn runs `create_app_from_env` as a
-factory, so each worker builds its own app from the environment.
+timeout → body limit → in-flight limit (counted once the body is in) → FastAPI (problem+json
+handlers, routers). uvicorn runs `create_app_from_env` as a factory, so each worker builds its
+own app from the environment.
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ from planner.core.recommend_schema import RecommendRequest
 from planner.core.reconcile_schema import ReconcileRequest
 from planner.core.schema import PlanRequest
 from planner.probe import CalibrationIn, ProbeRequest
-from planner.settings import Settings, load_settings
+from planner.resolve.settings import HubSettings
+from planner.settings import Settings, load_hub_settings, load_settings
 from planner.web import explain as web_explain
 from planner.web import page as web_page
 from planner.web import reconcile as web_reconcile
@@ -101,6 +103,10 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     logger.info("starting", extra={"config": settings.public_summary()})
     store = _open_store(settings)
     app.state.store = store
+    if app.state.hub_settings.enabled and not app.state.hub_settings.offline:
+        # Imported before serving: an import in a lookup's thread holds the GIL (and the loop)
+        # for the half second huggingface_hub takes to load.
+        importlib.import_module("planner.resolve.hub")
     pool = pool_of(app)
     if app.state.prestart_workers:
         # Started beside serving: the first heavy request need not wait for the forkserver.
@@ -116,8 +122,12 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
             close()
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
+def create_app(
+    settings: Settings | None = None, hub_settings: HubSettings | None = None
+) -> FastAPI:
     settings = settings if settings is not None else load_settings()
+    # Read and checked now, with the rest of the configuration (a bad value stops start-up).
+    hub_settings = hub_settings if hub_settings is not None else load_hub_settings()
     metrics = Metrics()
     app = FastAPI(
         title="kvplan",
@@ -133,6 +143,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         responses=_COMMON_ERRORS,
     )
     app.state.settings = settings
+    app.state.hub_settings = hub_settings
     app.state.metrics = metrics
     app.state.store = None
     app.state.work_pool = None
@@ -155,14 +166,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.mount("/static", static_files, name="static")
     templates.add_mount("/static", static_files)
 
-    # add_middleware wraps: the last added is the outermost.
+    # add_middleware wraps: the last added is the outermost. The in-flight slot is innermost:
+    # it reads the body first, under the body's size limit and time limit outside it.
+    app.add_middleware(InFlightLimitMiddleware, max_in_flight=settings.max_concurrent_requests)
     app.add_middleware(BodyLimitMiddleware, max_body_bytes=settings.max_body_bytes)
     app.add_middleware(
         TimeoutMiddleware,
         timeout_seconds=settings.request_timeout_seconds,
         body_timeout_seconds=settings.body_timeout_seconds,
     )
-    app.add_middleware(InFlightLimitMiddleware, max_in_flight=settings.max_concurrent_requests)
     app.add_middleware(SecurityHeadersMiddleware)
     app.add_middleware(ObserveMiddleware, metrics=metrics, templates=templates)
 

@@ -4,7 +4,9 @@ The server admits a request only when its estimate fits the budget (`KVPLAN_MAX_
 work units, `KVPLAN_MAX_RESPONSE_BYTES` of answer), and runs it on the event loop only when the
 estimate is tiny (`KVPLAN_INLINE_COST`); everything else goes to the worker pool, whose deadline
 stops it. The estimate reads only sizes: layers, distinct attention windows, pipeline stages,
-request entries, grid points. Nothing here parses a model config beyond counting.
+request entries, grid points. Nothing here parses a model config beyond counting. A Hub id
+counts as the largest model accepted until the server has resolved it (off the event loop);
+then its own config counts.
 
 Work units are microseconds of CPU on the reference machine (one core of a 2-core development
 box, Python 3.11). The coefficients come from timing `plan()` over a grid of shapes (layers
@@ -44,6 +46,8 @@ PAGE_EXTRA_PLANS = 24
 # Layers assumed when a config names none (the plan then fails at once, at the first check).
 _UNKNOWN_LAYERS = 1
 _MAX_LAYERS = 4096
+# Distinct layer kinds assumed for a Hub model not yet resolved (full, sliding, state, ...).
+_WORST_KINDS = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,24 +103,60 @@ def config_layers(config: Mapping[str, Any]) -> tuple[int, int]:
     return layers or _UNKNOWN_LAYERS, kinds
 
 
-def model_layers(model: str | Mapping[str, Any]) -> tuple[int, int]:
-    """(layers, distinct layer kinds) of a catalog id or a pasted config."""
+def is_hub_id(model: object) -> bool:
+    """A model id that is not in the bundled catalog but could be on the Hub: its size is
+    unknown until the Hub is asked (which never happens on the event loop)."""
+    if not isinstance(model, str):
+        return False
+    from planner.catalog import find_model  # static package data, loaded once
+    from planner.resolve import hub_id
+
+    try:
+        if find_model(model) is not None:
+            return False
+    except Exception:  # a refused catalog entry: the plan says why, at once
+        return False
+    return hub_id(model) is not None
+
+
+def model_layers(
+    model: str | Mapping[str, Any], known: tuple[int, int] | None = None
+) -> tuple[int, int]:
+    """(layers, distinct layer kinds) of a catalog id or a pasted config; `known` when the
+    server resolved a Hub id. A Hub id not yet resolved counts as the largest model accepted."""
+    if known is not None:
+        return known
     if isinstance(model, Mapping):
         return config_layers(model)
     from planner.catalog import get_model  # static package data, loaded once
 
     try:
         entry = get_model(model)
-    except Exception:  # an unknown id: the plan refuses it at once
-        return _UNKNOWN_LAYERS, 1
+    except Exception:  # an unknown id: the plan refuses it at once, unless the Hub has it
+        return (_MAX_LAYERS, _WORST_KINDS) if is_hub_id(model) else (_UNKNOWN_LAYERS, 1)
     return config_layers(entry.config)
 
 
+def needs_hub(request: PlanRequest) -> bool:
+    """The plan reads a model (target or draft) from the Hub: it never runs on the loop."""
+    spec = request.speculative_config
+    draft = spec.model if spec is not None else None
+    return is_hub_id(request.model) or is_hub_id(draft)
+
+
 def plan_shape(
-    request: PlanRequest, *, entries: int | None = None, windows: Sequence[int] | None = None
+    request: PlanRequest,
+    *,
+    entries: int | None = None,
+    windows: Sequence[int] | None = None,
+    known: tuple[int, int] | None = None,
 ) -> Shape:
-    """The shape of one plan of `request` (a sweep point overrides the request entries)."""
-    layers, kinds = model_layers(request.model)
+    """The shape of one plan of `request` (a sweep point overrides the request entries;
+    `known` are the layers and kinds of the Hub model the server resolved)."""
+    layers, kinds = model_layers(request.model, known)
+    spec = request.speculative_config
+    if spec is not None and is_hub_id(spec.model):
+        layers = min(layers + _MAX_LAYERS, 2 * _MAX_LAYERS)  # the draft's layers, unknown yet
     window_list = windows if windows is not None else request.max_attention_window
     distinct = len(set(window_list)) if window_list else 1
     return Shape(
@@ -149,13 +189,19 @@ def shape_cost(shape: Shape, plans: int = 1) -> Cost:
     return Cost(int(units) * plans, answer * plans, plans)
 
 
-def plan_cost(request: PlanRequest) -> Cost:
-    return shape_cost(plan_shape(request))
+def plan_cost(request: PlanRequest, known: tuple[int, int] | None = None) -> Cost:
+    return shape_cost(plan_shape(request, known=known))
 
 
-def sweep_cost(base: PlanRequest, points: int, *, include_plans: bool) -> Cost:
+def sweep_cost(
+    base: PlanRequest,
+    points: int,
+    *,
+    include_plans: bool,
+    known: tuple[int, int] | None = None,
+) -> Cost:
     """Every point is one plan of `base` with a single request entry."""
-    one = shape_cost(plan_shape(base, entries=1))
+    one = shape_cost(plan_shape(base, entries=1, known=known))
     answer = _SWEEP_POINT_BYTES + (one.response_bytes if include_plans else 0)
     return Cost(one.work_units * points, answer * points, points)
 
@@ -170,11 +216,16 @@ def page_cost(request: PlanRequest) -> Cost:
 
 
 def recommend_cost(
-    model: str | Mapping[str, Any], *, gpu_count: int, mix_classes: int, dtypes: int
+    model: str | Mapping[str, Any],
+    *,
+    gpu_count: int,
+    mix_classes: int,
+    dtypes: int,
+    known: tuple[int, int] | None = None,
 ) -> Cost:
     """The search plans each KV dtype × power-of-two TP size, each at every mix length plus
     a few what-ifs; every plan has one entry per mix class."""
-    layers, kinds = model_layers(model)
+    layers, kinds = model_layers(model, known)
     tp_sizes = max(1, gpu_count.bit_length())
     plans = dtypes * tp_sizes * (mix_classes + 4)
     one = shape_cost(Shape(layers=layers, windows=kinds, stages=1, entries=max(1, mix_classes)))
@@ -217,7 +268,9 @@ __all__ = [
     "Cost",
     "Shape",
     "config_layers",
+    "is_hub_id",
     "model_layers",
+    "needs_hub",
     "page_cost",
     "plan_cost",
     "plan_shape",

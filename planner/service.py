@@ -38,11 +38,11 @@ def plan(
     return core_plan(request, catalog=catalog or default_catalog(), calibration=calibration)
 
 
-def recommend(request: RecommendRequest) -> Recommendation:
-    """Recommend flags against the bundled catalog."""
+def recommend(request: RecommendRequest, *, catalog: Catalog | None = None) -> Recommendation:
+    """Recommend flags against the default catalog (or the one given)."""
     from planner.core.recommend import recommend as core_recommend
 
-    return core_recommend(request, catalog=default_catalog())
+    return core_recommend(request, catalog=catalog or default_catalog())
 
 
 def reconcile(request: ReconcileRequest) -> ReconcileResult:

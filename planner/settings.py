@@ -8,10 +8,13 @@ misconfigured container exits at once instead of serving wrong answers.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+if TYPE_CHECKING:
+    from planner.resolve.settings import HubSettings
 
 LogLevel = Literal["debug", "info", "warning", "error", "critical"]
 
@@ -172,13 +175,35 @@ class SettingsError(Exception):
     """The environment holds a bad `KVPLAN_*` value; the message names each one."""
 
 
+def _env_name(loc: tuple[object, ...], prefix: str) -> str:
+    first = str(loc[0]) if loc else ""
+    if first.isupper():  # an alias: the variable's own name (HF_ENDPOINT, HF_TOKEN, ...)
+        return first
+    return prefix + "_".join(str(part) for part in loc).upper()
+
+
+def load_hub_settings(**overrides: object) -> HubSettings:
+    """The Hub's settings (KVPLAN_HUB_*, HF_*) from the environment, checked now: a bad value
+    is a `SettingsError` naming the variable, at start-up rather than at the first Hub id."""
+    from planner.resolve.settings import HubSettings
+
+    try:
+        return HubSettings(**overrides)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        raise SettingsError(_lines(exc, "KVPLAN_HUB_")) from None
+
+
+def _lines(exc: ValidationError, prefix: str) -> str:
+    lines = []
+    for error in exc.errors(include_url=False, include_input=False):
+        name = _env_name(tuple(error["loc"]), prefix)
+        lines.append(f"{name}: {str(error['msg']).removeprefix('Value error, ')}")
+    return "invalid configuration:\n  " + "\n  ".join(lines)
+
+
 def load_settings(**overrides: object) -> Settings:
     """Settings from the environment (overrides win); `SettingsError` names each bad variable."""
     try:
         return Settings(**overrides)  # type: ignore[arg-type]
     except ValidationError as exc:
-        lines = []
-        for error in exc.errors(include_url=False, include_input=False):
-            name = "KVPLAN_" + "_".join(str(part) for part in error["loc"]).upper()
-            lines.append(f"{name}: {str(error['msg']).removeprefix('Value error, ')}")
-        raise SettingsError("invalid configuration:\n  " + "\n  ".join(lines)) from None
+        raise SettingsError(_lines(exc, "KVPLAN_")) from None

@@ -153,13 +153,44 @@ def test_secrets_feed_the_token_and_the_database_url(k8s_objects: dict[str, Any]
 
 
 def test_every_kvplan_variable_is_a_real_setting(k8s_objects: dict[str, Any]) -> None:
+    from planner.resolve.settings import HubSettings
+
     fields = {f"KVPLAN_{name.upper()}" for name in Settings.model_fields}
+    fields |= {f"KVPLAN_HUB_{name.upper()}" for name in HubSettings.model_fields}
     for kind in ("Deployment", "Job"):
         obj = k8s_objects[kind]
         for container in obj.spec.template.spec.containers:
             for name in _env(container):
                 if name.startswith("KVPLAN_"):
                     assert name in fields, f"{kind}: {name} is not a kvplan setting"
+
+
+def _quantity_bytes(text: str) -> int:
+    units = {"Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30}
+    for suffix, factor in units.items():
+        if text.endswith(suffix):
+            return int(text[: -len(suffix)]) * factor
+    return int(text)
+
+
+def test_the_hub_cache_is_a_writable_size_limited_volume(k8s_objects: dict[str, Any]) -> None:
+    """Issue 23, item 6: with a read-only root and no HOME, the Hub needs its own volume; the
+    cache's own cap (KVPLAN_HUB_CACHE_BYTES) sits below the volume's limit."""
+    from planner.resolve.settings import HubSettings
+
+    deployment: k8s.V1Deployment = k8s_objects["Deployment"]
+    container = _container(deployment)
+    env = _env(container)
+    home = env["HF_HOME"].value
+    mount = next(m for m in container.volume_mounts if m.mount_path == home)
+    assert not mount.read_only
+    volume = next(v for v in deployment.spec.template.spec.volumes if v.name == mount.name)
+    limit = _quantity_bytes(volume.empty_dir.size_limit)
+    hub = HubSettings.model_validate(
+        {"cache_bytes": int(env["KVPLAN_HUB_CACHE_BYTES"].value), "hf_home": home}
+    )
+    assert hub.cache_dir.is_relative_to(home)
+    assert hub.cache_bytes < limit
 
 
 def test_service_selects_the_deployment_pods(k8s_objects: dict[str, Any]) -> None:

@@ -82,3 +82,47 @@ def test_settings_are_frozen() -> None:
     settings = Settings()
     with pytest.raises(ValueError):
         settings.port = 1  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("KVPLAN_HUB_TIMEOUT_SECONDS", "abc"),
+        ("KVPLAN_HUB_TIMEOUT_SECONDS", "0"),
+        ("KVPLAN_HUB_ENABLED", "maybe"),
+        ("KVPLAN_HUB_CACHE_BYTES", "-5"),
+        ("KVPLAN_HUB_BREAKER_FAILURES", "0"),
+        ("HF_ENDPOINT", "ftp://mirror.internal"),
+        ("HF_ENDPOINT", "http://mirror.internal:notaport"),
+    ],
+)
+def test_bad_hub_values_stop_the_app_naming_the_variable(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, name: str, value: str
+) -> None:
+    """Issue 23, item 12: checked when the app is built (start-up), not at the first Hub id."""
+    from planner.app import create_app
+
+    monkeypatch.setenv(name, value)
+    with pytest.raises(SettingsError) as excinfo:
+        create_app(Settings(data_dir=tmp_path))
+    assert name in str(excinfo.value)
+
+
+def test_kvplan_serve_refuses_a_bad_hub_value_at_start(tmp_path: Path) -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KVPLAN_")}
+    env.update(KVPLAN_HUB_TIMEOUT_SECONDS="abc", KVPLAN_DATA_DIR=str(tmp_path))
+    done = subprocess.run(
+        [sys.executable, "-m", "planner", "serve", "--port", "1"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    problem = json.loads(done.stderr.strip().splitlines()[-1])
+    assert "KVPLAN_HUB_TIMEOUT_SECONDS" in problem["detail"]

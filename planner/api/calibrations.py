@@ -112,8 +112,14 @@ def _store(request: Request) -> CalibrationStore:
     return store
 
 
-def _unavailable(exc: StoreError) -> HTTPException:
+def _unavailable(exc: StoreError, request: Request | None = None) -> HTTPException:
+    if request is not None:  # a failed write: /readyz reports it (planner.api.ops)
+        request.app.state.write_failure = (time.monotonic(), str(exc))
     return HTTPException(503, detail=f"the calibration store failed: {exc}")
+
+
+def _written(request: Request) -> None:
+    request.app.state.write_failure = None
 
 
 def _field_problem(field: str, msg: str) -> ProblemException:
@@ -172,12 +178,13 @@ async def post_probe(
             else:
                 result = await anyio.to_thread.run_sync(runner, body)
                 stored = await anyio.to_thread.run_sync(store.add, result)
+            _written(request)
         except ProbeUnavailable as exc:
             raise _field_problem("device", str(exc)) from None
         except ProbeFailed as exc:
             raise _field_problem("max_seconds", str(exc)) from None
         except StoreError as exc:
-            raise _unavailable(exc) from None
+            raise _unavailable(exc, request) from None
     finally:
         _slot.busy_until = 0.0
         _slot.lock.release()
@@ -224,6 +231,7 @@ async def post_calibration(
             if replayed:
                 response.status_code = 200
                 response.headers["Idempotent-Replayed"] = "true"
+        _written(request)
     except IdempotencyConflict:
         msg = (
             "this key was already used with a different body; use a new key for a new record, "
@@ -243,7 +251,7 @@ async def post_calibration(
             )
         ) from None
     except StoreError as exc:
-        raise _unavailable(exc) from None
+        raise _unavailable(exc, request) from None
     return _located(request, response, stored)
 
 

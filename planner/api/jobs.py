@@ -8,15 +8,17 @@ but bytes crosses the process boundary. No FastAPI is imported: workers load onl
 
 from __future__ import annotations
 
+import pickle
 from dataclasses import dataclass
 from typing import Any
 
 from planner.api.schemas import SweepPoint, SweepRequest, SweepResponse
 from planner.contract.problems import Problem, make_problem, problem_from_plan_error
 from planner.core.errors import PlanError
-from planner.core.inputs import CalibrationLike
+from planner.core.inputs import CalibrationLike, Catalog
 from planner.core.schema import Plan, PlanRequest
 from planner.core.variants import Replanner
+from planner.resolve import ResolvedModel
 from planner.service import default_catalog, plan
 
 
@@ -53,11 +55,28 @@ def too_big(size_bytes: int, limit_bytes: int) -> Answer:
     )
 
 
+def catalog_for(model: object, revision: str | None, resolved: bytes | None) -> Catalog:
+    """The default catalog, answering `model` with the model the server resolved (pickled by
+    the server off its event loop, `planner.api.hub`), if any."""
+    base = default_catalog()
+    if resolved is None or not isinstance(model, str):
+        return base
+    from planner.resolve.core_catalog import ResolvingCatalog, WithResolved
+
+    found = pickle.loads(resolved)  # noqa: S301 - made by this server, for this job
+    assert isinstance(base, ResolvingCatalog) and isinstance(found, ResolvedModel)
+    return WithResolved(base, model, revision, found)
+
+
 def plan_job(
-    request: PlanRequest, calibration: CalibrationLike | None, max_response_bytes: int
+    request: PlanRequest,
+    calibration: CalibrationLike | None,
+    max_response_bytes: int,
+    resolved: bytes | None = None,
 ) -> Answer:
     try:
-        result = plan(request, calibration=calibration)
+        catalog = catalog_for(request.model, request.revision, resolved)
+        result = plan(request, calibration=calibration, catalog=catalog)
     except PlanError as exc:
         return problem_answer(problem_from_plan_error(exc), unplannable=1)
     body = result.model_dump_json().encode()
@@ -116,7 +135,10 @@ def _summary(context: int, batch: int, tp: int, result: Plan, include_plan: bool
 
 
 def sweep_job(
-    sweep: SweepRequest, calibration: CalibrationLike | None, max_response_bytes: int
+    sweep: SweepRequest,
+    calibration: CalibrationLike | None,
+    max_response_bytes: int,
+    resolved: bytes | None = None,
 ) -> Answer:
     """All points in grid order (contexts outermost). When no point plans, the base request
     itself is at fault: answered as `/plan` would, with its fields under `base.`."""
@@ -124,7 +146,7 @@ def sweep_job(
     tp_sizes = sweep.tensor_parallel_sizes or [sweep.base.tensor_parallel_size]
     points: list[SweepPoint] = []
     first_error: Problem | None = None
-    replan = Replanner(default_catalog(), calibration)
+    replan = Replanner(catalog_for(sweep.base.model, sweep.base.revision, resolved), calibration)
     for context in sweep.context_tokens:
         for batch in sweep.batch_sizes:
             for tp in tp_sizes:
@@ -152,11 +174,12 @@ def sweep_job(
     return Answer(200, body, planned=len(points) - failed, unplannable=failed)
 
 
-def recommend_job(request: Any) -> Answer:
+def recommend_job(request: Any, resolved: bytes | None = None) -> Answer:
     from planner.service import recommend
 
     try:
-        return Answer(200, recommend(request).model_dump_json().encode())
+        catalog = catalog_for(request.model, None, resolved)
+        return Answer(200, recommend(request, catalog=catalog).model_dump_json().encode())
     except PlanError as exc:
         return problem_answer(problem_from_plan_error(exc))
 
@@ -240,6 +263,7 @@ __all__ = [
     "Answer",
     "CalibrationSnapshot",
     "CarriedPlanError",
+    "catalog_for",
     "plan_job",
     "problem_answer",
     "recommend_job",

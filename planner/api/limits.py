@@ -7,7 +7,8 @@ raises `BodyTooLarge`, answered here with 413 if the response has not started.
 
 Also the process-wide guards (issue 7; defaults in `planner.settings`, all per process):
 - `InFlightLimitMiddleware`: at most KVPLAN_MAX_CONCURRENT_REQUESTS requests in the app at once,
-  the next gets 503 + `Retry-After: 1` (health, readiness and metrics are never refused);
+  the next gets 503 + `Retry-After: 1` (health, readiness and metrics are never refused); a
+  request counts once its body has arrived, so slow uploads cannot take every slot;
 - `TimeoutMiddleware`: KVPLAN_REQUEST_TIMEOUT_SECONDS per request (408 for a body still arriving,
   else 503); the probe has its own bound;
 - `enforce_admin_rate`: per-client token bucket on admin routes, 429 + `Retry-After`;
@@ -148,6 +149,11 @@ class InFlightLimitMiddleware:
         app = scope.get("app")
         if app is not None and getattr(app.state, "in_flight_guard", None) is not self:
             app.state.in_flight_guard = self  # read by /readyz
+        if _has_body(scope):
+            # The slot is taken once the body is in: a client trickling its body holds a
+            # connection (bounded by KVPLAN_BODY_TIMEOUT_SECONDS and KVPLAN_MAX_BODY_BYTES,
+            # applied outside this middleware), never a slot of the work.
+            receive = await _buffered_body(receive)
         if self.in_flight >= self.max_in_flight:
             busy = _busy_response(
                 f"this server is answering {self.max_in_flight} requests already; retry in 1 s "
@@ -162,6 +168,23 @@ class InFlightLimitMiddleware:
             await self.app(scope, receive, send)
         finally:
             self.in_flight -= 1
+
+
+async def _buffered_body(receive: Receive) -> Receive:
+    """Read the whole body now; the returned `receive` replays it, then reads on."""
+    messages: list[Message] = []
+    while True:
+        message = await receive()
+        messages.append(message)
+        if message["type"] != "http.request" or not message.get("more_body", False):
+            break
+
+    async def replay() -> Message:
+        if messages:
+            return messages.pop(0)
+        return await receive()
+
+    return replay
 
 
 def _has_body(scope: Scope) -> bool:

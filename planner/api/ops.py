@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+import time
+
 import anyio
 import anyio.to_thread
 from fastapi import APIRouter, Request
@@ -20,6 +22,8 @@ from planner.store import StoreError
 router = APIRouter(tags=["ops"])
 
 STORE_PING_TIMEOUT_SECONDS = 2.0
+# After a failed write, /readyz fails this long (then lets the next write show the state).
+WRITE_FAILURE_UNREADY_SECONDS = 30.0
 
 
 @router.get("/healthz", operation_id="healthz", summary="Liveness: the process answers")
@@ -40,6 +44,11 @@ async def _store_check(request: Request) -> str | None:
     store = getattr(request.app.state, "store", None)
     if store is None:
         return "calibration store is not open"
+    failure = getattr(request.app.state, "write_failure", None)
+    if failure is not None and time.monotonic() - failure[0] < WRITE_FAILURE_UNREADY_SECONDS:
+        # A read answers on a full disk; the last write did not. Unready for a while, then
+        # ready again so that a write can show whether the store recovered.
+        return f"calibration store writes are failing: {failure[1]}"
     try:
         with anyio.fail_after(STORE_PING_TIMEOUT_SECONDS):
             await anyio.to_thread.run_sync(store.ping)

@@ -13,16 +13,17 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from planner.api.body import is_json_media_type, read_json_body
+from planner.api.hub import lookups_of
 from planner.api.jobs import CalibrationSnapshot, plan_job
 from planner.api.metrics import Metrics
 from planner.api.openapi import json_body
 from planner.api.plan_cache import DEFAULT_MAX_BYTES, PlanCache
 from planner.api.problems import ProblemException, problem_responses
 from planner.api.work import admit, answer_response, run_job
-from planner.core.errors import UnknownIdError
+from planner.core.errors import PlanError, UnknownIdError
 from planner.core.inputs import CalibrationLike
 from planner.core.schema import Plan, PlanRequest
-from planner.cost import plan_cost
+from planner.cost import needs_hub, plan_cost
 
 router = APIRouter(tags=["plan"])
 
@@ -85,11 +86,25 @@ async def post_plan(http_request: Request) -> Response:
     except ProblemException:
         metrics.count_plan("invalid")
         raise
-    cost = plan_cost(request)
+    # A Hub id is resolved first (off the loop): its own layers price it, and the worker
+    # plans with what was resolved.
+    try:
+        resolved = await lookups_of(http_request.app).resolve(request.model, request.revision)
+    except PlanError:
+        metrics.count_plan("unplannable")
+        raise
+    cost = plan_cost(request, resolved.layers if resolved is not None else None)
     budget = admit(http_request.app, cost)
     calibration = await calibration_for(request, http_request)
     result = await run_job(
-        http_request, cost, plan_job, request, calibration, budget.max_response_bytes
+        http_request,
+        cost,
+        plan_job,
+        request,
+        calibration,
+        budget.max_response_bytes,
+        resolved.blob if resolved is not None else None,
+        inline=False if needs_hub(request) or resolved is not None else None,
     )
     if result.status != 200:
         metrics.count_plan("unplannable")

@@ -12,6 +12,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from planner.api.body import read_json_body
+from planner.api.hub import lookups_of
 from planner.api.jobs import recommend_job
 from planner.api.openapi import json_body
 from planner.api.plan import BODY_ERRORS
@@ -32,15 +33,19 @@ router = APIRouter(tags=["recommend"])
 )
 async def post_recommend(http_request: Request) -> Response:
     request = await read_json_body(http_request, RecommendRequest)
+    # A Hub id is resolved first, off the loop: its own layers price the search.
+    resolved = await lookups_of(http_request.app).resolve(request.model, None)
     dtypes = 1 if request.kv_cache_dtype or not request.allow_fp8_kv else 2
     cost = recommend_cost(
         request.model,
         gpu_count=request.gpu_count,
         mix_classes=len(request.context_mix or ()) or 1,
         dtypes=dtypes,
+        known=resolved.layers if resolved is not None else None,
     )
     admit(http_request.app, cost)
-    return answer_response(await run_job(http_request, cost, recommend_job, request))
+    blob = resolved.blob if resolved is not None else None
+    return answer_response(await run_job(http_request, cost, recommend_job, request, blob))
 
 
 __all__ = ["Recommendation", "router"]

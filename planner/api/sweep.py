@@ -13,6 +13,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from planner.api.body import read_json_body
+from planner.api.hub import lookups_of
 from planner.api.jobs import sweep_job
 from planner.api.limits import big_sweep_slot
 from planner.api.metrics import Metrics
@@ -21,7 +22,9 @@ from planner.api.plan import BODY_ERRORS, calibration_for
 from planner.api.problems import ProblemException
 from planner.api.schemas import SweepRequest, SweepResponse
 from planner.api.work import admit, answer_response, run_job
-from planner.cost import sweep_cost
+from planner.contract.problems import problem_from_plan_error
+from planner.core.errors import PlanError
+from planner.cost import needs_hub, sweep_cost
 
 router = APIRouter(tags=["plan"])
 
@@ -50,13 +53,27 @@ async def post_sweep(http_request: Request) -> Response:
         metrics.count_plan("invalid")
         raise
     points = grid_points(sweep)
-    cost = sweep_cost(sweep.base, points, include_plans=sweep.include_plans)
+    base = sweep.base
+    try:
+        resolved = await lookups_of(http_request.app).resolve(base.model, base.revision)
+    except PlanError as exc:  # located under `base.`, as the points' errors are
+        metrics.count_plan("unplannable")
+        raise ProblemException(problem_from_plan_error(exc, prefix=("base",))) from None
+    known = resolved.layers if resolved is not None else None
+    cost = sweep_cost(base, points, include_plans=sweep.include_plans, known=known)
     budget = admit(http_request.app, cost)
     calibration = await calibration_for(sweep.base, http_request)
     # Big grids share a few slots per process (503 + Retry-After when all are taken).
     with big_sweep_slot(http_request.app, points):
         result = await run_job(
-            http_request, cost, sweep_job, sweep, calibration, budget.max_response_bytes
+            http_request,
+            cost,
+            sweep_job,
+            sweep,
+            calibration,
+            budget.max_response_bytes,
+            resolved.blob if resolved is not None else None,
+            inline=False if needs_hub(base) or resolved is not None else None,
         )
     metrics.count_plan("ok", result.planned)
     metrics.count_plan("unplannable", result.unplannable)

@@ -6,16 +6,18 @@
    the event loop: bounded by the estimate, and faster than any hand-off.
 3. Everything else runs in the app's worker pool (`planner.api.workers`) under
    KVPLAN_WORK_DEADLINE_SECONDS: at the deadline the worker is killed (503); a full queue is 503
-   with `Retry-After` at once.
+   with `Retry-After` at once. A client that goes away meanwhile has its job killed the same
+   way (counted as a disconnect).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from starlette.requests import Request
+import anyio
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
 from planner.api.jobs import Answer
@@ -103,7 +105,7 @@ async def run_job(
     deadline = float(settings.work_deadline_seconds)
     metrics = getattr(app.state, "metrics", None)
     try:
-        return await pool_of(app).run(deadline, fn, *args)
+        return await _unless_disconnected(request, pool_of(app).run(deadline, fn, *args))
     except PoolBusy:
         if metrics is not None:
             metrics.count_refused("busy")
@@ -125,6 +127,39 @@ async def run_job(
         raise _busy(
             "the worker ran out of memory or exited (KVPLAN_WORKER_MEMORY_BYTES); ask for less work"
         ) from None
+
+
+async def _unless_disconnected(request: Request, job: Awaitable[T]) -> T:
+    """`job`, cancelled (and its worker killed) when the client goes away meanwhile; the
+    request then ends as a disconnect (`ClientDisconnect`: logged and counted, no answer)."""
+    gone = False
+    result: list[T] = []
+
+    async def watch(scope: anyio.CancelScope) -> None:
+        nonlocal gone
+        # The body is read: the next message is the client leaving (or the response ending).
+        while (await request.receive())["type"] != "http.disconnect":
+            pass
+        gone = True
+        scope.cancel()
+
+    failed: list[Exception] = []
+
+    async def work(scope: anyio.CancelScope) -> None:
+        try:
+            result.append(await job)
+        except Exception as exc:  # raised below, outside the task group (no ExceptionGroup)
+            failed.append(exc)
+        scope.cancel()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(watch, tg.cancel_scope)
+        tg.start_soon(work, tg.cancel_scope)
+    if failed:
+        raise failed[0]
+    if gone and not result:
+        raise ClientDisconnect
+    return result[0]
 
 
 def answer_response(answer: Answer) -> Response:

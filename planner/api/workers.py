@@ -81,6 +81,8 @@ class PoolStats:
     killed_by_deadline: int = 0
     recycled: int = 0
     died: int = 0
+    retried: int = 0  # jobs run again after their worker died
+    cancelled: int = 0  # jobs stopped because their caller went away
     jobs: int = 0
 
 
@@ -185,8 +187,13 @@ class WorkerPool:
     # -- jobs ------------------------------------------------------------------------------
 
     async def _take(self) -> _Worker:
-        if self._idle:
-            return self._idle.pop()
+        while self._idle:
+            worker = self._idle.pop()
+            if worker.process.poll() is None:
+                return worker
+            # Killed while idle (OOM killer, an operator): replaced now, not blamed on a job.
+            self.stats.died += 1
+            worker.kill()
         return await anyio.to_thread.run_sync(self._spawn)
 
     def _give_back(self, worker: _Worker, rss_bytes: int) -> None:
@@ -203,6 +210,8 @@ class WorkerPool:
     async def run(self, deadline_seconds: float, fn: Callable[..., T], *args: Any) -> T:
         """`fn(*args)` in a worker; `WorkTimeout` after `deadline_seconds` (waiting for a free
         worker included), `PoolBusy` when the queue is full. Cancelling the caller kills the job.
+        A worker that dies under the job is replaced and the job tried once more on a fresh one
+        (within the same deadline); a second death is `WorkerDied`.
         """
         if self.closed:
             raise PoolBusy
@@ -210,7 +219,6 @@ class WorkerPool:
             self._slots = anyio.Semaphore(self.size)
         if self.running >= self.size and self.waiting >= self.max_waiting:
             raise PoolBusy
-        loop = asyncio.get_running_loop()
         with anyio.move_on_after(deadline_seconds) as scope:
             self.waiting += 1
             try:
@@ -218,42 +226,12 @@ class WorkerPool:
             finally:
                 self.waiting -= 1
             self.running += 1
-            worker: _Worker | None = None
             try:
-                worker = await self._take()
-                worker.jobs += 1
-                self.stats.jobs += 1
-                worker.send.send((fn, args))
-                ready = loop.create_future()
-                fd = worker.recv.fileno()
-
-                def wake() -> None:
-                    if not ready.done():
-                        ready.set_result(None)
-
-                loop.add_reader(fd, wake)
                 try:
-                    await ready
-                finally:
-                    loop.remove_reader(fd)
-                    # uvloop's add_reader makes the fd non-blocking; the read below blocks
-                    # (in a thread) until the whole answer is in.
-                    os.set_blocking(fd, True)
-                # The answer is bounded (KVPLAN_MAX_RESPONSE_BYTES); read it off the loop.
-                status, value, rss = await anyio.to_thread.run_sync(worker.recv.recv)
-            except BaseException as exc:
-                if worker is not None:
-                    # Cancelled (deadline, client gone) or the pipe broke: stop the work itself.
-                    worker.kill()
-                    self._replenish()
-                    if isinstance(exc, EOFError | OSError):
-                        self.stats.died += 1
-                        raise WorkerDied(str(exc) or "worker exited") from None
-                    if scope.cancel_called:
-                        self.stats.killed_by_deadline += 1
-                raise
-            else:
-                self._give_back(worker, rss)
+                    status, value = await self._attempt(scope, fn, args)
+                except WorkerDied:
+                    self.stats.retried += 1
+                    status, value = await self._attempt(scope, fn, args)
             finally:
                 self.running -= 1
                 self._slots.release()
@@ -261,6 +239,49 @@ class WorkerPool:
                 raise value
             return value  # type: ignore[no-any-return]
         raise WorkTimeout
+
+    async def _attempt(
+        self, scope: anyio.CancelScope, fn: Callable[..., Any], args: tuple[Any, ...]
+    ) -> tuple[str, Any]:
+        loop = asyncio.get_running_loop()
+        worker: _Worker | None = None
+        try:
+            worker = await self._take()
+            worker.jobs += 1
+            self.stats.jobs += 1
+            worker.send.send((fn, args))
+            ready = loop.create_future()
+            fd = worker.recv.fileno()
+
+            def wake() -> None:
+                if not ready.done():
+                    ready.set_result(None)
+
+            loop.add_reader(fd, wake)
+            try:
+                await ready
+            finally:
+                loop.remove_reader(fd)
+                # uvloop's add_reader makes the fd non-blocking; the read below blocks
+                # (in a thread) until the whole answer is in.
+                os.set_blocking(fd, True)
+            # The answer is bounded (KVPLAN_MAX_RESPONSE_BYTES); read it off the loop.
+            status, value, rss = await anyio.to_thread.run_sync(worker.recv.recv)
+        except BaseException as exc:
+            if worker is not None:
+                # Cancelled (deadline, client gone) or the pipe broke: stop the work itself.
+                worker.kill()
+                self._replenish()
+                if isinstance(exc, EOFError | OSError):
+                    self.stats.died += 1
+                    raise WorkerDied(str(exc) or "worker exited") from None
+                if scope.cancel_called:
+                    self.stats.killed_by_deadline += 1
+                else:
+                    self.stats.cancelled += 1
+            raise
+        self._give_back(worker, rss)
+        return status, value
 
 
 __all__ = ["PoolBusy", "PoolStats", "WorkTimeout", "WorkerDied", "WorkerPool"]

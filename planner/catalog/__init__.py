@@ -102,6 +102,12 @@ class GpuEntry(_Frozen):
     source: str
     # Figures not taken from a vendor datasheet (e.g. a cut-down export part) say so here.
     estimated: list[str] = []
+    # The link tensor parallelism talks over: its name, bytes/s one way per GPU, one hop's
+    # latency (NCCL's tuning model), and where the figures come from.
+    link: str | None = None
+    link_bandwidth_bytes_per_s: float | None = Field(default=None, gt=0)
+    link_latency_seconds: float | None = Field(default=None, gt=0)
+    link_source: str | None = None
 
     @property
     def usable_memory_bytes(self) -> int:

@@ -50,12 +50,20 @@ def models_table() -> str:
 
 
 def gpus_table() -> str:
-    rows = ["| GPU id | Name | Memory | Bandwidth | Estimated |", "|---|---|---|---|---|"]
+    rows = [
+        "| GPU id | Name | Memory | Bandwidth | Link (one way) | Estimated |",
+        "|---|---|---|---|---|---|",
+    ]
     for g in list_gpus():
         memory = f"{g.usable_memory_bytes / (1 << 30):.0f} GiB"
         bandwidth = f"{g.bandwidth_bytes_per_s / 1e12:.2f} TB/s"
         est = "; ".join(g.estimated) or "–"
-        rows.append(f"| `{g.id}` | {g.name} | {memory} | {bandwidth} | {est} |")
+        link = (
+            f"{g.link} {g.link_bandwidth_bytes_per_s / 1e9:.0f} GB/s"
+            if g.link and g.link_bandwidth_bytes_per_s
+            else "–"
+        )
+        rows.append(f"| `{g.id}` | {g.name} | {memory} | {bandwidth} | {link} | {est} |")
     return "\n".join(rows)
 
 

@@ -298,6 +298,20 @@ def _human(p: Plan, *, context_defaulted: bool = False) -> str:
                 f"calibrated       {b.calibrated.decode_step_seconds * 1e3:.3f} ms/step "
                 f"({b.calibrated.device_name}, {b.calibrated.measured_at})"
             )
+        e = b.expected
+        if e is not None:
+            from planner.web.step import step_summary
+
+            source = (
+                "fitted constants"
+                if e.constants_source == "catalog"
+                else (f"calibration {e.constants_source}: {', '.join(e.measured_terms)} measured")
+            )
+            lines.append(
+                f"expected         {step_summary(b.decode_step_seconds, e)} (ms/step; TPOT "
+                f"{e.tpot_seconds * 1e3:.3f} ms, {e.decode_tokens_per_s:,.0f} tokens/s, "
+                f"{e.dominant}-bound; {source})"
+            )
     elif c is not None:
         lines.append("decode floor     give --gpu or --bandwidth (e.g. 3.35TB/s) to see it")
     lines.extend(f"note             {n}" for n in p.notes)

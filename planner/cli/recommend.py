@@ -68,6 +68,7 @@ FLAGS: dict[str, str] = {
     "max_model_len": "--max-model-len",
     "concurrency": "--concurrency",
     "tpot_seconds": "--tpot",
+    "throughput_tokens_per_s": "--throughput",
     "kv_cache_dtype": "--dtype",
     "allow_fp8_kv": "--no-fp8",
     "gpu_memory_utilization": "--util",
@@ -114,6 +115,12 @@ def human(r: Recommendation) -> str:
             f"decode     {r.decode_step_seconds * 1e3:.2f} ms per step (bandwidth floor)"
             + (f", target {r.tpot_seconds * 1e3:.2f} ms" if r.tpot_seconds else "")
         )
+    if r.expected_decode_step_seconds is not None:
+        lines.append(
+            f"expected   {r.expected_decode_step_seconds * 1e3:.2f} ms per step (fitted "
+            "constants; TPOT and throughput targets are checked against it)"
+            + (f", {r.throughput_tokens_per_s:,.0f} tokens/s" if r.throughput_tokens_per_s else "")
+        )
     lines += [f"note       {n}" for n in r.notes]
     return "\n".join(lines)
 
@@ -141,6 +148,10 @@ def register(app: typer.Typer) -> None:
         ] = None,
         tpot: Annotated[
             str | None, typer.Option(help="TPOT target with its unit, e.g. 50ms or 0.05s")
+        ] = None,
+        throughput: Annotated[
+            float | None,
+            typer.Option(help="output tokens/s to sustain over all instances, e.g. 5000"),
         ] = None,
         dtype: Annotated[str | None, typer.Option(help="fix kv_cache_dtype")] = None,
         no_fp8: Annotated[bool, typer.Option("--no-fp8", help="never suggest fp8 KV")] = False,
@@ -170,6 +181,7 @@ def register(app: typer.Typer) -> None:
                 for key, value in (
                     ("gpu", gpu),
                     ("concurrency", concurrency),
+                    ("throughput_tokens_per_s", throughput),
                     ("kv_cache_dtype", dtype),
                     ("gpu_memory_utilization", util),
                 ):

@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 
 from planner.logs import logging_config
-from planner.settings import SettingsError, load_settings
+from planner.settings import SettingsError, load_hub_settings, load_settings
 
 GRACEFUL_SHUTDOWN_SECONDS = 10
 # The deployment shape is one process per container (deploy/k8s/): metrics live in each process's
@@ -53,6 +53,7 @@ def serve(
         overrides["port"] = port
     try:
         settings = load_settings(**overrides)
+        load_hub_settings()  # KVPLAN_HUB_* and HF_* fail here too, not at the first Hub id
     except SettingsError as exc:
         problem = {
             "type": "urn:kvplan:problem:invalid-settings",

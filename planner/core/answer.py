@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from planner.core.expected_schema import ExpectedOut
 from planner.core.speculative_schema import DraftOut, SpeculativeBoundsOut
 
 # ---------------------------------------------------------------------------------------------
@@ -199,6 +200,8 @@ class BoundsOut(_Out):
     context_sweep: list[SweepPointOut]
     what_if: WhatIfOut | None
     speculative: SpeculativeBoundsOut | None = None
+    # The expected step from fitted constants (planner.core.expected); None without a GPU.
+    expected: ExpectedOut | None = None
 
 
 class GenerationOut(_Out):

@@ -16,6 +16,7 @@ from typing import Any
 
 from planner.core import schema as s
 from planner.core.capacity import Pool
+from planner.core.expected import plan_expected
 from planner.core.fit import build_pool
 from planner.core.inputs import Inputs
 from planner.core.moe import decode_weight_read
@@ -325,6 +326,19 @@ def decode_bounds(
     if inp.speculation is not None:
         speculative, more = _speculative_bound(inp, batch, batch_kv, weights_rank, bw)
         notes.extend(more)
+    expected = None
+    if gpu is not None or calibration is not None:
+        expected, more = plan_expected(
+            inp,
+            requests=n_batch,
+            weights_bytes=weights_rank,
+            kv_bytes=batch_kv,
+            attention_flops_per_kv_byte=intensity,
+            floor_seconds=speculative.step_seconds if speculative is not None else step,
+            bandwidth_bytes_per_s=bw,
+            speculative=speculative,
+        )
+        notes.extend(more)
     out = s.BoundsOut(
         bandwidth_bytes_per_s=bw,
         source=source,
@@ -343,6 +357,7 @@ def decode_bounds(
         context_sweep=sweep,
         what_if=what_if,
         speculative=speculative,
+        expected=expected,
     )
     return out, notes
 

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 from planner.core import schema as s
 from planner.core.calibration import CalibrationLike
+from planner.core.context_limit import long_context_refusal
 from planner.core.engines import Engine, Scheduling, get_engine
 from planner.core.errors import FieldError, ModelConfigError, UnknownIdError
 from planner.core.hardware import Gpu
@@ -135,14 +136,7 @@ def resolve_gpu(request: s.PlanRequest, catalog: Catalog) -> Gpu | None:
     if g is None:
         return None
     if isinstance(g, s.GpuSpec):
-        return Gpu(
-            None,
-            g.name,
-            g.memory_bytes,
-            g.bandwidth_bytes_per_s,
-            g.bf16_dense_flops,
-            g.compute_capability,
-        )
+        return Gpu.custom(g)
     return catalog.gpu(g)
 
 
@@ -203,7 +197,21 @@ def resolve(
     kv, more = _kv_dtype(request, shape, model_dtype)
     dtype_notes += more
     explicit_kv = request.kv_cache_dtype.strip().lower() != "auto"
-    engine.validate(shape, tp, pp, kv, model_dtype, explicit_kv)
+    max_len = engine.max_model_len(shape)
+    ctx = _context(request, max_len)
+    too_long = long_context_refusal(request, engine.label, engine.long_context_override, ctx,
+                                    max_len)  # fmt: skip
+    try:
+        engine.validate(shape, tp, pp, kv, model_dtype, explicit_kv)
+    except FieldError as exc:
+        # vLLM's ModelConfig checks max_model_len after the model dtype, before the rest.
+        dtype_first = isinstance(exc, ModelConfigError) or exc.problems[0].field == "dtype"
+        if too_long is None or not engine.context_checked_early or dtype_first:
+            raise
+    if too_long is not None and engine.context_checked_early:
+        raise too_long
+    shape = engine.bind_layers(shape, kv, model_dtype)  # the draft copies these layers too
+    model = replace(model, shape=shape)
     notes.extend(layer_form_notes(shape))
     speculation = None
     if request.speculative_config is not None:
@@ -232,8 +240,6 @@ def resolve(
             "async_scheduling",
             f"{engine.label} has no async_scheduling setting (a vLLM flag); omit the field",
         )
-    max_len = engine.max_model_len(shape)
-    ctx = _context(request, max_len)
     prefix_on = (
         request.enable_prefix_caching
         if request.enable_prefix_caching is not None
@@ -278,16 +284,9 @@ def resolve(
     if shape.has_window:
         notes.extend(engine.window_notes(policy, sched, shape, request.hybrid_kv_cache_manager))
 
+    if too_long is not None:
+        raise too_long
     if max_len and ctx > max_len:
-        override = engine.long_context_override
-        if override and not request.allow_long_max_model_len:
-            field = "context_tokens" if request.context_tokens is not None else "requests"
-            raise FieldError(
-                field,
-                f"{ctx:,} tokens is more than the model's maximum length {max_len:,}, and "
-                f"{engine.label} refuses such a max_model_len unless {override} is set; plan "
-                f"at most {max_len:,} tokens, or set allow_long_max_model_len=true",
-            )
         notes.append(note("context.beyond_max_position", ctx=ctx, max_len=max_len))
     mixes = tuple(request.requests or [s.RequestMix(context_tokens=ctx)])
     shared = tuple(_shared_prefix(m.prefix_tokens, block, engine, prefix_on) for m in mixes)

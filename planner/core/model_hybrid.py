@@ -37,9 +37,14 @@ STATE_MODEL_TYPES = frozenset(
     {
         "kimi_linear", "jamba", "qwen3_next", "granitemoehybrid", "nemotron_h", "falcon_h1",
         "bamba", "lfm2", "lfm2_moe", "mamba", "mamba2", "falcon_mamba", "zamba", "zamba2",
-        "minimax", "minimax_text_01", "plamo2", "qwen3_5", "qwen3_5_moe",
+        "minimax", "minimax_text_01", "plamo2", "qwen3_5", "qwen3_5_moe", "qwen3_5_text",
+        "qwen3_5_moe_text",
     }
 )  # fmt: skip
+# Qwen3.5 / Qwen3.6 (text configs and their multimodal wrappers): gated delta nets whose
+# recurrent state takes the config's mamba_ssm_dtype (vLLM 0.33
+# Qwen3_5ForConditionalGenerationConfig.verify_and_update_config sets mamba_ssm_cache_dtype).
+QWEN3_5_TYPES = frozenset({"qwen3_5", "qwen3_5_moe", "qwen3_5_text", "qwen3_5_moe_text"})
 HYBRID_KEYS = (
     "linear_attn_config",
     "hybrid_override_pattern",
@@ -62,6 +67,7 @@ _MAMBA_MIXER = {
 }
 _LINEAR_MIXER = {
     "qwen3_next": "gdn",
+    **dict.fromkeys(QWEN3_5_TYPES, "gdn"),
     "kimi_linear": "kda",
     "jamba": "mamba1",  # transformers' JambaConfig.layer_types spells Mamba linear_attention
     "nemotron_h": "mamba2",  # NemotronHConfig: "mamba" is remapped to linear_attention
@@ -124,16 +130,6 @@ def _mixer_spec(mixer: str, cfg: Mapping[str, Any], model_type: str | None) -> S
         if model_type == "nemotron_h":
             heads, head_dim = _int(cfg, "mamba_num_heads"), _int(cfg, "mamba_head_dim")
             raw = cfg.get("mamba_ssm_cache_dtype", "float32")
-            names: dict[str, StateDtype] = {
-                "float32": "fp32",
-                "bfloat16": "bf16",
-                "float16": "fp16",
-            }
-            if raw not in names and raw != "auto":
-                raise ModelConfigError(
-                    ("model", "mamba_ssm_cache_dtype"),
-                    f"unknown dtype {raw!r}; expected float32, bfloat16 or float16",
-                )
             return Mamba2Spec(
                 0, 0, 0,
                 intermediate=heads * head_dim,
@@ -142,7 +138,7 @@ def _mixer_spec(mixer: str, cfg: Mapping[str, Any], model_type: str | None) -> S
                 head_dim=head_dim,
                 state_size=_int(cfg, "ssm_state_size"),
                 conv_kernel=_int(cfg, "conv_kernel"),
-                ssm_dtype=names.get(raw, "model"),
+                ssm_dtype=_state_dtype(raw, "mamba_ssm_cache_dtype"),
             )  # fmt: skip
         if model_type == "falcon_h1" and cfg.get("mamba_d_ssm") is not None:
             inner = _int(cfg, "mamba_d_ssm")
@@ -172,6 +168,11 @@ def _mixer_spec(mixer: str, cfg: Mapping[str, Any], model_type: str | None) -> S
             head_k_dim=_int(cfg, "linear_key_head_dim"),
             head_v_dim=_int(cfg, "linear_value_head_dim"),
             conv_kernel=_int(cfg, "linear_conv_kernel_dim"),
+            ssm_dtype=(
+                _state_dtype(cfg.get("mamba_ssm_dtype"), "mamba_ssm_dtype")
+                if model_type in QWEN3_5_TYPES
+                else "model"
+            ),
         )  # fmt: skip
     if mixer == "kda":
         lac = cfg.get("linear_attn_config")
@@ -191,6 +192,20 @@ def _mixer_spec(mixer: str, cfg: Mapping[str, Any], model_type: str | None) -> S
             raise ModelConfigError(("model", "conv_dim"), "is required for LFM2's conv layers")
         return ShortConvSpec(0, 0, 0, channels=channels, conv_kernel=_int(cfg, "conv_L_cache"))
     raise AssertionError(mixer)  # pragma: no cover - callers only pass known mixers
+
+
+_STATE_DTYPES: dict[str, StateDtype] = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
+
+
+def _state_dtype(raw: object, key: str) -> StateDtype:
+    """A config's recurrent-state dtype name; None or "auto" is the model's dtype."""
+    if raw is None or raw == "auto":
+        return "model"
+    if not isinstance(raw, str) or raw not in _STATE_DTYPES:
+        raise ModelConfigError(
+            ("model", key), f"unknown dtype {raw!r}; expected float32, bfloat16 or float16"
+        )
+    return _STATE_DTYPES[raw]
 
 
 def _number(cfg: Mapping[str, Any], key: str) -> float:
@@ -343,4 +358,11 @@ def hybrid_layers(
     return tuple(out)
 
 
-__all__ = ["HYBRID_KEYS", "PURE_STATE", "STATE_MODEL_TYPES", "hybrid_layers", "is_hybrid"]
+__all__ = [
+    "HYBRID_KEYS",
+    "PURE_STATE",
+    "QWEN3_5_TYPES",
+    "STATE_MODEL_TYPES",
+    "hybrid_layers",
+    "is_hybrid",
+]

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from planner.core.notes_bounds import BOUNDS_TEMPLATES
 from planner.core.notes_versions import VERSION_TEMPLATES
 
 Param = str | int | float | bool
@@ -263,35 +264,7 @@ TEMPLATES: dict[str, str] = {
         "hold nothing."
     ),
     # -- bounds ------------------------------------------------------------------------------
-    "bounds.calibration_other_device": (
-        "The calibration was measured on {measured_on}, but this plan is for {gpu}: its "
-        "calibrated estimate describes the other device."
-    ),
-    "bounds.pipeline_sum": (
-        "Pipeline parallel: one token passes every stage in turn, so the decode floor sums the "
-        "stages' reads."
-    ),
-    "bounds.weights_unknown": "Weights size unknown: the decode floor counts KV reads only.",
-    "bounds.moe_active_weights": (
-        "Mixture of experts: a decode step of {batch:,} tokens reads the dense weights and the "
-        "experts the batch touches, {experts:.1f} of {num_experts} per MoE layer (top-{top_k}; "
-        "uniform routing assumed: E·(1 − (1 − k/E)^B), k at batch 1, E at large batches), "
-        "{read_gib} of {total_gib} per step."
-    ),
-    "bounds.calibrated": (
-        "Calibrated estimate from {device} (measured {measured_at}): {calls} attention calls × "
-        "t0 + KV bytes / {decode_tbps}; the datasheet floor at {floor_tbps} stays the hard "
-        "lower bound."
-    ),
-    "bounds.calibrated_terms": (
-        "The calibration carries a validated model's step terms: {calls} layers × {per_layer_us} "
-        "µs, and matmuls of {matmul_ms} ms at {tflops} TFLOP/s where they outlast the weight "
-        "stream."
-    ),
-    "bounds.calibrated_layer_term": (
-        "The calibration carries a validated model's step term: {calls} layers × {per_layer_us} "
-        "µs (no matmul rate was fitted)."
-    ),
+    **BOUNDS_TEMPLATES,
     # -- reconcile (a log read back against the engine's rules) --------------------------------
     "reconcile.model_from_log": "Model {model} taken from the log's arguments.",
     "reconcile.plan_request_no_draft": (

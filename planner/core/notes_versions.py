@@ -24,7 +24,8 @@ VERSION_TEMPLATES: dict[str, str] = {
     # Sure of the range: several releases print these lines.
     "reconcile.vllm.version_from_line_numbers_of_several": (
         "{engine} {version} rules, inferred from its line numbers ({source}), which releases "
-        "{releases} all print: the oldest of them is assumed."
+        "{releases} all print: {version} is assumed, the first release of the newest minor "
+        "line among them."
     ),
     # Partly: some lines are no release's (a build between releases).
     "reconcile.vllm.version_from_some_line_numbers": (

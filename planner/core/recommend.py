@@ -6,9 +6,10 @@ recommendation and the plan of its own flags cannot disagree. Per candidate: the
 blocks and each length class's block need (block rounding and the engine's admission rule
 included) give the mix's expected and tail concurrency (`workload`); the tail figure sets how
 many instances (data-parallel replicas) the target concurrency needs; the per-instance batch,
-as whole requests of each class, must fit the pool (`workload_fits`) and, when a TPOT target
-is given, the bandwidth floor of a decode step. Preference: the model's own KV dtype before
-fp8, then the fewest GPUs, then the smallest TP.
+as whole requests of each class, must fit the pool (`workload_fits`) and, when a TPOT or
+throughput target is given, meet it at the expected decode step (`bounds.expected`); a
+bandwidth floor that already misses it rejects the candidate outright. Preference: the model's
+own KV dtype before fp8, then the fewest GPUs, then the smallest TP.
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ def _nearest(req: RecommendRequest, worst: Eval, limit: str, planner: Planner) -
                 f"{worst.dtype} KV is {worst.longest:,} tokens",
             )
         )
-    if limit in ("concurrency", "tpot") and worst.mix is not None:
+    if limit in ("concurrency", "tpot", "throughput") and worst.mix is not None:
         reach = worst.mix.tail_concurrency * max(1, req.gpu_count // worst.tp)
         if req.tpot_seconds is not None:
             reach = min(reach, _tpot_reach(req, worst, planner))
@@ -104,7 +105,9 @@ def _tpot_reach(req: RecommendRequest, ev: Eval, planner: Planner) -> int:
             ],
         }
         bounds = planner(body).bounds
-        return bounds.decode_step_seconds if bounds is not None else 0.0
+        if bounds is None:
+            return 0.0
+        return bounds.expected.tpot_seconds if bounds.expected else bounds.decode_step_seconds
 
     lo, hi = 0, ev.mix.tail_concurrency
     while lo < hi:
@@ -134,6 +137,8 @@ def recommend(req: RecommendRequest, *, catalog: Catalog) -> Recommendation:
             expected_concurrency=round(e.mix.expected_concurrency, 3) if e.mix else 0.0,
             decode_step_seconds=e.step_seconds,
             verdict="fits" if e.ok else f"{e.limit}: {e.detail}",
+            expected_decode_step_seconds=e.expected_step_seconds,
+            expected_tpot_seconds=e.expected_tpot_seconds,
         )
         for e in evals
     ]
@@ -153,6 +158,8 @@ def recommend(req: RecommendRequest, *, catalog: Catalog) -> Recommendation:
             capacity=_capacity(worst, lengths, shares) if worst.mix else None,
             decode_step_seconds=worst.step_seconds,
             tpot_seconds=req.tpot_seconds,
+            expected_decode_step_seconds=worst.expected_step_seconds,
+            expected_tpot_seconds=worst.expected_tpot_seconds,
             binding_constraint=limit,
             binding_detail=f"with TP {worst.tp} and {worst.dtype} KV: {worst.detail}",
             nearest=_nearest(req, worst, limit, planner),
@@ -199,8 +206,9 @@ def recommend(req: RecommendRequest, *, catalog: Catalog) -> Recommendation:
         expected=best.mix.expected_concurrency,
         method=best.mix.method,
     )
-    if req.tpot_seconds is not None:
-        notes.add("recommend.tpot_floor")
+    if req.tpot_seconds is not None or req.throughput_tokens_per_s is not None:
+        notes.add("recommend.tpot_expected")
+    tpot = best.expected_tpot_seconds
     return Recommendation(
         feasible=True,
         engine=req.engine,
@@ -215,6 +223,9 @@ def recommend(req: RecommendRequest, *, catalog: Catalog) -> Recommendation:
         capacity=_capacity(best, lengths, shares),
         decode_step_seconds=best.step_seconds,
         tpot_seconds=req.tpot_seconds,
+        expected_decode_step_seconds=best.expected_step_seconds,
+        expected_tpot_seconds=tpot,
+        throughput_tokens_per_s=req.concurrency / tpot if tpot else None,
         binding_constraint=None,
         binding_detail=None,
         nearest=[],

@@ -64,7 +64,14 @@ class RecommendRequest(_Strict):
         description="Concurrent requests to hold, over all instances."
     )
     tpot_seconds: Annotated[float, Field(gt=0, le=60)] | None = Field(
-        default=None, description="Time per output token to meet (bandwidth floor), seconds."
+        default=None,
+        description="Time per output token to meet, seconds: checked against the expected "
+        "decode step (bounds.expected); a bandwidth floor above it rejects outright.",
+    )
+    throughput_tokens_per_s: Annotated[float, Field(gt=0, le=1e9)] | None = Field(
+        default=None,
+        description="Output tokens per second to sustain over all instances at the target "
+        "concurrency (concurrency / expected TPOT); the floor rejects what cannot reach it.",
     )
     tail_quantile: Annotated[float, Field(ge=0.5, le=0.999)] = Field(
         default=0.95, description="The concurrency must fit at least this fraction of the time."
@@ -152,6 +159,8 @@ class Candidate(_Out):
     expected_concurrency: float
     decode_step_seconds: float | None
     verdict: str
+    expected_decode_step_seconds: float | None = None
+    expected_tpot_seconds: float | None = None
 
 
 class Suggestion(_Out):
@@ -176,6 +185,15 @@ class Recommendation(_Out):
     )
     tpot_seconds: float | None
     binding_constraint: str | None
+    expected_decode_step_seconds: float | None = Field(
+        default=None,
+        description="Expected decode step at the recommended batch (fitted constants; never "
+        "below decode_step_seconds).",
+    )
+    expected_tpot_seconds: float | None = None
+    throughput_tokens_per_s: float | None = Field(
+        default=None, description="Expected output tokens/s over all instances."
+    )
     binding_detail: str | None
     nearest: list[Suggestion]
     plan_request: dict[str, Any] | None = Field(

@@ -32,7 +32,9 @@ class Eval:
     usable: int = 0
     longest: int = 0
     max_at_len: int = 0
-    step_seconds: float | None = None
+    step_seconds: float | None = None  # the floor
+    expected_step_seconds: float | None = None
+    expected_tpot_seconds: float | None = None
     block: int = 0
     model_dtype: str = "bf16"
     body: dict[str, Any] = field(default_factory=dict)
@@ -164,17 +166,17 @@ def evaluate(req: RecommendRequest, tp: int, dtype: str, util: float, _plan: Pla
         rcap, bounds = result.capacity, result.bounds
         assert rcap is not None
         step = bounds.decode_step_seconds if bounds is not None else None
+        expected = bounds.expected if bounds is not None else None
         ev.instances, ev.batch, ev.counts, ev.step_seconds = instances, batch, counts, step
+        ev.expected_step_seconds = expected.decode_step_seconds if expected else None
+        ev.expected_tpot_seconds = expected.tpot_seconds if expected else None
         if not rcap.workload_fits:
             ev.limit = "concurrency"
             ev.detail = f"a batch of {batch} in the mix's proportions does not fit one instance"
             return False
-        if req.tpot_seconds is not None and step is not None and step > req.tpot_seconds:
-            ev.limit = "tpot"
-            ev.detail = (
-                f"the decode step's bandwidth floor at a batch of {batch} is {step * 1e3:.2f} ms, "
-                f"above the {req.tpot_seconds * 1e3:.2f} ms TPOT target"
-            )
+        miss = _speed_miss(req, batch, step, ev.expected_tpot_seconds)
+        if miss is not None:
+            ev.limit, ev.detail = miss
             return False
         ev.ok, ev.limit, ev.detail = True, None, ""
         return True
@@ -192,6 +194,44 @@ def evaluate(req: RecommendRequest, tp: int, dtype: str, util: float, _plan: Pla
             lo = mid
     attempt(hi)
     return ev
+
+
+def _speed_miss(
+    req: RecommendRequest, batch: int, floor: float | None, tpot: float | None
+) -> tuple[str, str] | None:
+    """The TPOT or throughput target a batch misses: the floor rejects what no run can meet,
+    the expected TPOT (fitted constants) what a real run would not."""
+    tpot = tpot if tpot is not None else floor
+    if floor is None or tpot is None:
+        return None
+    at = f"at a batch of {batch}"
+    if req.tpot_seconds is not None:
+        target = f"the {req.tpot_seconds * 1e3:.2f} ms TPOT target"
+        if floor > req.tpot_seconds:
+            return (
+                "tpot",
+                f"the decode step's bandwidth floor {at} is {floor * 1e3:.2f} ms, above {target}",
+            )
+        if tpot > req.tpot_seconds:
+            return "tpot", (
+                f"the expected TPOT {at} is {tpot * 1e3:.2f} ms (floor {floor * 1e3:.2f} ms), "
+                f"above {target}"
+            )
+    want = req.throughput_tokens_per_s
+    if want is not None:
+        target = f"the {want:,.0f} tokens/s throughput target"
+        if req.concurrency / floor < want:
+            return "throughput", (
+                f"{req.concurrency} requests at the bandwidth floor {at} "
+                f"({floor * 1e3:.2f} ms a step) make {req.concurrency / floor:,.0f} tokens/s, "
+                f"below {target}"
+            )
+        if req.concurrency / tpot < want:
+            return "throughput", (
+                f"{req.concurrency} requests at the expected TPOT {at} ({tpot * 1e3:.2f} ms) "
+                f"make {req.concurrency / tpot:,.0f} tokens/s, below {target}"
+            )
+    return None
 
 
 def _tp_sizes(gpu_count: int) -> list[int]:

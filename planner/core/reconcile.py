@@ -13,7 +13,7 @@ from typing import Any
 
 from planner.core.answer import NoteOut
 from planner.core.engines import Engine, engine_class, engine_labels, log_engines
-from planner.core.engines.readers import read_log
+from planner.core.engines.readers import read_log, reads_inputs
 from planner.core.engines.versions import parse_version, version_text
 from planner.core.errors import FieldError, PlanError
 from planner.core.inputs import Catalog, ResolvedModel, resolve_draft
@@ -22,6 +22,7 @@ from planner.core.logs.parse import engine_hint, parse_log
 from planner.core.model import ModelShape, shape_from_config
 from planner.core.notes import Notes, Param
 from planner.core.reconcile_common import Ctx, Resolved
+from planner.core.reconcile_request import log_inputs
 from planner.core.reconcile_schema import LoggedLine, ReconcileRequest, ReconcileResult, Summary
 from planner.core.reconcile_settings import resolve_settings, settings_dtype
 from planner.core.speculative import apply_speculation
@@ -293,6 +294,8 @@ def reconcile(req: ReconcileRequest, *, catalog: Catalog) -> ReconcileResult:
     )
     if req.settings.enable_prefix_caching is not None:
         ctx.plan_extra["enable_prefix_caching"] = req.settings.enable_prefix_caching
+    if shape is not None and dtype is not None and reads_inputs(engine):
+        ctx.inputs, ctx.inputs_reason = log_inputs(ctx, catalog)
     fmt = read_log(ctx)
     if log.lines_truncated:
         ctx.notes.add("reconcile.lines_truncated", lines=log.lines_truncated)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from planner.core.engines import Engine
+from planner.core.engines.reads import PlanInputs
 from planner.core.errors import PlanError
 from planner.core.logs import Fact, ParsedLog, half_unit, to_float
 from planner.core.model import ModelShape
@@ -78,6 +79,10 @@ class Ctx:
     checks: list[Check] = field(default_factory=list)
     reserves: Reserves | None = None
     plan_extra: dict[str, Any] = field(default_factory=dict)
+    # The log's request resolved as plan() resolves it (`reconcile_request.log_inputs`), and
+    # why not when the release's rules refuse it.
+    inputs: PlanInputs | None = None
+    inputs_reason: str = ""
 
     def of(self, kind: str) -> list[Fact]:
         return [f for f in self.facts if f.kind == kind]

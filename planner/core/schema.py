@@ -120,6 +120,13 @@ class GpuSpec(_Strict):
         description="CUDA compute capability as major × 10 + minor (e.g. 75 for a T4): the "
         "engine's quantization kernels are checked against it.",
     )
+    fp8_dense_flops: Annotated[float, Field(gt=0, le=1e18)] | None = None
+    link_bandwidth_bytes_per_s: Bandwidth | None = Field(
+        default=None,
+        description="GPU-to-GPU link, one way per GPU (tensor-parallel all-reduce); default "
+        "PCIe 4.0 x16.",
+    )
+    link_latency_seconds: Annotated[float, Field(gt=0, le=1e-3)] | None = None
 
 
 class PlanRequest(_Strict):

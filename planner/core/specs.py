@@ -249,13 +249,15 @@ INDEXER_BYTES_PER_TOKEN = 132
 class SparseMLASpec(MLASpec):
     """DeepSeek-V3.2's MLA under sparse attention: an fp8 cache becomes fp8_ds_mla (656 B per
     token, vLLM `_canonicalize_sparse_mla_kv_cache_dtype`); 16-bit caches are plain MLA. Each
-    such layer also keeps its indexer's key cache (`cache_specs`)."""
+    such layer also keeps its indexer's key cache (`cache_specs`). `plain_fp8` names fp8 dtypes
+    an engine stores as plain fp8 latents instead (vLLM 0.33: fp8_e4m3, see `bind_layers`)."""
 
     indexer_bytes_per_token: int = INDEXER_BYTES_PER_TOKEN
+    plain_fp8: tuple[str, ...] = ()
     kind: ClassVar[str] = "mla"
 
     def bytes_per_token(self, dtype: KVDtype) -> int:
-        if dtype.bits == 8 and dtype.name.startswith("fp8"):
+        if dtype.bits == 8 and dtype.name.startswith("fp8") and dtype.name not in self.plain_fp8:
             return FP8_DS_MLA_BYTES_PER_TOKEN
         return MLASpec.bytes_per_token(self, dtype)
 

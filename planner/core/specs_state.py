@@ -204,7 +204,7 @@ class Mamba2Spec(StateSpec):
 
 @dataclass(frozen=True, slots=True)
 class GatedDeltaNetSpec(StateSpec):
-    """Gated delta net (Qwen3-Next): conv (kernel − 1 + spec, (2·k_heads·k_dim +
+    """Gated delta net (Qwen3-Next, Qwen3.5): conv (kernel − 1 + spec, (2·k_heads·k_dim +
     v_heads·v_dim) / tp), recurrent (v_heads / tp, v_dim, k_dim)."""
 
     num_k_heads: int = 0
@@ -212,6 +212,8 @@ class GatedDeltaNetSpec(StateSpec):
     head_k_dim: int = 0
     head_v_dim: int = 0
     conv_kernel: int = 4
+    # Qwen3.5: the config's mamba_ssm_dtype (float32), else the model's dtype.
+    ssm_dtype: StateDtype = "model"
     mixer: ClassVar[str] = "gdn"
 
     def shapes(self) -> tuple[tuple[int, ...], ...]:
@@ -220,6 +222,10 @@ class GatedDeltaNetSpec(StateSpec):
             _conv(_divide(conv_dim, self.tp), self.window(self.conv_kernel)),
             (_divide(self.num_v_heads, self.tp), self.head_v_dim, self.head_k_dim),
         )
+
+    def dtypes(self) -> tuple[StateDtype, ...]:
+        # gated_delta_net_state_dtype: conv in the model's dtype, recurrent in the SSM dtype.
+        return ("model", self.recurrent(self.ssm_dtype))
 
     def tp_divisors(self) -> tuple[tuple[str, int], ...]:
         return (

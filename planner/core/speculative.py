@@ -28,6 +28,7 @@ from planner.core.model import (
     text_config,
     with_layers,
 )
+from planner.core.model_hybrid import QWEN3_5_TYPES
 from planner.core.specs import (
     LayerSpec,
     SlidingWindowSpec,
@@ -45,6 +46,14 @@ _MTP_MODEL_TYPES = {"deepseek_v3", "deepseek_v32", "glm_moe_dsa", "deepseek_mtp"
 _MTP_ARCHITECTURES = {"Glm4MoeForCausalLM", "Ernie4_5_MoeForCausalLM", "MiMoForCausalLM"}
 # Configs whose transformers class defaults num_nextn_predict_layers (num_mtp_layers) to 1.
 _MTP_DEFAULT_ONE = {"deepseek_v3", "glm4_moe"}
+# Hybrid (gated delta net) targets with an MTP model file in vLLM 0.33, and the config field
+# that file reads for its full-attention layers (1 when absent): qwen3_next_mtp.py reads
+# num_nextn_predict_layers, qwen3_5_mtp.py mtp_num_hidden_layers. SpeculativeConfig takes the
+# same field as n_predict, so an absent one sets no multiple for num_speculative_tokens.
+_HYBRID_MTP_FIELD = {
+    "qwen3_next": "num_nextn_predict_layers",
+    **dict.fromkeys(QWEN3_5_TYPES, "mtp_num_hidden_layers"),
+}
 # EAGLE-family methods (SpeculativeConfig.use_eagle).
 _EAGLE_METHODS = {"eagle", "eagle3", "mtp", "dflash"}
 
@@ -98,7 +107,27 @@ def _n_predict(cfg: Mapping[str, Any]) -> int:
 def _mtp_supported(cfg: Mapping[str, Any]) -> bool:
     archs = cfg.get("architectures") or []
     arch = archs[0] if isinstance(archs, list) and archs else None
-    return cfg.get("model_type") in _MTP_MODEL_TYPES or arch in _MTP_ARCHITECTURES
+    mtype = cfg.get("model_type")
+    return mtype in _MTP_MODEL_TYPES or mtype in _HYBRID_MTP_FIELD or arch in _MTP_ARCHITECTURES
+
+
+def _mtp_layers(cfg: Mapping[str, Any]) -> tuple[int, int | None]:
+    """(MTP decoder layers vLLM builds, the n_predict num_speculative_tokens must divide when
+    larger; None for no such check)."""
+    field = _HYBRID_MTP_FIELD.get(str(cfg.get("model_type")))
+    if field is None:
+        n = _n_predict(cfg)
+        return n, n
+    raw = cfg.get(field)
+    if raw is None:
+        return 1, None
+    if isinstance(raw, bool) or not isinstance(raw, int) or not 1 <= raw <= 64:
+        raise FieldError(
+            (FIELD, "method"),
+            f"method mtp reads the model's {field} (1 to 64) from its config; this config has "
+            f"{raw!r}",
+        )
+    return raw, raw
 
 
 def resolve_speculation(
@@ -142,18 +171,29 @@ def resolve_speculation(
             raise FieldError(
                 (FIELD, "method"),
                 f"vLLM has no MTP draft for model type {cfg.get('model_type')!r} (it builds them "
-                "for DeepSeek-V3/V3.2, GLM-4.5, ERNIE-4.5 and MiMo among the models kvplan sizes)",
+                "for DeepSeek-V3/V3.2, GLM-4.5, ERNIE-4.5, MiMo, Qwen3-Next and Qwen3.5 among "
+                "the models kvplan sizes)",
             )
-        n = _n_predict(cfg)
+        n, n_predict = _mtp_layers(cfg)
+        if k is None and n_predict is None:
+            raise FieldError(
+                (FIELD, "num_speculative_tokens"),
+                "this model's config does not say how many MTP modules it has, so vLLM takes no "
+                "default: set num_speculative_tokens (e.g. 1)",
+            )
         k = k or n
-        if k > n and k % n:
+        if n_predict is not None and k > n_predict and k % n_predict:
             # SpeculativeConfig: more draft tokens than MTP modules reuse the modules in turn.
             raise FieldError(
                 (FIELD, "num_speculative_tokens"),
-                f"vLLM needs num_speculative_tokens ({k}) at most num_nextn_predict_layers ({n}) "
-                f"or a multiple of it; try {n * (k // n + 1)}",
+                f"vLLM needs num_speculative_tokens ({k}) at most the model's MTP modules "
+                f"({n_predict}) or a multiple of it; try {n_predict * (k // n_predict + 1)}",
             )
-        main = next((g.spec for g in target.groups if not g.spec.is_window), None)
+        # The first attention group (state layers keep no per-token cache to copy).
+        main = next(
+            (g.spec for g in target.groups if not g.spec.is_window and g.spec.grows_with_context),
+            None,
+        )
         if main is None:
             raise FieldError(
                 (FIELD, "method"),

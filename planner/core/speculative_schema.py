@@ -20,7 +20,12 @@ class _Out(BaseModel):
     model_config = ConfigDict(frozen=True)
 
 
-SpeculativeMethod = Literal["eagle", "eagle3", "mtp", "draft_model", "ngram", "dflash"]
+SpeculativeMethod = Literal[
+    "eagle", "eagle3", "mtp", "draft_model", "ngram", "dflash", "qwen3_next_mtp", "qwen3_5_mtp"
+]
+# Older method names vLLM 0.33 still takes and replaces with mtp (SpeculativeConfig: "method
+# `...` is deprecated and replaced with mtp").
+MTP_METHOD_ALIASES = frozenset({"qwen3_next_mtp", "qwen3_5_mtp"})
 
 
 class SpeculativeConfig(_Strict):
@@ -29,8 +34,9 @@ class SpeculativeConfig(_Strict):
 
     method: SpeculativeMethod = Field(
         description="eagle, eagle3 (EAGLE heads), mtp (the model's own multi-token-prediction "
-        "layers), draft_model (a smaller model), ngram (prompt lookup: no KV layers), dflash "
-        "(a block-diffusion draft filling k tokens at once; vLLM 0.20 and later)."
+        "layers; qwen3_next_mtp and qwen3_5_mtp are vLLM's older names for it), draft_model "
+        "(a smaller model), ngram (prompt lookup: no KV layers), dflash (a block-diffusion "
+        "draft filling k tokens at once; vLLM 0.20 and later)."
     )
     model: Annotated[str, Field(min_length=1, max_length=200)] | dict[str, Any] | None = Field(
         default=None,
@@ -58,6 +64,15 @@ class SpeculativeConfig(_Strict):
         "accepted given the ones before it were. Tokens per step = (1 − a^(k+1)) / (1 − a) "
         "for k = num_speculative_tokens; used for the decode bound per accepted token.",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _mtp_alias(cls, data: Any) -> Any:
+        # vLLM replaces the older per-model MTP method names with mtp.
+        method = data.get("method") if isinstance(data, dict) else None
+        if isinstance(method, str) and method in MTP_METHOD_ALIASES:
+            return {**data, "method": "mtp"}
+        return data
 
     @model_validator(mode="after")
     def _config_size(self) -> SpeculativeConfig:
@@ -95,6 +110,7 @@ class SpeculativeBoundsOut(_Out):
 
 
 __all__ = [
+    "MTP_METHOD_ALIASES",
     "DraftOut",
     "SpeculativeBoundsOut",
     "SpeculativeConfig",

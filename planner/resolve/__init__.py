@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -32,12 +33,19 @@ from planner.resolve.safetensors_files import SafetensorsError, local_weights_by
 if TYPE_CHECKING:  # pydantic-settings loads only when the Hub or a directory is asked
     from planner.resolve.settings import HubSettings
 
+
+def redact_url(url: str) -> str:
+    from planner.resolve.settings import redact_url as redact
+
+    return redact(url)
+
+
 WeightsSource = Literal["safetensors", "parameter_count", "request"]
 Source = Literal["request", "local", "catalog", "hub"]
 
 # A Hub repo id: owner/name, letters, digits, '-', '_', '.'; 96 chars per part (Hub rules).
 _REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,95}/[A-Za-z0-9][A-Za-z0-9_.\-]{0,95}$")
-_REVISION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-/]{0,199}$")
+_REVISION = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-/]{0,199}")
 _PREFIXES = ("https://huggingface.co/", "http://huggingface.co/", "hf://", "huggingface.co/")
 MAX_CONFIG_BYTES = 4 << 20
 
@@ -62,50 +70,162 @@ def _freeze(config: Mapping[str, Any]) -> Mapping[str, Any]:
     return MappingProxyType(dict(config))
 
 
-# --- in-process cache ------------------------------------------------------------------------
+# --- in-process memory of Hub lookups --------------------------------------------------------
+
+Key = tuple[str, str, str]  # (endpoint, repo id in lower case, revision or "main")
+
+
+def _config_bytes(config: Mapping[str, Any]) -> int:
+    return len(json.dumps(config, separators=(",", ":"), default=str))
 
 
 class _Lru:
-    """A small thread-safe LRU of resolved Hub models (keyed by endpoint, id, revision)."""
+    """Thread-safe LRU of resolved Hub models, bounded in entries and in config bytes."""
 
     def __init__(self) -> None:
-        self._data: OrderedDict[tuple[str, str, str | None], ResolvedModel] = OrderedDict()
+        self._data: OrderedDict[Key, tuple[ResolvedModel, int]] = OrderedDict()
+        self._bytes = 0
         self._lock = threading.Lock()
 
-    def get(self, key: tuple[str, str, str | None]) -> ResolvedModel | None:
+    def get(self, key: Key) -> ResolvedModel | None:
         with self._lock:
             hit = self._data.get(key)
-            if hit is not None:
-                self._data.move_to_end(key)
-            return hit
+            if hit is None:
+                return None
+            self._data.move_to_end(key)
+            return hit[0]
 
-    def put(self, key: tuple[str, str, str | None], value: ResolvedModel, limit: int) -> None:
-        if limit <= 0:
+    def put(self, key: Key, value: ResolvedModel, limit: int, max_bytes: int) -> None:
+        size = _config_bytes(value.config) + 512
+        if limit <= 0 or size > max_bytes:
             return
         with self._lock:
-            self._data[key] = value
+            old = self._data.pop(key, None)
+            if old is not None:
+                self._bytes -= old[1]
+            self._data[key] = (value, size)
+            self._bytes += size
+            while len(self._data) > limit or self._bytes > max_bytes:
+                _, (_, dropped) = self._data.popitem(last=False)
+                self._bytes -= dropped
+
+    def clear(self) -> None:
+        with self._lock:
+            self._data.clear()
+            self._bytes = 0
+
+    @property
+    def nbytes(self) -> int:
+        return self._bytes
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+class _Misses:
+    """Ids the Hub does not know, or refuses for good (no config, too large), remembered for
+    KVPLAN_HUB_NEGATIVE_TTL_SECONDS: a client repeating a typo costs no Hub request."""
+
+    LIMIT = 4096
+
+    def __init__(self) -> None:
+        self._data: OrderedDict[Key, tuple[float, FieldError]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: Key) -> FieldError | None:
+        with self._lock:
+            hit = self._data.get(key)
+            if hit is None:
+                return None
+            if hit[0] < time.monotonic():
+                del self._data[key]
+                return None
+            return hit[1]
+
+    def put(self, key: Key, error: FieldError, ttl_seconds: float) -> None:
+        if ttl_seconds <= 0:
+            return
+        with self._lock:
+            self._data[key] = (time.monotonic() + ttl_seconds, error)
             self._data.move_to_end(key)
-            while len(self._data) > limit:
+            while len(self._data) > self.LIMIT:
                 self._data.popitem(last=False)
 
     def clear(self) -> None:
         with self._lock:
             self._data.clear()
 
-    def __len__(self) -> int:
-        return len(self._data)
+
+class _Breaker:
+    """A circuit breaker per endpoint: after KVPLAN_HUB_BREAKER_FAILURES failures in a row
+    (timeout, no network, 429, 5xx, a malformed answer) the Hub is not asked for
+    KVPLAN_HUB_BREAKER_SECONDS (or the Hub's Retry-After, when longer); then one lookup tries."""
+
+    def __init__(self) -> None:
+        self._failures: dict[str, int] = {}
+        self._open_until: dict[str, tuple[float, str]] = {}
+        self._lock = threading.Lock()
+
+    def refusal(self, endpoint: str, *, claim: bool = True) -> str | None:
+        """Why the Hub is not asked now (the last failure), or None to go ahead (`claim`: this
+        caller is the one trial lookup of a half-open circuit)."""
+        with self._lock:
+            until = self._open_until.get(endpoint)
+            if until is None:
+                return None
+            left = until[0] - time.monotonic()
+            if left <= 0:
+                if not claim:
+                    return None
+                # Half-open: this caller tries; the others wait for its outcome or the next window.
+                self._open_until[endpoint] = (time.monotonic() + 1.0, until[1])
+                return None
+            return f"{until[1]} (not asked again for {left:.0f} s)"
+
+    def failed(
+        self,
+        endpoint: str,
+        why: str,
+        threshold: int,
+        seconds: float,
+        retry_after: float | None = None,
+    ) -> None:
+        with self._lock:
+            n = self._failures.get(endpoint, 0) + 1
+            self._failures[endpoint] = n
+            if n >= threshold or retry_after is not None:
+                wait = max(seconds, min(retry_after or 0.0, 3600.0))
+                self._open_until[endpoint] = (time.monotonic() + wait, why)
+
+    def succeeded(self, endpoint: str) -> None:
+        with self._lock:
+            self._failures.pop(endpoint, None)
+            self._open_until.pop(endpoint, None)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._failures.clear()
+            self._open_until.clear()
 
 
 _CACHE = _Lru()
+_MISSES = _Misses()
+_BREAKER = _Breaker()
 
 
 def clear_cache() -> None:
-    """Forget every Hub model resolved in this process."""
+    """Forget every Hub model resolved in this process, every remembered miss and failure."""
     _CACHE.clear()
+    _MISSES.clear()
+    _BREAKER.clear()
 
 
 def cache_size() -> int:
     return len(_CACHE)
+
+
+def cache_bytes() -> int:
+    return _CACHE.nbytes
 
 
 # --- the steps -------------------------------------------------------------------------------
@@ -235,8 +355,8 @@ def resolve_model(
         return _from_request(model)
     if not isinstance(model, str) or not model.strip():
         raise FieldError("model", "must be a model id (e.g. meta-llama/Llama-3.1-8B) or a config")
-    if revision is not None and not _REVISION.match(revision):
-        raise FieldError("revision", f"{revision!r} is not a branch, tag or commit name")
+    if revision is not None:
+        check_revision(revision)
     typed = model.strip()
     if allow_local_dirs is None:
         allow_local_dirs = _settings(settings).allow_local_dirs
@@ -251,8 +371,8 @@ def resolve_model(
             return hit
     s = _settings(settings)
 
-    repo_id = _normalise_id(typed)
-    if not _REPO_ID.match(repo_id) or ".." in repo_id:
+    repo_id = hub_id(typed)
+    if repo_id is None:
         raise ModelNotFoundError(
             "model",
             f"unknown model {typed!r}: not in the bundled catalog, and not a Hub id of the "
@@ -267,14 +387,47 @@ def resolve_model(
             "bundled id (GET /api/v1/models or `kvplan models`).",
         )
 
-    key = (s.endpoint_url, repo_id.lower(), revision)
+    key = hub_key(repo_id, revision, s)
     cached = _CACHE.get(key)
     if cached is not None:
         return cached
+    missed = _MISSES.get(key)
+    if missed is not None:
+        raise missed
+    if not s.offline:
+        down = _BREAKER.refusal(s.endpoint_url)
+        if down is not None:
+            raise HubUnavailableError(
+                "model",
+                f"the Hub at {redact_url(s.endpoint_url)} is failing: {down}; paste the "
+                "model's config.json as `model`, or retry later.",
+            )
 
     from planner.resolve.hub import fetch
+    from planner.resolve.transport import HubRefused
 
-    found = fetch(repo_id, revision, s)
+    try:
+        found = fetch(repo_id, revision, s)
+    except HubUnavailableError as exc:
+        cause = exc.__cause__ or exc.__context__
+        retry = cause.retry_after_seconds if isinstance(cause, HubRefused) else None
+        if not s.offline and "cannot be written" not in exc.detail:
+            _BREAKER.failed(
+                s.endpoint_url,
+                exc.detail.split(";")[0],
+                s.breaker_failures,
+                s.breaker_seconds,
+                retry,
+            )
+        raise
+    except (ModelNotFoundError, RevisionNotFoundError, ModelFilesError, GatedModelError) as exc:
+        if not s.offline:
+            _BREAKER.succeeded(s.endpoint_url)
+            if not isinstance(exc, GatedModelError):  # access depends on the token sent
+                _MISSES.put(key, exc, s.negative_ttl_seconds)
+        raise
+    if not s.offline:
+        _BREAKER.succeeded(s.endpoint_url)
     weights, served_notes = _served(found.config, found.weights_bytes)
     resolved = ResolvedModel(
         id=repo_id,
@@ -288,8 +441,63 @@ def resolve_model(
     )
     if not s.offline:
         # Offline answers are not cached: once the network is back, the Hub's answer wins.
-        _CACHE.put(key, resolved, s.cache_entries)
+        _CACHE.put(key, resolved, s.cache_entries, s.memory_cache_bytes)
     return resolved
+
+
+def check_revision(revision: str) -> None:
+    """A branch, tag or commit name, never a path: no `..`, `.` or empty parts, no control
+    characters, nothing absolute (the client names cache files after the revision)."""
+    parts = revision.split("/")
+    if (
+        not _REVISION.fullmatch(revision)
+        or any(part in ("", ".", "..") for part in parts)
+        or revision.endswith((".lock", "."))
+    ):
+        raise FieldError(
+            "revision",
+            f"{revision[:120]!r} is not a branch, tag or commit name (letters, digits, `-`, `_`, "
+            "`.` and `/` between non-empty parts; no `..`)",
+        )
+
+
+def hub_id(typed: str) -> str | None:
+    """The canonical Hub repo id of what was typed (page URLs and prefixes removed), or None
+    when it cannot be one."""
+    repo_id = _normalise_id(typed)
+    if not _REPO_ID.match(repo_id) or ".." in repo_id:
+        return None
+    return repo_id
+
+
+def hub_key(repo_id: str, revision: str | None, s: HubSettings) -> Key:
+    """One key per repo and revision, however the id was typed."""
+    return (s.endpoint_url, repo_id.lower(), revision or "main")
+
+
+def hub_state(
+    typed: str, revision: str | None, s: HubSettings
+) -> ResolvedModel | FieldError | None:
+    """What this process already knows about a Hub id without asking the Hub: the model, a
+    remembered refusal (an unknown id, an open circuit), or None."""
+    repo_id = hub_id(typed)
+    if repo_id is None:
+        return None
+    key = hub_key(repo_id, revision, s)
+    hit = _CACHE.get(key)
+    if hit is not None:
+        return hit
+    missed = _MISSES.get(key)
+    if missed is not None:
+        return missed
+    down = _BREAKER.refusal(s.endpoint_url, claim=False) if not s.offline else None
+    if down is not None:
+        return HubUnavailableError(
+            "model",
+            f"the Hub at {redact_url(s.endpoint_url)} is failing: {down}; paste the model's "
+            "config.json as `model`, or retry later.",
+        )
+    return None
 
 
 def __getattr__(name: str) -> Any:
@@ -305,11 +513,17 @@ __all__ = [
     "GatedModelError",
     "HubSettings",
     "HubUnavailableError",
+    "Key",
     "ModelFilesError",
     "ModelNotFoundError",
     "ResolvedModel",
     "RevisionNotFoundError",
+    "cache_bytes",
     "cache_size",
+    "check_revision",
     "clear_cache",
+    "hub_id",
+    "hub_key",
+    "hub_state",
     "resolve_model",
 ]

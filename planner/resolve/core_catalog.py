@@ -7,6 +7,8 @@ in place of the bundled-only catalog; the core stays free of I/O.
 
 from __future__ import annotations
 
+import json
+import threading
 from collections import OrderedDict
 from typing import TYPE_CHECKING
 
@@ -40,6 +42,9 @@ def as_core_model(r: ResolvedModel) -> CoreModel:
 class ResolvingCatalog:
     """`planner.core.inputs.Catalog` that resolves ids the way people type them."""
 
+    # Typed spellings remembered per catalog (each a short string and a key).
+    TYPED_LIMIT = 4096
+
     def __init__(
         self, settings: HubSettings | None = None, *, allow_local_dirs: bool | None = None
     ) -> None:
@@ -47,25 +52,62 @@ class ResolvingCatalog:
         self._settings = settings
         self._local = allow_local_dirs
         # Sizing a config (shape, parameter and weight counts) costs more than planning with
-        # it: keep what was built, bounded like the resolver's own cache.
-        self._built: OrderedDict[tuple[str, str | None], CoreModel] = OrderedDict()
+        # it: keep what was built, one entry per model (however its id was typed), bounded in
+        # entries and in config bytes like the resolver's own cache.
+        self._built: OrderedDict[_Key, tuple[CoreModel, int]] = OrderedDict()
+        self._built_bytes = 0
+        self._typed: OrderedDict[tuple[str, str | None], _Key] = OrderedDict()
         self._limit = settings.cache_entries if settings is not None else 512
+        self._max_bytes = settings.memory_cache_bytes if settings is not None else 64 << 20
+        self._lock = threading.Lock()
 
     def model(self, model_id: str, revision: str | None = None) -> CoreModel:
-        key = (model_id, revision)
-        found = self._built.get(key)
-        if found is not None:
-            self._built.move_to_end(key)
-            return found
+        typed = (model_id, revision)
+        with self._lock:
+            key = self._typed.get(typed)
+            hit = self._built.get(key) if key is not None else None
+            if hit is not None and key is not None:
+                self._built.move_to_end(key)
+                return hit[0]
         resolved = resolve_model(
             model_id, revision=revision, settings=self._settings, allow_local_dirs=self._local
         )
-        built = as_core_model(resolved)
-        if self._limit:
-            self._built[key] = built
-            while len(self._built) > self._limit:
-                self._built.popitem(last=False)
+        built = self.build(resolved)
+        if resolved.source in ("catalog", "hub"):  # a local directory may change on disk
+            with self._lock:
+                self._typed[typed] = _key_of(resolved)
+                while len(self._typed) > self.TYPED_LIMIT:
+                    self._typed.popitem(last=False)
         return built
+
+    def build(self, resolved: ResolvedModel) -> CoreModel:
+        """The core's model of `resolved`, built once per model and revision."""
+        key = _key_of(resolved)
+        cacheable = resolved.source in ("catalog", "hub")
+        if cacheable:
+            with self._lock:
+                hit = self._built.get(key)
+                if hit is not None:
+                    self._built.move_to_end(key)
+                    return hit[0]
+        built = as_core_model(resolved)
+        if cacheable and self._limit:
+            size = _config_bytes(resolved.config) + 4096
+            with self._lock:
+                if size <= self._max_bytes:
+                    old = self._built.pop(key, None)
+                    self._built_bytes += size - (old[1] if old is not None else 0)
+                    self._built[key] = (built, size)
+                while self._built and (
+                    len(self._built) > self._limit or self._built_bytes > self._max_bytes
+                ):
+                    _, (_, dropped) = self._built.popitem(last=False)
+                    self._built_bytes -= dropped
+        return built
+
+    @property
+    def built_bytes(self) -> int:
+        return self._built_bytes
 
     def gpu(self, gpu_id: str) -> Gpu:
         from planner.catalog import get_gpu
@@ -78,7 +120,42 @@ class ResolvingCatalog:
             e.bandwidth_bytes_per_s,
             e.bf16_dense_flops,
             e.compute_capability,
+            fp8_dense_flops=e.fp8_dense_flops,
+            link_bandwidth_bytes_per_s=e.link_bandwidth_bytes_per_s,
+            link_latency_seconds=e.link_latency_seconds,
+            link_name=e.link,
         )
 
 
-__all__ = ["ResolvingCatalog", "as_core_model"]
+class WithResolved:
+    """A catalog that answers one typed id with a model resolved elsewhere (the server's Hub
+    lookup, passed to a worker) and asks `base` for everything else."""
+
+    def __init__(
+        self, base: ResolvingCatalog, typed: str, revision: str | None, resolved: ResolvedModel
+    ) -> None:
+        self._base = base
+        self._typed = (typed, revision)
+        self._resolved = resolved
+
+    def model(self, model_id: str, revision: str | None = None) -> CoreModel:
+        if (model_id, revision) == self._typed:
+            return self._base.build(self._resolved)
+        return self._base.model(model_id, revision)
+
+    def gpu(self, gpu_id: str) -> Gpu:
+        return self._base.gpu(gpu_id)
+
+
+_Key = tuple[str, str | None, str | None]
+
+
+def _key_of(r: ResolvedModel) -> _Key:
+    return (r.source, (r.id or "").lower(), r.revision)
+
+
+def _config_bytes(config: object) -> int:
+    return len(json.dumps(config, separators=(",", ":"), default=str))
+
+
+__all__ = ["ResolvingCatalog", "WithResolved", "as_core_model"]

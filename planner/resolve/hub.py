@@ -9,7 +9,10 @@ says what to do.
 
 from __future__ import annotations
 
+import errno
 import json
+import mmap
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +29,8 @@ from planner.resolve.errors import (
     RevisionNotFoundError,
 )
 from planner.resolve.safetensors_files import INDEX_NAME, SINGLE_NAME, index_total_size
-from planner.resolve.settings import HubSettings
+from planner.resolve.settings import HubSettings, redact_url
+from planner.resolve.transport import HubRefused, file_cap, lookup_budget
 
 T = TypeVar("T")
 # The client's HTTP stack (httpx in huggingface_hub 1.x, httpx2 in 2.x): its errors are network
@@ -37,6 +41,12 @@ PASTE_HINT = "paste the model's config.json as `model` (a JSON object) instead"
 # An index lists every tensor; DeepSeek-V3's is ~9 MB. Anything far larger is not an index.
 MAX_INDEX_BYTES = 64 << 20
 MAX_CONFIG_BYTES = 4 << 20
+# Model info lists every file of the repo; the largest real repos' answers are a few MB.
+MAX_INFO_BYTES = 16 << 20
+# Filesystem errors that mean "the cache cannot be written", not "the network is down".
+_CACHE_ERRNOS = frozenset(
+    {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.ENOTDIR}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,9 +65,22 @@ def _field_for(exc: Exception) -> str:
 
 def _translate(exc: Exception, repo_id: str, revision: str | None, s: HubSettings) -> Exception:
     """A client exception as the FieldError a user can act on."""
-    where = s.endpoint_url
+    where = redact_url(s.endpoint_url)
+    if isinstance(exc, HubRefused):
+        return _refusal(exc, repo_id, where, s)
+    if (
+        isinstance(exc, OSError)
+        and not isinstance(exc, ConnectionError)
+        and (exc.errno in _CACHE_ERRNOS or exc.filename is not None)
+    ):
+        return HubUnavailableError(
+            "model",
+            f"the Hugging Face cache at {str(s.cache_dir)!r} cannot be written "
+            f"({exc.strerror or type(exc).__name__}), so {repo_id!r} cannot be fetched; set "
+            f"HF_HOME to a writable directory (the Deployment mounts one), or {PASTE_HINT}.",
+        )
     if isinstance(exc, hf_errors.GatedRepoError):
-        has_token = s.token is not None
+        has_token = s.token_for(repo_id) is not None
         return GatedModelError(
             "model",
             f"{repo_id!r} is gated on {where}: "
@@ -65,6 +88,8 @@ def _translate(exc: Exception, repo_id: str, revision: str | None, s: HubSetting
                 "the token in HF_TOKEN has no access; accept the licence on the model page "
                 "with that account"
                 if has_token
+                else "this server's HF_TOKEN is not used for it (KVPLAN_HUB_TOKEN_REPOS)"
+                if s.token is not None
                 else "set HF_TOKEN to a Hugging Face token whose account accepted its licence"
             )
             + f", or {PASTE_HINT}.",
@@ -125,6 +150,41 @@ def _translate(exc: Exception, repo_id: str, revision: str | None, s: HubSetting
     return exc
 
 
+def _refusal(exc: HubRefused, repo_id: str, where: str, s: HubSettings) -> Exception:
+    if exc.kind == "too_large":
+        return ModelFilesError(
+            "model", f"{repo_id!r} on {where} offered {exc.detail}; refused before reading it"
+        )
+    if exc.kind == "deadline":
+        return HubUnavailableError(
+            "model",
+            f"the Hub at {where} did not answer within {s.timeout_seconds:g} s for {repo_id!r} "
+            f"(KVPLAN_HUB_TIMEOUT_SECONDS, all requests of one lookup together); {PASTE_HINT}.",
+        )
+    if exc.kind == "busy":
+        later = (
+            f"retry after {exc.retry_after_seconds:g} s"
+            if exc.retry_after_seconds is not None
+            else "try again later"
+        )
+        return HubUnavailableError(
+            "model",
+            f"the Hub at {where} answered {exc.detail} for {repo_id!r} (rate limited or down); "
+            f"{later}, or {PASTE_HINT}.",
+        )
+    if exc.kind == "network":
+        return HubUnavailableError(
+            "model",
+            f"{exc.detail} to the Hub at {where} for {repo_id!r}; set HF_ENDPOINT to a "
+            f"reachable mirror, or {PASTE_HINT}.",
+        )
+    return HubUnavailableError(
+        "model",
+        f"the Hub at {where} sent {exc.detail} for {repo_id!r}, which is not the Hub's protocol; "
+        f"check HF_ENDPOINT, or {PASTE_HINT}.",
+    )
+
+
 def _is_transport(exc: Exception) -> bool:
     """A network error of the client's HTTP library (connect, read, timeout, protocol)."""
     return type(exc).__module__.split(".")[0] in _TRANSPORT_MODULES
@@ -133,41 +193,153 @@ def _is_transport(exc: Exception) -> bool:
 def _call(fn: Callable[[], T], repo_id: str, revision: str | None, s: HubSettings) -> T:
     try:
         return fn()
-    except (hf_errors.HfHubHTTPError, hf_errors.LocalEntryNotFoundError, OSError) as exc:
+    except (
+        HubRefused,
+        hf_errors.HfHubHTTPError,
+        hf_errors.LocalEntryNotFoundError,
+        OSError,
+    ) as exc:
         raise _translate(exc, repo_id, revision, s) from None
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        # The client parses the Hub's answers: one that is not JSON, or has wrong types.
+        raise _translate(
+            HubRefused("malformed", f"an unreadable answer ({type(exc).__name__})"),
+            repo_id,
+            revision,
+            s,
+        ) from None
     except Exception as exc:
         if _is_transport(exc):
             raise _translate(exc, repo_id, revision, s) from None
         raise
 
 
+def _forget(path: Path) -> None:
+    """Delete a cached file that was refused: the snapshot link and the blob it points to."""
+    try:
+        blob = path.resolve()
+        path.unlink(missing_ok=True)
+        if blob != path and "blobs" in blob.parts:
+            blob.unlink(missing_ok=True)
+    except OSError:
+        pass
+
+
 def _read_json(path: str, limit: int, what: str, repo_id: str) -> Any:
     p = Path(path)
     if p.stat().st_size > limit:
+        _forget(p)
         raise ModelFilesError("model", f"{repo_id!r}: {what} is larger than {limit} bytes")
     try:
-        return json.loads(p.read_text("utf-8"))
+        return json.loads(p.read_bytes())
     except ValueError as exc:
+        _forget(p)
         raise ModelFilesError("model", f"{repo_id!r}: {what} is not JSON ({exc})") from None
 
 
+_METADATA_KEY = re.compile(rb'"metadata"\s*:\s*')
+# The metadata object is a few keys; more than this after its key is not an index's.
+_METADATA_WINDOW_BYTES = 64 << 10
+
+
+def _index_total(path: str, repo_id: str) -> int | None:
+    """`metadata.total_size` of an index without loading it: the file is mapped, not read, and
+    only the metadata object is parsed (a large MoE's weight map is tens of MB of JSON and
+    hundreds of MB as Python objects)."""
+    p = Path(path)
+    size = p.stat().st_size
+    if size > MAX_INDEX_BYTES:
+        _forget(p)
+        raise ModelFilesError("model", f"{repo_id!r}: {INDEX_NAME} is over {MAX_INDEX_BYTES} bytes")
+    if size == 0:
+        _forget(p)
+        raise ModelFilesError("model", f"{repo_id!r}: {INDEX_NAME} is empty")
+    decoder = json.JSONDecoder()
+    with p.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        if not data[:4096].lstrip().startswith(b"{"):
+            _forget(p)
+            raise ModelFilesError("model", f"{repo_id!r}: {INDEX_NAME} is not a JSON object")
+        for m in _METADATA_KEY.finditer(data):
+            window = data[m.end() : m.end() + _METADATA_WINDOW_BYTES].decode("utf-8", "replace")
+            try:
+                value, _ = decoder.raw_decode(window)
+            except ValueError:
+                continue
+            if isinstance(value, dict):
+                return index_total_size({"metadata": value})
+    return None
+
+
+_COMMIT = re.compile(r"[0-9a-f]{40}")
+
+
+def _trim_cache(s: HubSettings) -> None:
+    """Keep the Hub cache under KVPLAN_HUB_CACHE_BYTES: least recently used revisions go."""
+    from huggingface_hub import scan_cache_dir
+
+    try:
+        info = scan_cache_dir(s.cache_dir)
+    except Exception:  # an unreadable cache is reported by the next download, not here
+        return
+    excess = info.size_on_disk - s.cache_bytes
+    if excess <= 0:
+        return
+    revisions = sorted(
+        (rev for repo in info.repos for rev in repo.revisions), key=lambda r: r.last_modified
+    )
+    chosen: list[str] = []
+    for rev in revisions:
+        if excess <= 0:
+            break
+        chosen.append(rev.commit_hash)
+        excess -= rev.size_on_disk
+    if chosen:
+        info.delete_revisions(*chosen).execute()
+
+
+def _drop_partial(s: HubSettings, repo_id: str) -> None:
+    """Remove what an interrupted or refused download left in this repo's cache folder."""
+    folder = s.cache_dir / ("models--" + repo_id.replace("/", "--")) / "blobs"
+    try:
+        for partial in folder.glob("*.incomplete"):
+            partial.unlink(missing_ok=True)
+    except OSError:
+        pass
+
+
 def fetch(repo_id: str, revision: str | None, s: HubSettings) -> HubModel:
-    token = s.token_value()
+    """The repo's config and weight bytes; every request of it bounded by one deadline
+    (KVPLAN_HUB_TIMEOUT_SECONDS) and by the transport's checks (planner.resolve.transport)."""
+    if s.offline:
+        return _fetch(repo_id, revision, s)
+    try:
+        with lookup_budget(s.timeout_seconds, s.endpoint_url, MAX_INFO_BYTES):
+            found = _fetch(repo_id, revision, s)
+    except BaseException:
+        _drop_partial(s, repo_id)
+        raise
+    _trim_cache(s)  # after what this lookup downloaded
+    return found
+
+
+def _fetch(repo_id: str, revision: str | None, s: HubSettings) -> HubModel:
+    token = s.token_for(repo_id)
     endpoint = s.endpoint_url
     cache = str(s.cache_dir)
     notes: list[str] = []
 
     def download(name: str, rev: str | None, offline: bool) -> str:
-        return hf_hub_download(
-            repo_id,
-            name,
-            revision=rev,
-            cache_dir=cache,
-            token=token,
-            endpoint=endpoint,
-            local_files_only=offline,
-            etag_timeout=s.timeout_seconds,
-        )
+        with file_cap(MAX_INDEX_BYTES if name == INDEX_NAME else MAX_CONFIG_BYTES):
+            return hf_hub_download(
+                repo_id,
+                name,
+                revision=rev,
+                cache_dir=cache,
+                token=token,
+                endpoint=endpoint,
+                local_files_only=offline,
+                etag_timeout=s.timeout_seconds,
+            )
 
     if s.offline:
         cfg_path = _call(lambda: download("config.json", revision, True), repo_id, revision, s)
@@ -182,7 +354,7 @@ def fetch(repo_id: str, revision: str | None, s: HubSettings) -> HubModel:
                 "config."
             )
         else:
-            weights = index_total_size(_read_json(index_path, MAX_INDEX_BYTES, INDEX_NAME, repo_id))
+            weights = _index_total(index_path, repo_id)
             detail = f"{INDEX_NAME} metadata.total_size (cached)" if weights else None
         if not isinstance(config, dict):
             raise ModelFilesError("model", f"{repo_id!r}: config.json is not a JSON object")
@@ -197,27 +369,33 @@ def fetch(repo_id: str, revision: str | None, s: HubSettings) -> HubModel:
         revision,
         s,
     )
-    commit = info.sha or revision
-    files = {sib.rfilename for sib in info.siblings or []}
+    sha = info.sha
+    if sha is not None and not (isinstance(sha, str) and _COMMIT.fullmatch(sha)):
+        raise _translate(
+            HubRefused("malformed", f"a commit of {str(sha)[:60]!r}"), repo_id, revision, s
+        )
+    commit = sha or revision
+    siblings = info.siblings if isinstance(info.siblings, list) else []
+    files = {sib.rfilename for sib in siblings if isinstance(getattr(sib, "rfilename", None), str)}
     if files and "config.json" not in files:
         raise ModelFilesError(
             "model",
-            f"{repo_id!r} on {endpoint} has no config.json (not a transformers model repo); "
-            + PASTE_HINT
-            + ".",
+            f"{repo_id!r} on {redact_url(endpoint)} has no config.json (not a transformers model "
+            "repo); " + PASTE_HINT + ".",
         )
     # Downloads ask for the revision as given (main when unset) so the client records the ref
     # in its cache and an offline run later finds the files under the same name.
     cfg_path = _call(lambda: download("config.json", revision, False), repo_id, revision, s)
     config = _read_json(cfg_path, MAX_CONFIG_BYTES, "config.json", repo_id)
     if not isinstance(config, dict):
+        _forget(Path(cfg_path))
         raise ModelFilesError("model", f"{repo_id!r}: config.json is not a JSON object")
 
     weights = None
     detail = None
     if INDEX_NAME in files:
         index_path = _call(lambda: download(INDEX_NAME, revision, False), repo_id, revision, s)
-        weights = index_total_size(_read_json(index_path, MAX_INDEX_BYTES, INDEX_NAME, repo_id))
+        weights = _index_total(index_path, repo_id)
         detail = f"{INDEX_NAME} metadata.total_size" if weights else None
     if weights is None and SINGLE_NAME in files:
         try:
@@ -232,8 +410,14 @@ def fetch(repo_id: str, revision: str | None, s: HubSettings) -> HubModel:
         except hf_errors.SafetensorsParsingError as exc:
             notes.append(f"{SINGLE_NAME} has an unreadable header ({exc}); weights estimated.")
         else:
-            weights = sum(t.data_offsets[1] - t.data_offsets[0] for t in meta.tensors.values())
-            detail = f"{SINGLE_NAME} header (HTTP range request)"
+            try:
+                weights = sum(t.data_offsets[1] - t.data_offsets[0] for t in meta.tensors.values())
+            except (TypeError, ValueError, IndexError, AttributeError):
+                notes.append(f"{SINGLE_NAME} has a malformed header; weights estimated.")
+            else:
+                detail = f"{SINGLE_NAME} header (HTTP range request)"
+            if not isinstance(weights, int) or weights < 0:
+                weights, detail = None, None
     if weights is None:
         notes.append(
             "The repo publishes no safetensors index or single safetensors file, so the "

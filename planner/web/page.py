@@ -53,6 +53,7 @@ from planner.web.i18n import (
     translations,
 )
 from planner.web.paths import templates_dir
+from planner.web.step import step_summary, term_labels
 from planner.web.view import (
     BlockMath,
     MemoryView,
@@ -401,6 +402,8 @@ async def render(
         _count(request, "invalid")
     context: dict[str, Any] = {
         "fmt": Numbers(lang),
+        "step_summary": lambda floor, e: step_summary(floor, e, _),
+        "step_labels": term_labels(_),
         "values": state.values,
         "errors": state.errors,
         "labels": field_labels(_),

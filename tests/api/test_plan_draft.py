@@ -42,3 +42,12 @@ def test_missing_draft_is_a_4xx_naming_the_field(client: TestClient) -> None:
     assert 400 <= r.status_code < 500
     fields = [e["field"] for e in r.json()["errors"]]
     assert fields == ["speculative_config.model"]
+
+
+def test_a_method_of_the_wrong_type_is_a_4xx_naming_it(client: TestClient) -> None:
+    # Found by schemathesis: a non-string method reached the MTP alias check and gave a 500.
+    body = {"model": "meta-llama/Llama-3.1-8B", "context_tokens": 8192, "kv_budget_bytes": 1 << 34}
+    for method in ({}, [], 3):
+        r = client.post("/api/v1/plan", json={**body, "speculative_config": {"method": method}})
+        assert r.status_code == 422, r.text
+        assert "speculative_config.method" in r.text

@@ -191,3 +191,15 @@ def test_new_gpus_are_listed_with_sources(gpu_id: str) -> None:
 def test_gpu_ids_are_unique() -> None:
     ids = [g.id for g in list_gpus()]
     assert len(ids) == len(set(ids))
+
+
+def test_every_gpu_names_its_link_with_a_source() -> None:
+    """The expected step's all-reduce term divides by these: each GPU says which link, how
+    fast one way, one hop's latency, and where the figures come from."""
+    from planner.catalog import list_gpus
+
+    for g in list_gpus():
+        assert g.link and g.link_source, g.id
+        assert g.link_bandwidth_bytes_per_s is not None and g.link_latency_seconds is not None
+        assert 16e9 <= g.link_bandwidth_bytes_per_s <= 1e12, g.id
+        assert 0.1e-6 <= g.link_latency_seconds <= 10e-6, g.id

@@ -5,8 +5,12 @@ other engines' rules."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
+from planner.catalog import get_model
+from planner.core.errors import FieldError
 from tests.core.conftest import GiB, run
 
 B40 = 40 * GiB
@@ -141,6 +145,67 @@ def test_deepseek_mla_bytes_and_replication() -> None:
     assert p8.totals.physical_kv_bytes == 8 * p8.totals.per_rank_kv_bytes
 
 
+@pytest.mark.parametrize("version", ["0.33", "0.11"])
+@pytest.mark.parametrize("block_size", [None, 16, 64, 128])
+def test_mla_fp8_e5m2_kv_cache(version: str, block_size: int | None) -> None:
+    # vLLM 0.33.0: no MLA backend lists fp8_e5m2 in supported_kv_cache_dtypes at any block size
+    # (FlashAttention-MLA: auto/float16/bfloat16; FlashMLA, Triton MLA, FlashInfer-MLA, CUTLASS
+    # MLA: those and fp8/fp8_e4m3), so backend selection fails with "kv_cache_dtype not
+    # supported" on SM80, SM90 and SM100 alike. 0.11.0 did not check the dtype: it sizes it.
+    extra = {"block_size": block_size} if block_size else {}
+    body = dict(
+        model="deepseek-ai/DeepSeek-V2-Lite", kv_cache_dtype="fp8_e5m2", engine_version=version,
+        kv_budget_bytes=B40, context_tokens=8192, **extra,
+    )  # fmt: skip
+    if version == "0.11":
+        assert run(**body).kv_bytes_per_token == 27 * 576
+        return
+    with pytest.raises(FieldError) as err:
+        run(**body)
+    assert err.value.problems[0].field == "kv_cache_dtype"
+
+
+def _v32() -> dict[str, Any]:
+    """DeepSeek-V3.2: DeepSeek-V3's shape with the published indexer fields."""
+    cfg = dict(get_model("deepseek-ai/DeepSeek-V3").config)
+    cfg.update(model_type="deepseek_v32", architectures=["DeepseekV32ForCausalLM"],
+               index_head_dim=128, index_n_heads=64, index_topk=2048)  # fmt: skip
+    return cfg
+
+
+@pytest.mark.parametrize(
+    ("kv", "dtype", "blocks"),
+    [
+        # vLLM 0.33 (its own sizing code run on CPU; TP 8, 40 GiB, 32,768 tokens): fp8 goes to
+        # FlashMLA-sparse as fp8_ds_mla (656 + 132 indexer B/token), fp8_e4m3 to FlashInfer-
+        # MLA-sparse as plain fp8 (576 + 132), a bf16 cache becomes auto for V3.2
+        # (DeepseekV32ForCausalLM.verify_and_update_config), so a float16 model keeps it.
+        ("fp8", "auto", 13961),
+        ("fp8_e4m3", "auto", 15538),
+        ("bf16", "float16", 8568),
+        ("auto", "float16", 8568),
+        # No sparse backend runs a quantized cache with a float16 model.
+        ("fp8", "float16", None),
+        ("fp8_e4m3", "float16", None),
+    ],
+)
+def test_deepseek_v32_cache_dtypes(kv: str, dtype: str, blocks: int | None) -> None:
+    body: dict[str, Any] = dict(
+        model=_v32(), kv_cache_dtype=kv, tensor_parallel_size=8, kv_budget_bytes=B40,
+        context_tokens=32768, max_num_batched_tokens=8192,
+    )  # fmt: skip
+    if dtype != "auto":
+        body["dtype"] = dtype
+    if blocks is None:
+        with pytest.raises(FieldError) as err:
+            run(**body)
+        assert err.value.problems[0].field == "dtype"
+        return
+    p = run(**body)
+    assert p.block_size == 64 and p.capacity is not None
+    assert p.capacity.num_blocks == blocks
+
+
 def test_head_dim_explicit_beats_hidden_over_heads() -> None:
     # §4/§5.3: Qwen3-32B head_dim 128 (hidden/Hq = 80); Gemma-2-9B 256 (224); gpt-oss 64 (45).
     assert run(model="Qwen/Qwen3-32B", context_tokens=1).model.head_dim == 128
@@ -267,3 +332,21 @@ def test_default_max_num_seqs_caps_running_requests() -> None:
     long = run(model="meta-llama/Llama-3.1-8B", gpu="H100-SXM-80GB", context_tokens=32768)
     assert long.capacity is not None and long.capacity.limited_by == "kv_blocks"
     assert long.capacity.max_running_requests == long.capacity.max_requests
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        # vLLM 0.33 (its own config code, the plain oracle grid): ModelConfig refuses a
+        # max_model_len beyond the model's before VllmConfig refuses the fp16 cache of a bf16
+        # model...
+        ({"model": "meta-llama/Llama-3.1-8B", "kv_cache_dtype": "fp16"}, "context_tokens"),
+        # ...and before any MLA backend is chosen; the model dtype is checked before both.
+        ({"model": "deepseek-ai/DeepSeek-V2-Lite", "kv_cache_dtype": "fp8_e5m2"}, "context_tokens"),
+        ({"model": "google/gemma-2-9b", "dtype": "float16", "kv_cache_dtype": "fp16"}, "dtype"),
+    ],
+)
+def test_vllm_refuses_a_too_long_context_first(body: dict[str, Any], field: str) -> None:
+    with pytest.raises(FieldError) as err:
+        run(**body, context_tokens=1 << 20, kv_budget_bytes=B40)
+    assert err.value.problems[0].field == field

@@ -89,7 +89,8 @@ def plan_from_command(r: Recommendation, gpu: str) -> Plan:
                 "model": "meta-llama/Llama-3.1-70B",
                 "gpu_count": 8,
                 "concurrency": 256,
-                "tpot_seconds": 0.05,
+                # Met by the expected step (~52 ms at TP 8 × 256), not only by the floor.
+                "tpot_seconds": 0.08,
             },
             "H100-SXM-80GB",
         ),
@@ -134,7 +135,9 @@ def test_flags_planned_back_fit_the_workload(body: dict[str, Any], gpu: str) -> 
     assert r.settings.max_num_seqs * r.instances >= body["concurrency"]
     assert r.gpus_used <= body.get("gpu_count", 1)
     if "tpot_seconds" in body:
-        assert p.bounds is not None and p.bounds.decode_step_seconds <= body["tpot_seconds"]
+        assert p.bounds is not None and p.bounds.expected is not None
+        assert p.bounds.decode_step_seconds <= p.bounds.expected.tpot_seconds
+        assert p.bounds.expected.tpot_seconds <= body["tpot_seconds"]
 
 
 def test_prefers_the_models_own_dtype() -> None:
@@ -232,6 +235,35 @@ def test_fp8_is_the_nearest_fit() -> None:
     assert any(s.change == "kv_cache_dtype fp8" for s in r.nearest)
 
 
+def test_tpot_between_floor_and_estimate_is_rejected_by_the_estimate() -> None:
+    """A target the floor meets but the expected step does not: the floor alone would accept
+    it; the estimate rejects it, and the detail says both figures."""
+    base = {"model": "meta-llama/Llama-3.1-8B", "gpu": "H100-SXM-80GB", "context_mix": MIX}
+    loose = rec(**base, concurrency=8, tpot_seconds=1.0)
+    assert loose.feasible and loose.expected_tpot_seconds is not None
+    floor, est = loose.decode_step_seconds, loose.expected_tpot_seconds
+    assert floor is not None and floor < est
+    between = (floor + est) / 2
+    r = rec(**base, concurrency=8, gpu_count=1, tpot_seconds=between)
+    assert not r.feasible and r.binding_constraint == "tpot"
+    assert r.binding_detail is not None and "expected TPOT" in r.binding_detail
+    assert r.expected_tpot_seconds is not None and r.expected_tpot_seconds > between
+
+
+def test_throughput_target_uses_the_estimate_and_the_floor_rejects() -> None:
+    base = {"model": "meta-llama/Llama-3.1-8B", "gpu": "H100-SXM-80GB", "context_mix": MIX}
+    ok = rec(**base, concurrency=8, throughput_tokens_per_s=100)
+    assert ok.feasible and ok.throughput_tokens_per_s is not None
+    assert ok.throughput_tokens_per_s >= 100
+    assert "recommend.tpot_expected" in {n.code for n in ok.notes_detail}
+    floor = ok.decode_step_seconds
+    assert floor is not None
+    # Beyond what 8 requests make even at the floor: rejected by the floor.
+    r = rec(**base, concurrency=8, throughput_tokens_per_s=2 * 8 / floor)
+    assert not r.feasible and r.binding_constraint == "throughput"
+    assert r.binding_detail is not None and "bandwidth floor" in r.binding_detail
+
+
 def test_tpot_binds() -> None:
     # Llama-3.1-8B weights alone (16 GB at 3.35 TB/s) take ~4.8 ms per step on one H100.
     r = rec(
@@ -275,7 +307,7 @@ def test_many_classes_batch_is_whole_requests_summing_to_max_num_seqs() -> None:
     [
         (
             {"engine": "trtllm", "gpu_count": 4, "concurrency": 200, "tpot_seconds": 0.5},
-            {"engine.trtllm.replicas", "recommend.max_num_seqs", "recommend.tpot_floor"},
+            {"engine.trtllm.replicas", "recommend.max_num_seqs", "recommend.tpot_expected"},
         ),
         (
             {

@@ -572,7 +572,8 @@ def test_log_quirks_are_coded_notes() -> None:
             "(Worker pid=1) INFO [gpu_worker.py:436] Available KV cache memory: 40.00 GiB",
             "reconcile.vllm.version_from_line_numbers_of_several",
             "vLLM 0.19 rules, inferred from its line numbers (gpu_worker.py:436), which releases "
-            "0.19, 0.19.1 all print: the oldest of them is assumed.",
+            "0.19, 0.19.1 all print: 0.19 is assumed, the first release of the newest minor line "
+            "among them.",
         ),
         (
             "INFO [kv_cache_utils.py:634] GPU KV cache size: 327,680 tokens",

@@ -9,12 +9,16 @@ fixture states, or the thread's date), never this implementation's output.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from planner.core.engines.versions import parse_version
+from planner.core.engines.versions import parse_version, version_text
+from planner.core.engines.vllm.logs import version_from_log
 from planner.core.engines.vllm.releases import LOG_SOURCE_LINES, RELEASES
+from planner.core.logs.parse import parse_log
 from planner.core.reconcile_schema import ReconcileRequest
 from planner.service import reconcile
 from tests.core.test_reconcile import FIXTURES, INPUTS, coded, run
@@ -143,3 +147,32 @@ def test_a_version_line_the_source_lines_contradict_is_kept_and_said() -> None:
         "found": "0.9.2",
         "source": "gpu_worker.py:232, kv_cache_utils.py:716, kv_cache_utils.py:720",
     }
+
+
+BUDGET_LOGS = Path(__file__).resolve().parents[1] / "fixtures" / "budget_logs.jsonl"
+
+
+def _stated_version_logs() -> list[tuple[str, str, list[str]]]:
+    out = []
+    for line in BUDGET_LOGS.read_text("utf-8").splitlines():
+        d = json.loads(line)
+        v = parse_version(d["engine_version"]) if d["engine"] == "vllm" else None
+        if v is not None and RELEASES.covers(v) and len(v) == 3:
+            out.append((d["id"], version_text(v), d["log_lines"]))
+    return out
+
+
+@pytest.mark.parametrize(("fid", "stated", "lines"), _stated_version_logs(), ids=lambda x: x)
+def test_real_logs_of_a_stated_release_print_its_source_lines(
+    fid: str, stated: str, lines: list[str]
+) -> None:
+    # The budget fixtures whose log states its release (tests/fixtures/budget_logs.jsonl,
+    # version_evidence): with the version line left out, their source lines name that release
+    # (0.19.0 and 0.19.1 print the same lines; 0.10.2 and 0.11.0 the same worker line).
+    text = "\n".join(x for x in lines if "version" not in x.lower())
+    facts = [f for f in parse_log(text).facts if f.engine == "vllm"]
+    found = version_from_log(facts)
+    tracked = ("available_kv", "kv_tokens", "max_concurrency", "weights")
+    if not any(f.kind in tracked and ".py:" in f.text for f in facts):
+        pytest.skip(f"{fid}: its lines carry no source line")
+    assert found is not None and found[0] == stated, (fid, found)

@@ -57,6 +57,9 @@ def _counts(config: dict[str, Any]) -> dict[str, int]:
         ("moonshotai/Kimi-Linear-48B-A3B-Instruct", {"kda": 20, "mla": 7}),
         # layer_types: 22 "conv", 8 "full_attention".
         ("LiquidAI/LFM2-2.6B", {"short_conv": 22, "full": 8}),
+        # Qwen3.5 architecture (text_config layer_types): 3 linear_attention, 1 full, repeated.
+        ("Qwen/Qwen3.6-27B", {"gdn": 48, "full": 16}),
+        ("Qwen/Qwen3.6-35B-A3B", {"gdn": 30, "full": 10}),
     ],
 )
 def test_published_configs_layer_mix(model: str, expected: dict[str, int]) -> None:
@@ -95,6 +98,25 @@ def test_nemotron_pattern_and_layers_block_type_agree() -> None:
     # NemotronH keeps its SSM state in fp32 unless the config says otherwise.
     state = next(s for s in a.layers if isinstance(s, Mamba2Spec))
     assert state.ssm_dtype == "fp32"
+
+
+def test_qwen3_5_recurrent_state_is_float32() -> None:
+    # vLLM 0.33 Qwen3_5ForConditionalGenerationConfig sets mamba_ssm_cache_dtype from the
+    # text config's mamba_ssm_dtype ("float32"); gated_delta_net_state_dtype keeps the conv in
+    # the model dtype. Qwen3.6-27B: conv (3, 2·16·128 + 48·128) bf16, recurrent (48, 128, 128)
+    # fp32 = 61,440 + 3,145,728 (the 0.33 oracle's MambaSpec.real_page_size_bytes).
+    for config in (HYBRID["Qwen/Qwen3.6-27B"], HYBRID["Qwen/Qwen3.6-27B"]["text_config"]):
+        shape = shape_from_config(config)
+        gdn = next(s for s in shape.layers if isinstance(s, GatedDeltaNetSpec))
+        assert gdn.ssm_dtype == "fp32"
+        assert gdn.bind(model_dtype="bf16").state_bytes == 3_207_168
+    # Qwen3-Next has no such field: its recurrent state is in the model dtype.
+    qwen = shape_from_config(HYBRID["Qwen/Qwen3-Next-80B-A3B-Instruct"])
+    assert next(s for s in qwen.layers if isinstance(s, GatedDeltaNetSpec)).ssm_dtype == "model"
+    bad = {**HYBRID["Qwen/Qwen3.6-27B"]["text_config"], "mamba_ssm_dtype": "fp8"}
+    with pytest.raises(ModelConfigError) as err:
+        shape_from_config(bad)
+    assert err.value.problems[0].loc == ("model", "mamba_ssm_dtype")
 
 
 def test_state_bytes_follow_vllms_shape_calculator() -> None:
@@ -145,6 +167,39 @@ def test_vllm_raises_the_block_and_pads_the_state_page() -> None:
     assert {g.block_size for g in off.capacity.kv_groups if g.kind == "mamba"} == {32768}
     codes = {n.code for n in p.notes_detail}
     assert {"block.vllm_hybrid_raised", "state.vllm_mode"} <= codes
+
+
+@pytest.mark.parametrize(
+    ("model", "spec", "prefix_caching", "expected"),
+    [
+        # vLLM 0.33 (the hybrid oracle's harness, 40 GiB, 32,768 tokens, mnbt 8,192, async):
+        # Qwen3-Next with one MTP token: the MTP layer joins the 12 attention layers (13; the
+        # state groups get one padding layer), conv rows 3 + 1, 2 + 1 + 1 GDN blocks.
+        ("Qwen/Qwen3-Next-80B-A3B-Instruct", {"method": "mtp", "num_speculative_tokens": 1},
+         None, (576, 2800, 40.58, 13, 4)),
+        # vLLM's older method name is the same draft.
+        ("Qwen/Qwen3-Next-80B-A3B-Instruct",
+         {"method": "qwen3_next_mtp", "num_speculative_tokens": 1}, None,
+         (576, 2800, 40.58, 13, 4)),
+        # Qwen3.6-27B, 3 MTP tokens, prefix caching off: 1 + 3 state blocks.
+        ("Qwen/Qwen3.6-27B", {"method": "mtp", "num_speculative_tokens": 3}, False,
+         (800, 771, 14.55, 17, 4)),
+    ],
+)  # fmt: skip
+def test_mtp_drafts_on_gated_delta_net_hybrids(
+    model: str, spec: dict[str, Any], prefix_caching: bool | None, expected: tuple[Any, ...]
+) -> None:
+    body: dict[str, Any] = {"kv_budget_bytes": 40 << 30, "max_num_batched_tokens": 8192}
+    if prefix_caching is not None:
+        body["enable_prefix_caching"] = prefix_caching
+    p = _plan(HYBRID[model], speculative_config=spec, **body)
+    cap = p.capacity
+    assert cap is not None and p.model.draft is not None
+    full = next(g for g in cap.kv_groups if g.kind == "full")
+    state = next(g for g in cap.kv_groups if g.kind == "mamba")
+    got = (p.block_size, cap.num_blocks, cap.engine_reported_concurrency, full.layers)
+    assert (*got, state.blocks_per_request) == expected
+    assert p.model.draft.kv_layers == 1
 
 
 def test_model_output_names_the_mixers() -> None:
@@ -236,3 +291,15 @@ def test_vllm_011_switches_prefix_caching_off_for_hybrids() -> None:
     new = _plan(kimi, engine_version="0.33", tensor_parallel_size=2, **body)
     assert old.totals.prefix_shared_bytes_saved == 0
     assert new.totals.prefix_shared_bytes_saved > 0
+
+
+def test_vllm_011_has_no_qwen3_5_and_no_checked_gdn_drafts() -> None:
+    # vLLM 0.11.0's wheel has no qwen3_5.py and its registry no Qwen3_5 architecture; MTP on a
+    # gated-delta-net hybrid is sized as 0.33 does only.
+    with pytest.raises(FieldError) as err:
+        _plan(HYBRID["Qwen/Qwen3.6-27B"], engine_version="0.11")
+    assert err.value.problems[0].field == "engine_version"
+    with pytest.raises(FieldError) as err:
+        _plan(HYBRID["Qwen/Qwen3-Next-80B-A3B-Instruct"], engine_version="0.11",
+              speculative_config={"method": "mtp", "num_speculative_tokens": 1})  # fmt: skip
+    assert err.value.problems[0].field == "speculative_config.method"

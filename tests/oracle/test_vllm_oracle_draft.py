@@ -100,6 +100,15 @@ BUDGETS_BYTES = tuple(int(g * GIB) for g in (0.3, 1, 4, 10, 24, 40, 60))
 CONTEXTS = (1024, 4096, 8192, 12345, 32768, 131072)
 MNBTS = (2048, 8192, 16384)
 KS = (1, 2, 3, 4, 5)
+# DeepSeek-V3.2's cache dtypes against the model dtype, beyond the random draws: which sparse
+# MLA backend takes each (fp8: FlashMLA-sparse's fp8_ds_mla; fp8_e4m3: FlashInfer-MLA-sparse;
+# bf16: auto for V3.2), and what float16 models may use.
+V32_DTYPES = tuple(
+    (kv, dtype, bs)
+    for kv in ("fp8", "fp8_e4m3", "bf16", "fp16")
+    for dtype in ("auto", "float16")
+    for bs in (None, 128)
+)
 
 
 def _target_config(model: str) -> dict[str, Any]:
@@ -151,10 +160,27 @@ def _generate() -> list[dict[str, Any]]:
                 "max_num_batched_tokens": rng.choice(MNBTS),
             }
         )
+    for kv, dtype, bs in V32_DTYPES:
+        base.append(
+            {
+                "model": "deepseek-v32",
+                "method": None,
+                "draft": None,
+                "k": None,
+                "kv_cache_dtype": kv,
+                "dtype": dtype,
+                "block_size": bs,
+                "tensor_parallel_size": 8,
+                "pipeline_parallel_size": 1,
+                "kv_budget_bytes": 40 * GIB,
+                "context_tokens": 32768,
+                "max_num_batched_tokens": 8192,
+            }
+        )
     out: dict[str, dict[str, Any]] = {}
     for b in base:
         for async_on in (True, False):
-            c = dict(b, async_scheduling=async_on, dtype="auto", vllm=VERSION)
+            c = dict({"dtype": "auto"}, **b, async_scheduling=async_on, vllm=VERSION)
             c["id"] = _case_id(c)
             out.setdefault(c["id"], c)  # a draw repeating an earlier one adds nothing
     return list(out.values())
@@ -169,6 +195,7 @@ def _case_id(c: dict[str, Any]) -> str:
             c["model"].split("/")[-1],
             f"{c['method'] or 'nodraft'}{c['k'] or ''}",
             f"kv_{c['kv_cache_dtype']}",
+            *([f"dt_{c['dtype']}"] if c["dtype"] != "auto" else []),
             f"bs{c['block_size'] or 'def'}",
             f"tp{c['tensor_parallel_size']}",
             f"pp{c['pipeline_parallel_size']}",
@@ -366,6 +393,13 @@ def _write_draft_agreement(request: pytest.FixtureRequest):
             f"vLLM {VERSION} drafts/KV sharing, async_scheduling={mode}: "
             f"{whole}/{len(rows)} configurations agree on every figure"
         )
+        counts: dict[str, list[int]] = {}
+        for a in rows:
+            for fig, v in a["verdict"].items():
+                counts.setdefault(fig, [0, 0])
+                counts[fig][0] += v == "ok"
+                counts[fig][1] += 1
+        lines += [f"  {fig}: {n}/{m}" for fig, (n, m) in counts.items()]
     path = Path(request.config.rootpath) / ".pytest_cache" / "vllm-oracle" / "agreement-draft"
     path.with_suffix(".json").write_text(json.dumps(AGREEMENT, indent=1, default=str))
     summary = "\n".join(lines)

@@ -5,7 +5,10 @@ configurations generated below from a fixed seed: Qwen3-Next (gated delta net), 
 tiny/small, Falcon-H1, Nemotron-H (Mamba2), Jamba (Mamba), Kimi-Linear (KDA + MLA) and LFM2
 (short convolution), with their published configs (tests/fixtures/hybrid_models.json); KV
 dtypes, model dtypes, block sizes, TP, budgets, contexts, prefix caching on / off / default, each
-in both scheduling modes.
+in both scheduling modes. Then the same over the Qwen3.5-architecture models (Qwen3.6-27B dense,
+Qwen3.6-35B-A3B MoE: gated delta nets whose recurrent state is float32), as published
+(multimodal wrappers) and as text-only configs, and MTP drafts on the gated-delta-net hybrids
+(Qwen3-Next, Qwen3.5), each drawn from its own seed so the first grid's cases stay as they were.
 Every capacity figure vLLM computes is compared with `plan()`: accepted or refused, the raised
 block size, page bytes, num_blocks, the groups (kind, layers, padding, block size, blocks per
 request), blocks per request, resident requests, the logged concurrency and tokens, the longest
@@ -32,13 +35,24 @@ from tests.oracle.matrix import record
 pytestmark = pytest.mark.oracle
 
 HERE = Path(__file__).resolve().parent
+# The hybrids every release from 0.29 sizes here (their classes and configs load on CPU).
+HYBRIDS_0_29 = (
+    "Qwen/Qwen3-Next-80B-A3B-Instruct",
+    "ibm-granite/granite-4.0-h-tiny",
+    "ibm-granite/granite-4.0-h-small",
+    "tiiuae/Falcon-H1-7B-Instruct",
+    "nvidia/NVIDIA-Nemotron-Nano-9B-v2",
+    "ai21labs/AI21-Jamba-Mini-1.6",
+    "moonshotai/Kimi-Linear-48B-A3B-Instruct",
+    "LiquidAI/LFM2-2.6B",
+)
 # Each release's harness, and the models it can size on CPU: 0.11.0 has no Kimi-Linear or
 # LFM2 class here, cannot inspect Qwen3-Next without its Triton kernels, and its transformers
 # (4.57) has no NemotronH config.
 RELEASES = {
-    "0.33.0": ("vllm_hybrid_sizing.py", None, 192),
-    "0.32.0": ("vllm_hybrid_sizing.py", None, 96),
-    "0.29.0": ("vllm_hybrid_sizing.py", None, 96),
+    "0.33.0": ("vllm_hybrid_sizing.py", HYBRIDS_0_29, 192),
+    "0.32.0": ("vllm_hybrid_sizing.py", HYBRIDS_0_29, 96),
+    "0.29.0": ("vllm_hybrid_sizing.py", HYBRIDS_0_29, 96),
     "0.11.0": (
         "vllm_hybrid_sizing_0_11.py",
         (
@@ -52,6 +66,22 @@ RELEASES = {
 }
 SEED = 20261213
 GIB = 1 << 30
+# The Qwen3.5-architecture models (0.33.0 only: 0.11 has no Qwen3.5 class), as published and as
+# their text-only configs (":text": text_config with the CausalLM architecture), and the MTP
+# drafts on gated-delta-net hybrids; each grid has its own seed.
+QWEN3_5 = ("Qwen/Qwen3.6-27B", "Qwen/Qwen3.6-35B-A3B")
+QWEN3_5_SEED, QWEN3_5_COUNT = 20261202, 48
+MTP_MODELS = (
+    "Qwen/Qwen3-Next-80B-A3B-Instruct",
+    "Qwen/Qwen3.6-27B",
+    "Qwen/Qwen3.6-35B-A3B",
+    "Qwen/Qwen3.6-27B:text",
+    "Qwen/Qwen3.6-35B-A3B:text",
+)
+MTP_SEED, MTP_COUNT = 20261203, 40
+# vLLM's method names for these drafts: mtp, and the older per-model names it maps to mtp.
+MTP_METHODS = {"qwen3_next": ("mtp", "qwen3_next_mtp"), "qwen3_5": ("mtp", "qwen3_5_mtp")}
+KS = (1, 1, 2, 3, 4)
 
 KV_DTYPES = ("auto", "auto", "fp8", "bf16")
 VLLM_KV_DTYPE = {"bf16": "bfloat16", "fp16": "float16"}
@@ -76,22 +106,53 @@ FIGURES = (
     "longest_context_tokens",
     "model_max_len",
 )
+DRAFT_FIGURES = ("draft_layers", "lookahead_tokens")
 
 
 @cache
 def _models() -> dict[str, dict[str, Any]]:
     data = json.loads((HERE.parents[1] / "tests" / "fixtures" / "hybrid_models.json").read_text())
-    return {m["id"]: m["config"] for m in data["models"]}
+    out = {m["id"]: m["config"] for m in data["models"]}
+    for model in QWEN3_5:
+        out[f"{model}:text"] = _text_only(out[model])
+    return out
+
+
+def _text_only(config: dict[str, Any]) -> dict[str, Any]:
+    """A multimodal wrapper's text_config as a text-only checkpoint ships it (Qwen3_5ForCausalLM,
+    model_type qwen3_5_text; vLLM reads the same decoder either way)."""
+    arch = config["architectures"][0].replace("ForConditionalGeneration", "ForCausalLM")
+    return dict(config["text_config"], architectures=[arch])
 
 
 def _max_len(config: dict[str, Any]) -> int:
+    config = config.get("text_config", config)
     return int(config.get("model_max_length") or config.get("max_position_embeddings") or 131072)
 
 
 def _generate(version: str) -> list[dict[str, Any]]:
-    rng = random.Random(SEED)
     _, only, count = RELEASES[version]
-    models = list(only or _models())
+    base = _draw(random.Random(SEED), list(only), count)
+    if version == "0.33.0":
+        models = [m for q in QWEN3_5 for m in (q, f"{q}:text")]
+        base += _draw(random.Random(QWEN3_5_SEED), models, QWEN3_5_COUNT)
+        base += _draw(random.Random(MTP_SEED), list(MTP_MODELS), MTP_COUNT, mtp=True)
+    out = []
+    for b in base:
+        for async_on in (True, False):
+            c = dict(b, async_scheduling=async_on, vllm=version)
+            c["id"] = f"v{version.rsplit('.', 1)[0]}-" + _case_id(c)
+            out.append(c)
+    ids = [c["id"] for c in out]
+    assert len(set(ids)) == len(ids), "generated ids must be unique"
+    return out
+
+
+def _draw(
+    rng: random.Random, models: list[str], count: int, *, mtp: bool = False
+) -> list[dict[str, Any]]:
+    """`count` configurations over `models`: each model at its defaults, then with prefix
+    caching off, then random settings (with an MTP draft of k tokens when `mtp`)."""
     base = []
     for i in range(count):
         model = models[i % len(models)]
@@ -117,15 +178,11 @@ def _generate(version: str) -> list[dict[str, Any]]:
                 ),
             }
         )
-    out = []
-    for b in base:
-        for async_on in (True, False):
-            c = dict(b, async_scheduling=async_on, vllm=version)
-            c["id"] = f"v{version.rsplit('.', 1)[0]}-" + _case_id(c)
-            out.append(c)
-    ids = [c["id"] for c in out]
-    assert len(set(ids)) == len(ids), "generated ids must be unique"
-    return out
+        if mtp:
+            family = "qwen3_next" if "Qwen3-Next" in model else "qwen3_5"
+            base[-1]["spec_method"] = rng.choice(MTP_METHODS[family])
+            base[-1]["spec_k"] = rng.choice(KS)
+    return base
 
 
 def _case_id(c: dict[str, Any]) -> str:
@@ -143,6 +200,7 @@ def _case_id(c: dict[str, Any]) -> str:
             f"ctx{c['context_tokens']}",
             f"mnbt{c['max_num_batched_tokens']}",
             pc,
+            *([f"{c['spec_method']}{c['spec_k']}"] if c.get("spec_method") else []),
             "async" if c["async_scheduling"] else "sync",
         ]
     )
@@ -167,10 +225,17 @@ def _oracle_inputs(version: str) -> list[dict[str, Any]]:
             "async_scheduling": c["async_scheduling"],
             "enable_prefix_caching": c["enable_prefix_caching"],
             "longest_search_cap": MAX_CONTEXT_SEARCH,
+            **({"speculative_config": _speculative(c)} if c.get("spec_method") else {}),
         }
         for c in CASES
         if c["vllm"] == version
     ]
+
+
+def _speculative(c: dict[str, Any]) -> dict[str, Any] | None:
+    if not c.get("spec_method"):
+        return None
+    return {"method": c["spec_method"], "num_speculative_tokens": c["spec_k"]}
 
 
 @pytest.fixture(scope="session")
@@ -214,6 +279,8 @@ def _plan_body(c: dict[str, Any]) -> dict[str, Any]:
         body["block_size"] = c["block_size"]
     if c["enable_prefix_caching"] is not None:
         body["enable_prefix_caching"] = c["enable_prefix_caching"]
+    if c.get("spec_method"):
+        body["speculative_config"] = _speculative(c)
     return body
 
 
@@ -246,6 +313,8 @@ def _planner_figures(c: dict[str, Any]) -> dict[str, Any]:
             else cap.longest_context_tokens
         ),
         "model_max_len": p.model.max_model_len,
+        "draft_layers": p.model.draft.kv_layers if p.model.draft else 0,
+        "lookahead_tokens": p.model.draft.lookahead_tokens if p.model.draft else 0,
     }
 
 
@@ -280,6 +349,10 @@ def _oracle_figures(r: dict[str, Any]) -> dict[str, Any]:
         longest_context_tokens=r["longest_context_tokens"],
         model_max_len=r["model_max_len"],
     )
+    if r.get("num_speculative_tokens"):
+        # allocate_slots reserves the k draft tokens being verified plus the lookahead.
+        out["draft_layers"] = r["draft_layers"]
+        out["lookahead_tokens"] = r["num_speculative_tokens"] + r["num_lookahead_tokens"]
     return out
 
 
@@ -297,7 +370,7 @@ def compare(c: dict[str, Any], r: dict[str, Any]) -> dict[str, str]:
     if not mine["accepted"]:
         return {"accepted": f"vLLM runs it; the planner refuses: {mine['error'][:300]}"}
     verdict["accepted"] = "ok"
-    for fig in FIGURES[1:]:
+    for fig in (*FIGURES[1:], *DRAFT_FIGURES):
         if fig in theirs:
             a, b = theirs[fig], mine.get(fig)
             verdict[fig] = "ok" if a == b else f"vLLM {a!r} != planner {b!r}"
@@ -324,6 +397,11 @@ def test_hybrid_oracle_covers_what_it_claims(hybrid_oracle: Any) -> None:
     assert len([c for c in CASES if c["vllm"] == "0.11.0"]) >= 100
     accepted = [r for r in results if r["accepted"]]
     assert {c["model"] for c in cases} == set(_models())
+    # Qwen3.5: the recurrent state in the config's float32; MTP drafts on every GDN hybrid.
+    q35 = [r for c, r in zip(cases, results, strict=True) if c["model"].startswith(QWEN3_5)]
+    assert {r.get("mamba_ssm_cache_dtype") for r in q35 if r["accepted"]} == {"float32"}
+    drafted = {c["model"] for c, r in zip(cases, results, strict=True) if r.get("draft_layers")}
+    assert drafted == set(MTP_MODELS), drafted
     assert {r["mamba_cache_mode"] for r in accepted} == {"align", "none"}
     assert any(g["padding_layers"] for r in accepted for g in r["groups"])
     assert {g["kind"] for r in accepted for g in r["groups"]} >= {"mamba", "full", "mla"}

@@ -206,6 +206,7 @@ def _one(c: dict[str, Any], root: str) -> dict[str, Any]:
     try:
         cfg = _engine_config(c, base._model_dir(c["config"], root), root)
     except Exception as e:
+        base.raise_if_harness_error(e)
         out.update(stage="config", error=f"{type(e).__name__}: {e}"[:2000])
         return out
     mc, cc, pc, sc = cfg.model_config, cfg.cache_config, cfg.parallel_config, cfg.scheduler_config

@@ -3,7 +3,8 @@ tests/oracle/test_vllm_oracle_hybrid.py.
 
 Runs INSIDE the oracle virtualenv, never in the service's. Usage:
 `python vllm_hybrid_sizing.py IN.json OUT.json` with the same case format as vllm_sizing.py plus
-`enable_prefix_caching`.
+`enable_prefix_caching` and an optional `speculative_config` ({method, num_speculative_tokens}:
+an MTP draft of the target's own layers).
 
 What is vLLM's code and what is ours:
 - vLLM's: `EngineArgs(...).create_engine_config()` (MambaModelConfig sets mamba_cache_mode and
@@ -16,15 +17,22 @@ What is vLLM's code and what is ours:
   the model file's constructor sets, and registered in the static forward context as their
   constructors do; tensor-parallel size is answered from the config; GDN layers get the
   checkpoint alignment their constructor sets on SM90 (FlashInfer prefill: 64 in align mode).
+  An MTP draft's layers are the MTP model file's (qwen3_next_mtp.py / qwen3_5_mtp.py: its
+  `num_mtp_layers` full-attention decoder layers, shaped like the target's), marked `is_draft`
+  as `speculator.load_model` does.
+- Qwen3.5's model file imports Qwen3-VL's image processors, which need torchvision (see the
+  torchvision shim in vllm_sizing.py).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import sys
 import tempfile
 import traceback
+from dataclasses import replace
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -90,7 +98,7 @@ def _slots(hf: Any) -> list[list[str]]:
         ]
     if mtype == "jamba":
         return [["mamba1"] if t == "mamba" else ["attn"] for t in hf.layers_block_type]
-    if mtype == "qwen3_next":
+    if mtype in ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text"):
         return [["gdn"] if t == "linear_attention" else ["attn"] for t in hf.layer_types]
     if mtype == "lfm2":
         return [["attn"] if t == "full_attention" else ["short_conv"] for t in hf.layer_types]
@@ -179,14 +187,38 @@ def _attn_layer(cfg: Any, tp: int, backend: Any, is_mla: bool) -> Any:
     return base._make_layer(cfg, layer, backend)
 
 
+def _draft_attention_layers(cfg: Any) -> int:
+    """How many decoder layers the MTP model file builds: qwen3_next_mtp.py reads
+    num_nextn_predict_layers, qwen3_5_mtp.py mtp_num_hidden_layers (1 when absent)."""
+    sc = cfg.speculative_config
+    if sc is None or sc.draft_model_config is None:
+        return 0
+    if sc.method != "mtp":
+        raise RuntimeError(f"harness: only MTP drafts are built for hybrids, not {sc.method}")
+    hf = sc.draft_model_config.hf_text_config
+    if sc.draft_model_config.hf_config.model_type == "qwen3_5_mtp":
+        return int(getattr(hf, "mtp_num_hidden_layers", 1))
+    return int(getattr(hf, "num_nextn_predict_layers", 1))
+
+
 def _one(c: dict[str, Any], root: str) -> dict[str, Any]:
     out: dict[str, Any] = {"id": c["id"], "accepted": False, "stage": None, "error": None}
+    arch = (c["config"].get("architectures") or [""])[0]
+    if arch.startswith("Qwen3_5") and importlib.util.find_spec("torchvision") is None:
+        raise RuntimeError("Qwen3.5's model file needs torchvision in the oracle virtualenv")
     try:
         kw: dict[str, Any] = {}
         if c.get("enable_prefix_caching") is not None:
             kw["enable_prefix_caching"] = c["enable_prefix_caching"]
+        spec = c.get("speculative_config")
+        if spec is not None:
+            kw["speculative_config"] = {
+                "method": spec["method"],
+                "num_speculative_tokens": spec["num_speculative_tokens"],
+            }
         cfg = _engine_config(c, base._model_dir(c["config"], root), kw)
     except Exception as e:
+        base.raise_if_harness_error(e)
         out.update(stage="config", error=f"{type(e).__name__}: {e}"[:2000])
         return out
     mc, cc, pc = cfg.model_config, cfg.cache_config, cfg.parallel_config
@@ -197,6 +229,9 @@ def _one(c: dict[str, Any], root: str) -> dict[str, Any]:
         model_max_len=base._model_max_len(cfg),
         mamba_cache_mode=cc.mamba_cache_mode,
         enable_prefix_caching=cc.enable_prefix_caching,
+        mamba_ssm_cache_dtype=cc.mamba_ssm_cache_dtype,
+        num_speculative_tokens=cfg.num_speculative_tokens,
+        num_lookahead_tokens=cfg.num_lookahead_tokens,
     )
     hf = mc.hf_text_config
     slots = _slots(hf)
@@ -230,10 +265,20 @@ def _one(c: dict[str, Any], root: str) -> dict[str, Any]:
                         obj = _mamba_layer(kind, cfg, name)
                     ctx[name] = obj
                     names.append(name)
+            # The drafter's decoder layers, after the target's (is_draft set on their specs).
+            drafts = []
+            for j in range(_draft_attention_layers(cfg)):
+                name = f"mtp.layers.{len(slots) + j}.self_attn.attn"
+                ctx[name] = _attn_layer(cfg, tp, attn_backend, is_mla)
+                names.append(name)
+                drafts.append(name)
+            out["draft_layers"] = len(drafts)
             # After load: the real block-size choice and hybrid alignment.
             Platform.update_block_size_for_backend(cfg)
             cfg.validate_block_size()
             specs = {n: ctx[n].get_kv_cache_spec(cfg) for n in names}
+            for n in drafts:
+                specs[n] = replace(specs[n], is_draft=True)
     except (AssertionError, ValueError, ZeroDivisionError) as e:
         out.update(stage="model", error=f"{type(e).__name__}: {e}"[:2000])
         return out

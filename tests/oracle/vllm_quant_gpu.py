@@ -5,6 +5,7 @@ VllmConfig still refuses a device below it."""
 
 from __future__ import annotations
 
+import importlib.util
 import inspect
 import json
 import logging
@@ -14,6 +15,13 @@ import sys
 def main() -> None:
     logging.disable(logging.CRITICAL)
     import torch
+
+    # torchvision over CPU torch (see vllm_sizing.py): declare the two ops it registers fake
+    # kernels for, or transformers' import of it fails.
+    if torch.version.cuda is None and importlib.util.find_spec("torchvision") is not None:
+        lib = torch.library.Library("torchvision", "DEF")
+        lib.define("nms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
+        lib.define("qnms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
     import vllm
     import vllm.config as config_pkg
     from vllm.model_executor.layers.quantization import get_quantization_config

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib.util
 import inspect
 import io
 import json
@@ -45,6 +46,16 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # plain Python. An empty module stands in for the shared library that needs libcuda.
 sys.modules.setdefault("vllm._C_stable_libtorch", types.ModuleType("vllm._C_stable_libtorch"))
 
+import torch  # noqa: E402
+
+# torchvision (transformers imports it when installed; Qwen3.5's model file needs it): its
+# compiled ops are CUDA builds that do not load on CPU torch, and its Python code then registers
+# fake kernels for two ops that were never declared. Declare them; no op ever runs here.
+if torch.version.cuda is None and importlib.util.find_spec("torchvision") is not None:
+    _TORCHVISION_OPS = torch.library.Library("torchvision", "DEF")
+    _TORCHVISION_OPS.define("nms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
+    _TORCHVISION_OPS.define("qnms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
+
 from vllm.platforms import current_platform  # noqa: E402
 
 # Platform stubs (no GPU on this machine): the unspecified platform has device_type "" (refused
@@ -53,7 +64,6 @@ from vllm.platforms import current_platform  # noqa: E402
 current_platform.device_type = "cuda"
 type(current_platform).support_hybrid_kv_cache = classmethod(lambda cls: True)  # type: ignore
 
-import torch  # noqa: E402
 import vllm  # noqa: E402
 import vllm.config.vllm as _vllm_config_module  # noqa: E402
 
@@ -70,6 +80,7 @@ from vllm.model_executor.layers.attention.chunked_local_attention import (  # no
     ChunkedLocalAttention,
 )
 from vllm.model_executor.layers.attention.mla_attention import MLAAttention  # noqa: E402
+from vllm.model_executor.models import registry  # noqa: E402
 from vllm.platforms.interface import DeviceCapability, Platform  # noqa: E402
 from vllm.utils.math_utils import cdiv  # noqa: E402
 from vllm.utils.torch_utils import kv_cache_dtype_str_to_dtype  # noqa: E402
@@ -114,6 +125,16 @@ except Exception:  # pragma: no cover - reported per configuration below
 
 SM90 = DeviceCapability(9, 0)
 logging.disable(logging.WARNING)
+# vLLM inspects model classes in a subprocess to keep CUDA out of the parent process; there is
+# no CUDA here, and in-process the torchvision shim above applies to the model files too.
+registry._run_in_subprocess = lambda fn: fn()  # type: ignore[assignment]
+
+
+def raise_if_harness_error(e: Exception) -> None:
+    """A model class that cannot be imported here is the oracle's environment failing (a
+    missing package), never vLLM refusing the configuration: fail loudly."""
+    if "failed to be inspected" in str(e):
+        raise RuntimeError(f"harness: vLLM could not import the model class: {e}") from e
 
 
 def _fa_utils_shim() -> None:
@@ -380,6 +401,7 @@ def _one(c: dict[str, Any], root: str) -> dict[str, Any]:
     try:
         cfg = _engine_config(c, _model_dir(c["config"], root))
     except Exception as e:
+        raise_if_harness_error(e)
         out.update(stage="config", error=f"{type(e).__name__}: {e}"[:2000])
         return out
     mc, cc, pc, sc = cfg.model_config, cfg.cache_config, cfg.parallel_config, cfg.scheduler_config

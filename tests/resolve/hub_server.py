@@ -13,6 +13,16 @@ What it serves follows the Hub's protocol as the client needs it:
   without a token, 403 with a token lacking access), EntryNotFound (404), RevisionNotFound.
 
 Every request is recorded (method, path, Range, Authorization) for the tests to inspect.
+
+Hostile modes (`HubState.modes[repo_id]`, or `HubState.mode` for every repo) answer as an
+attacker's Hub would: `slow` (every answer 0.3 s late: a healthy Hub far away), `drip` (every
+byte of the answer 0.3 s apart), `stall` (never answers), `429` (RateLimit t=25 and
+Retry-After: 25), `503` (Retry-After: 25), `huge` (config.json announced at 256 MiB),
+`huge_chunked` (config.json streamed without a length, never ending), `not_json` and
+`wrong_types` (model info), `bad_sha` (a commit of `../../..` in model info and X-Repo-Commit),
+`bad_etag` (an ETag of `../../../evil`), `redirect` (config.json redirected to
+`HubState.redirect_to`, another port), `gzip_bomb` (model info inflating to 64 MiB).
+`black_hole()` is an address whose SYNs are dropped.
 """
 
 from __future__ import annotations
@@ -20,8 +30,10 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import socket
 import struct
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -69,6 +81,13 @@ class HubState:
         self.repos: dict[str, Repo] = {}
         self.requests: list[Request] = []
         self.lock = threading.Lock()
+        self.modes: dict[str, str] = {}
+        self.mode: str | None = None
+        self.redirect_to: str | None = None
+        self.stop = threading.Event()  # set at shutdown: stalled answers end
+
+    def mode_of(self, repo_id: str | None) -> str | None:
+        return self.modes.get(repo_id or "", self.mode)
 
     def add(self, repo_id: str, repo: Repo) -> None:
         if repo.sha == "0" * 40:
@@ -87,6 +106,9 @@ class _Handler(BaseHTTPRequestHandler):
     # -- helpers --------------------------------------------------------------------------
 
     def _send(self, status: int, body: bytes = b"", headers: dict[str, str] | None = None) -> None:
+        if getattr(self, "_drip", False):
+            self._drip_send(status, body, headers or {})
+            return
         self.send_response(status)
         for key, value in (headers or {}).items():
             self.send_header(key, value)
@@ -138,6 +160,117 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self._send(200, data, base)
 
+    def _drip_send(self, status: int, body: bytes, headers: dict[str, str]) -> None:
+        lines = [f"HTTP/1.1 {status} X", *(f"{k}: {v}" for k, v in headers.items())]
+        lines.append(f"Content-Length: {len(body)}")
+        raw = ("\r\n".join(lines) + "\r\n\r\n").encode() + (b"" if self.command == "HEAD" else body)
+        for i in range(len(raw)):
+            if self.server.state.stop.wait(0.3):
+                return
+            try:
+                self.wfile.write(raw[i : i + 1])
+                self.wfile.flush()
+            except OSError:
+                return
+        self.close_connection = True
+
+    def _hostile(self, mode: str, repo_id: str, what: str) -> bool:
+        """Answer as the hostile mode does; False when this request is served normally."""
+        state = self.server.state
+        if mode == "drip":
+            self._drip = True
+            return False
+        if mode == "slow":  # a healthy Hub far away: every answer 0.3 s late
+            state.stop.wait(0.3)
+            return False
+        if mode == "stall":
+            state.stop.wait(60)
+            self.close_connection = True
+            return True
+        if mode in ("429", "503"):
+            extra = {"Retry-After": "25"}
+            if mode == "429":
+                extra["RateLimit"] = '"api";r=0;t=25'
+                extra["RateLimit-Policy"] = '"fixed window";"api";q=500;w=300'
+            self._error(int(mode), "RateLimited", "slow down", extra)
+            return True
+        if what == "info" and mode == "gzip_bomb":
+            import gzip
+
+            bomb = gzip.compress(b"[" + b" " * (64 << 20) + b"]")  # 64 KiB on the wire
+            self._send(200, bomb, {"Content-Type": "application/json", "Content-Encoding": "gzip"})
+            return True
+        if what == "info" and mode == "not_json":
+            self._send(200, b"<html>not json</html>", {"Content-Type": "application/json"})
+            return True
+        if what == "info" and mode == "wrong_types":
+            body = json.dumps({"id": repo_id, "sha": 5, "siblings": "config.json", "gated": []})
+            self._send(200, body.encode(), {"Content-Type": "application/json"})
+            return True
+        if what == "info" and mode == "bad_sha":
+            body = {
+                "id": repo_id,
+                "sha": "../../../../tmp",
+                "siblings": [{"rfilename": "config.json"}],
+            }
+            self._send(200, json.dumps(body).encode(), {"Content-Type": "application/json"})
+            return True
+        if what == "config":
+            sha = state.repos[repo_id].sha if repo_id in state.repos else "0" * 40
+            if mode == "huge":
+                self.send_response(200)
+                for k, v in {
+                    "X-Repo-Commit": sha,
+                    "ETag": '"' + "a" * 40 + '"',
+                    "Content-Length": str(256 << 20),
+                }.items():
+                    self.send_header(k, v)
+                self.end_headers()
+                if self.command != "HEAD":
+                    self._stream_zeros(256 << 20)
+                return True
+            if mode == "huge_chunked":
+                self.send_response(200)
+                self.send_header("X-Repo-Commit", sha)
+                self.send_header("ETag", '"' + "b" * 40 + '"')
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                if self.command != "HEAD":
+                    self._stream_zeros(None)
+                return True
+            if mode == "bad_sha":
+                self._send(200, b"{}", {"X-Repo-Commit": "../../../../tmp/evil", "ETag": '"ab"'})
+                return True
+            if mode == "bad_etag":
+                self._send(200, b"{}", {"X-Repo-Commit": sha, "ETag": '"../../../../evil"'})
+                return True
+            if mode == "redirect" and state.redirect_to:
+                self._send(
+                    302,
+                    b"",
+                    {
+                        "Location": state.redirect_to + self.path,
+                        "X-Repo-Commit": sha,
+                        "ETag": '"' + "c" * 40 + '"',
+                    },
+                )
+                return True
+        return False
+
+    def _stream_zeros(self, total: int | None) -> None:
+        chunk = b"\0" * (1 << 16)
+        sent = 0
+        try:
+            while (total is None or sent < total) and not self.server.state.stop.is_set():
+                if total is None:
+                    self.wfile.write(b"%x\r\n" % len(chunk) + chunk + b"\r\n")
+                else:
+                    self.wfile.write(chunk[: total - sent])
+                sent += len(chunk)
+        except OSError:
+            pass
+        self.close_connection = True
+
     # -- routes ---------------------------------------------------------------------------
 
     def do_HEAD(self) -> None:
@@ -145,7 +278,21 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         self._record()
+        self._drip = False
         path = unquote(urlsplit(self.path).path)
+        m = re.fullmatch(r"/api/models/([^/]+/[^/]+?)(?:/revision/(.+))?", path) or re.fullmatch(
+            r"/([^/]+/[^/]+)/resolve/([^/]+)/(.+)", path
+        )
+        if m:
+            repo_id = m.group(1)
+            mode = self.server.state.mode_of(repo_id)
+            what = (
+                "info"
+                if path.startswith("/api/")
+                else ("config" if m.group(3) == "config.json" else "file")
+            )
+            if mode is not None and self._hostile(mode, repo_id, what):
+                return
         m = re.fullmatch(r"/api/models/([^/]+/[^/]+?)(?:/revision/(.+))?", path)
         if m:
             self._model_info(m.group(1), m.group(2))
@@ -230,6 +377,32 @@ class _Server(ThreadingHTTPServer):
 
 
 @contextmanager
+def black_hole() -> Iterator[str]:
+    """An endpoint URL whose connections never complete: a listener with a full accept queue
+    and no accept(), so the kernel drops further SYNs (as a firewall that drops does)."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(0)
+    port = listener.getsockname()[1]
+    fillers = []
+    for _ in range(4):  # fill the accept queue (its length is backlog + 1)
+        c = socket.socket()
+        c.setblocking(False)
+        try:
+            c.connect(("127.0.0.1", port))
+        except BlockingIOError:
+            pass
+        fillers.append(c)
+    time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        for c in fillers:
+            c.close()
+        listener.close()
+
+
+@contextmanager
 def hub_server(state: HubState) -> Iterator[str]:
     """Serve `state` on a free loopback port; yields the endpoint URL."""
     server = _Server(state)
@@ -241,6 +414,7 @@ def hub_server(state: HubState) -> Iterator[str]:
         host, port = server.server_address[:2]
         yield f"http://{host!s}:{port}"
     finally:
+        state.stop.set()
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)

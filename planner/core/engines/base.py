@@ -63,6 +63,8 @@ class Engine:
     # The setting that lets the engine serve past the model's maximum length, when it refuses
     # to otherwise (None: the engine does not refuse).
     long_context_override: ClassVar[str | None] = None
+    # Whether that refusal comes before the engine's other ones (all but the model dtype's).
+    context_checked_early: ClassVar[bool] = False
     serves_fp32: ClassVar[bool] = False  # whether fp32 checkpoints run in fp32
     # Whether kvplan models the engine's KV sharing across layers (Gemma-3n) and its
     # speculative-decoding draft layers; engines without either refuse such a request.
@@ -168,6 +170,10 @@ class Engine:
     def kv_cache_dtype_names(self) -> tuple[str, ...]:
         """The KV-cache dtypes this release accepts (kvplan's names)."""
         return self.kv_cache_dtypes
+
+    def bind_layers(self, shape: ModelShape, kv: KVDtype, model_dtype: str) -> ModelShape:
+        """The shape with its layers stored as this engine stores them (as parsed by default)."""
+        return shape
 
     # -- state layers (Mamba, linear attention) -----------------------------------------------
     def bind_state(

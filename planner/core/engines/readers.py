@@ -26,6 +26,15 @@ READERS: dict[type[Engine], Reader] = {
 }
 
 
+# Readers that recompute from the log's request resolved as plan() resolves it (`Ctx.inputs`).
+READS_INPUTS: tuple[type[Engine], ...] = (Vllm,)
+
+
+def reads_inputs(engine: Engine) -> bool:
+    """Whether the engine's reader takes the log's resolved request (`Ctx.inputs`)."""
+    return isinstance(engine, READS_INPUTS)
+
+
 def read_log(ctx: Ctx) -> str:
     """Check every logged figure of `ctx` with its engine's reader."""
     for cls, reader in READERS.items():
@@ -34,4 +43,4 @@ def read_log(ctx: Ctx) -> str:
     raise FieldError("engine", f"kvplan does not read {ctx.engine.label} logs")
 
 
-__all__ = ["READERS", "Reader", "read_log"]
+__all__ = ["READERS", "READS_INPUTS", "Reader", "read_log", "reads_inputs"]

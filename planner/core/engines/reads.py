@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 from planner.core.hardware import Gpu
 from planner.core.model import ModelShape
+from planner.core.specs import WindowPolicy
 from planner.core.units import KVDtype
 
 
@@ -82,6 +83,8 @@ class PlanInputs(Protocol):
     def pp(self) -> int: ...
     @property
     def context_tokens(self) -> int: ...
+    @property
+    def policy(self) -> WindowPolicy: ...
 
 
 class LaunchSettings(Protocol):

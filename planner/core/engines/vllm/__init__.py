@@ -24,8 +24,9 @@ from planner.core.engines.vllm.groups import (
 from planner.core.engines.vllm.hybrid import VllmStateLayers
 from planner.core.engines.vllm.launch import big_gpu, vllm_serve_command
 from planner.core.engines.vllm.layer_rules import (
+    VllmLayerBlocks,
+    bind_sparse_mla,
     check_shared_kv_parallel,
-    sliding_block,
     sparse_mla_block,
 )
 from planner.core.engines.vllm.logs import (
@@ -77,7 +78,7 @@ from planner.core.units import GiB, KVDtype
 
 
 @dataclass(frozen=True)
-class Vllm(VllmStateLayers, Engine):
+class Vllm(VllmStateLayers, VllmLayerBlocks, Engine):
     name: ClassVar[str] = "vllm"
     label: ClassVar[str] = "vLLM"
     releases: ClassVar[Releases] = RELEASES
@@ -89,6 +90,7 @@ class Vllm(VllmStateLayers, Engine):
     kv_sharing = speculative_drafts = True  # Gemma-3n sharing, draft layers (layer_rules)
     takes_async_scheduling: ClassVar[bool] = True
     long_context_override: ClassVar[str | None] = "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1"
+    context_checked_early: ClassVar[bool] = True  # ModelConfig, before VllmConfig's checks
     # CacheDType (vllm/config/cache.py): float16 from 0.18, per-token-head scales from 0.20.
     kv_cache_dtypes: ClassVar[tuple[str, ...]] = (
         "auto", "fp16", "bf16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc",
@@ -145,6 +147,9 @@ class Vllm(VllmStateLayers, Engine):
     def check_gpu(self, shape: ModelShape, gpu: Gpu) -> None:
         check_quantization_on_gpu(self.version, shape, gpu)
 
+    def bind_layers(self, shape: ModelShape, kv: KVDtype, model_dtype: str) -> ModelShape:
+        return bind_sparse_mla(self.version, shape)
+
     # -- settings ----------------------------------------------------------------------------
     def block_size(
         self, requested: int | None, shape: ModelShape, kv_dtype: KVDtype
@@ -153,9 +158,8 @@ class Vllm(VllmStateLayers, Engine):
             return sparse
         if not shape.is_mla:
             block = requested or self.default_block_size
-            if all(s.is_window for s in shape.layers):  # a layer's own block is the pool's
-                block = sliding_block(self.version, shape.layers[0], block)
-            return block, []
+            windows = all(s.is_window for s in shape.layers)  # a layer's own block is the pool's
+            return (self.layer_block_size(shape.layers[0], block) if windows else block), []
         # MLA on Hopper: the attention backend's kernel block size decides (cuda.py
         # check_and_update_config, the backends' kernel block sizes).
         if not since(self.version, MLA_BACKEND_PRIORITY_SINCE):
@@ -169,9 +173,6 @@ class Vllm(VllmStateLayers, Engine):
             # FlashMLA (64) for fp8 caches, FlashAttention-MLA (16) for 16-bit ones.
             block = FLASHMLA_BLOCK if kv_dtype.bits == 8 else self.default_block_size
         return block, [note("block.vllm_mla_forced", block=block)]
-
-    def layer_block_size(self, spec: LayerSpec, block: int) -> int:
-        return sliding_block(self.version, spec, block)
 
     def window_policy(
         self, shape: ModelShape, *, hybrid_manager: bool, explicit_windows: bool

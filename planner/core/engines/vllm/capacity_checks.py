@@ -104,8 +104,9 @@ def concurrency_checks(ctx: Ctx, src: KvSource | None) -> None:
         base = scenario(ctx)
         pool = base.pool(GiB)
         need = pool.blocks_per_request(c)
-        bs = ctx.settings.block
-        per_group = " + ".join(f"{g.blocks_needed(c, ctx.settings.mnbt):,}" for g in pool.groups)
+        bs = base.block
+        in_flight = base.sched.in_flight_tokens
+        per_group = " + ".join(f"{g.blocks_needed(c, in_flight):,}" for g in pool.groups)
         if len(pool.groups) > 1:
             per_group += f" = {need:,}"
         how = (

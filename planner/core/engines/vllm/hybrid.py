@@ -35,6 +35,7 @@ from math import lcm
 from planner.core.engines.versions import Version, since
 from planner.core.errors import FieldError
 from planner.core.model import ModelShape, with_layers
+from planner.core.model_hybrid import QWEN3_5_TYPES
 from planner.core.notes import Note, note
 from planner.core.specs import LayerSpec, MLASpec, cdiv
 from planner.core.specs_state import GatedDeltaNetSpec, StateSpec
@@ -82,6 +83,18 @@ def bind_vllm_state(
             f"and 0.29–0.33, not for {'.'.join(map(str, version[:2]))}: the block-size alignment "
             "and state blocks per request changed in between; use engine_version 0.29 or later, "
             "or 0.11",
+        )
+    if old and shape.model_type in QWEN3_5_TYPES:
+        raise FieldError(
+            "engine_version",
+            "vLLM 0.11 has no Qwen3.5 model (its registry lists no Qwen3_5 architecture); use "
+            "engine_version 0.33",
+        )
+    if old and shape.draft_layers and any(isinstance(s, GatedDeltaNetSpec) for s in shape.layers):
+        raise FieldError(
+            ("speculative_config", "method"),
+            "kvplan has sized MTP drafts on gated-delta-net hybrids as vLLM 0.33 does (checked "
+            "against its own code), not 0.11's; use engine_version 0.33",
         )
     if pp > 1:
         raise FieldError(

@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from planner.core.engines.versions import Version, since
 from planner.core.errors import FieldError
-from planner.core.model import ModelShape
+from planner.core.model import ModelShape, with_layers
 from planner.core.notes import Note, note
-from planner.core.specs import IndexerSpec, LayerSpec, SlidingWindowSpec
+from planner.core.specs import IndexerSpec, LayerSpec, SlidingWindowSpec, SparseMLASpec
 
 # FlashMLA-sparse's only kernel block size on SM90 (DeepSeek-V3.2's indexer backend).
 SPARSE_MLA_BLOCK = 64
+# Sparse MLA on SM90 in 0.33.0 (the release read; earlier ones were not): FlashMLA-sparse lists
+# fp8 (stored as fp8_ds_mla) but not fp8_e4m3, which FlashInfer-MLA-sparse-SM90 takes next in
+# the priority list and stores as plain fp8 latents (flashmla_sparse.py,
+# flashinfer_mla_sparse_sm90.py supported_kv_cache_dtypes, cuda.py _get_backend_priorities).
+SPARSE_PLAIN_FP8_E4M3_SINCE = (0, 33)
+
 # 0.25-0.29: a sliding-window layer picks its own block, the backend's smallest kernel block,
 # whatever --block-size says (Attention.get_kv_cache_spec: _largest_kernel_block_within with no
 # page budget, read in the 0.25.1 and 0.29.0 wheels); 0.30 gives it the primary block again.
@@ -18,6 +26,19 @@ SPARSE_MLA_BLOCK = 64
 SLIDING_OWN_BLOCK_SINCE = (0, 25)
 SLIDING_PRIMARY_BLOCK_SINCE = (0, 30)
 SLIDING_KERNEL_BLOCK = 16  # FlashAttention / Triton MultipleOf(16), FlashInfer 16 on SM90
+
+
+def bind_sparse_mla(version: Version, shape: ModelShape) -> ModelShape:
+    """The shape with its sparse MLA layers storing fp8_e4m3 as this release does."""
+    if not since(version, SPARSE_PLAIN_FP8_E4M3_SINCE):
+        return shape
+    if not any(isinstance(s, SparseMLASpec) for s in shape.layers):
+        return shape
+    layers = tuple(
+        replace(s, plain_fp8=("fp8_e4m3",)) if isinstance(s, SparseMLASpec) else s
+        for s in shape.layers
+    )
+    return with_layers(shape, layers)
 
 
 def check_shared_kv_parallel(shape: ModelShape, pp: int) -> None:
@@ -54,4 +75,20 @@ def sliding_block(version: Version, spec: LayerSpec, block: int) -> int:
     return SLIDING_KERNEL_BLOCK if own and isinstance(spec, SlidingWindowSpec) else block
 
 
-__all__ = ["SPARSE_MLA_BLOCK", "check_shared_kv_parallel", "sliding_block", "sparse_mla_block"]
+class VllmLayerBlocks:
+    """The Engine hook for a layer's own block (mixed into `Vllm`)."""
+
+    version: Version
+
+    def layer_block_size(self, spec: LayerSpec, block: int) -> int:
+        return sliding_block(self.version, spec, block)
+
+
+__all__ = [
+    "SPARSE_MLA_BLOCK",
+    "VllmLayerBlocks",
+    "bind_sparse_mla",
+    "check_shared_kv_parallel",
+    "sliding_block",
+    "sparse_mla_block",
+]

@@ -6,6 +6,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from planner.core.engines.versions import parse_version
 from planner.core.engines.vllm.releases import (
     LOG_LINE_FILES,
     LOG_SOURCE_LINES,
@@ -226,6 +227,16 @@ def _tags(facts: Sequence[Any]) -> list[tuple[str, int]]:
     return out
 
 
+def _likeliest(releases: list[str]) -> str:
+    """Of releases printing the same lines, the first release of the newest minor line among
+    them: a file that kept its lines across minor lines is most often the newer line's (the
+    0.11.0 log of vllm#27508 prints 0.10.2's and 0.11.0's gpu_worker.py:298), and a minor
+    line's patch releases seldom change a rule (0.20.1 does: then its lines differ too)."""
+    versions = [v for v in map(parse_version, releases) if v is not None]
+    newest = max(v[:2] for v in versions)
+    return next(r for r, v in zip(releases, versions, strict=True) if v[:2] == newest)
+
+
 def version_from_log(facts: Sequence[Any]) -> tuple[str, str, dict[str, Param]] | None:
     """(release, note code saying how it was inferred and how sure, that note's own params) from
     a vLLM log's own lines, where they tell: the source lines they print, matched against every
@@ -239,8 +250,6 @@ def version_from_log(facts: Sequence[Any]) -> tuple[str, str, dict[str, Param]] 
     if best:
         found = [release for release, score in scores.items() if score == best]
         source = ", ".join(f"{LOG_LINE_FILES[kind]}:{line}" for kind, line in tags)
-        # The oldest release that prints them all (kvplan's rules differ by minor line, and by
-        # a patch release only where releases.py says so).
         params: dict[str, Param] = {"source": source}
         if best < len(tags):
             code = "reconcile.vllm.version_from_some_line_numbers"
@@ -250,7 +259,7 @@ def version_from_log(facts: Sequence[Any]) -> tuple[str, str, dict[str, Param]] 
             params["releases"] = ", ".join(found)
         else:
             code = "reconcile.vllm.version_from_line_numbers"
-        return found[0], code, params
+        return _likeliest(found), code, params
     # From 0.28 "GPU KV cache size" and "Maximum concurrency" share one log line.
     if any(f.kind == "kv_tokens" and "concurrency" not in f.text.lower() for f in facts):
         first, last = SEPARATE_LINES_RELEASES

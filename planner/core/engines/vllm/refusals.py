@@ -7,6 +7,7 @@ from planner.core.engines.versions import Version, since, version_text
 from planner.core.engines.vllm.releases import MLA_BF16_KV_SINCE, MLA_DTYPE_CHECK_SINCE
 from planner.core.errors import FieldError
 from planner.core.model import ModelShape
+from planner.core.specs import SparseMLASpec
 from planner.core.units import KVDtype
 
 # VllmConfig._reject_mismatched_float_kv_cache: a 16-bit float KV cache must match the model.
@@ -33,10 +34,15 @@ def refuse(
             f"vLLM does not run {arch} in float16 (numerical instability); use "
             "dtype bfloat16 or auto",
         )
+    sparse = any(isinstance(s, SparseMLASpec) for s in shape.layers)
+    # DeepseekV32ForCausalLM.verify_and_update_config (run before the check below) turns a
+    # bfloat16 cache into auto: the model's dtype, whatever it is.
+    v32_bf16 = shape.model_type == "deepseek_v32" and kv_dtype.name == "bf16"
     if (
         since(version, REJECT_MISMATCHED_FLOAT_KV_SINCE)
         and kv_dtype.name in ("fp16", "bf16")
         and kv_dtype.name != model_dtype
+        and not v32_bf16
     ):
         torch_names = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32"}
         cache, model = torch_names[kv_dtype.name], torch_names.get(model_dtype, model_dtype)
@@ -79,6 +85,16 @@ def refuse(
             "kv_cache_dtype",
             f"no vLLM MLA attention backend on CUDA supports a {kv_dtype.name} KV cache; "
             f"use one of: {', '.join(_MLA_KV_DTYPES)}",
+        )
+    if mla_checked and sparse and kv_dtype.bits == 8 and model_dtype != "bf16":
+        # Sparse MLA on SM90: FlashAttention-MLA-sparse takes no fp8 cache; FlashMLA-sparse
+        # (fp8) and FlashInfer-MLA-sparse (fp8, fp8_e4m3) run bfloat16 models only.
+        raise FieldError(
+            "dtype",
+            f"vLLM's sparse MLA backends (DeepSeek-V3.2 indexer) on Hopper run an "
+            f"{kv_dtype.name} KV cache with a bfloat16 model only (FlashMLA-sparse, FlashInfer-"
+            "MLA-sparse), and FlashAttention-MLA-sparse takes no fp8 cache; use dtype auto or "
+            "bfloat16, or kv_cache_dtype auto",
         )
     if (
         shape.model_type in _NO_KV_REPLICATION

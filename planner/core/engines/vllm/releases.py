@@ -97,8 +97,9 @@ LOG_LINE_FILES = {
 # Per release on the package index, the line of each of those logger calls (in LOG_LINE_FILES'
 # order), read in its wheel (vllm/v1/worker/gpu_worker.py, v1/core/kv_cache_utils.py,
 # v1/worker/gpu_model_runner.py: the line where the call starts, which is what the log prints;
-# the logs of 0.10.1, 0.11.0, 0.14, 0.19 and 0.33 in the team's set show exactly these). 0.9.0
-# logs no "Available KV cache memory" line; 0.9.1–0.10.2 have a second KV-size call.
+# the real logs of stated 0.10.1, 0.11.0, 0.19.0 and 0.21.0 in tests/fixtures print exactly
+# these). 0.9.0 logs no "Available KV cache memory" line; 0.9.1–0.10.2 have a second KV-size
+# call.
 LOG_SOURCE_LINES: dict[str, tuple[tuple[int, ...], ...]] = {
     "0.9": ((), (637,), (640,), (1549,)),
     "0.9.1": ((227,), (715, 870), (719, 874), (1624,)),

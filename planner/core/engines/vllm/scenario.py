@@ -12,6 +12,7 @@ from planner.core.engines.vllm import Vllm
 from planner.core.engines.vllm.groups import VllmPool, vllm_groups
 from planner.core.errors import FieldError
 from planner.core.logs import Fact
+from planner.core.model import ModelShape
 from planner.core.parallel import Stages, pipeline_stage_layers
 from planner.core.reconcile_common import Ctx, Figure, Range, Variant, gib_bounds, stage_layers
 from planner.core.specs import LayerSpec, Stack, WindowPolicy, stack_of
@@ -35,13 +36,16 @@ PADDING = Figure("padding_layers", "padding layers (KV-cache groups)", "layers")
 
 @dataclass(frozen=True)
 class Scenario:
-    """One reading of the deployment: per-stage layers and the cache settings."""
+    """One reading of the deployment: per-stage layers and the cache settings, those of the
+    log's request as plan() resolves it (`Ctx.inputs`), or a variation of them."""
 
     ctx: Ctx
     stages: tuple[tuple[LayerSpec, ...], ...]  # per stage, one rank's layers in layer order
     dtype: KVDtype
     block: int
     policy: WindowPolicy
+    sched: Scheduling
+    length: int  # max_model_len, 0 when unknown
 
     @property
     def stacks(self) -> tuple[Stack, ...]:
@@ -60,16 +64,14 @@ class Scenario:
     def pool(self, budget_bytes: int) -> VllmPool:
         """vLLM's pool over the stages, as the engine builds it for plan(): groups of the whole
         model projected on each stage, every stage at the smallest block count."""
-        s = self.ctx.settings
-        sched = Scheduling(s.max_num_batched_tokens, None, s.mnbt, 1)
         pool = as_vllm(self.ctx).build_pool(
             Stages.from_ordered(self.stages),
             self.dtype,
             self.block,
             self.policy,
             budget_bytes,
-            sched,
-            s.max_model_len or 0,
+            self.sched,
+            self.length,
         )
         assert isinstance(pool, VllmPool)
         return pool
@@ -138,6 +140,41 @@ def stage_sizes(ctx: Ctx, pp: int) -> list[int]:
     return [len(x) for x in pipeline_stage_layers(layers, pp)]
 
 
+@dataclass(frozen=True)
+class _Base:
+    """The settings a reading starts from."""
+
+    shape: ModelShape
+    tp: int
+    dtype: KVDtype
+    block: int
+    policy: WindowPolicy | None  # None: the rule's, over the reading's layers
+    sched: Scheduling
+    length: int
+
+
+def _base(ctx: Ctx) -> _Base:
+    """The log's request as plan() resolved it; when the release's rules refuse that request
+    (or it lacks a length plan() needs), the reader's own settings, so that the log's figures
+    are still recomputed. Start-up figures take no speculative reservation (admission only)."""
+    assert ctx.shape is not None and ctx.dtype is not None
+    s = ctx.settings
+    inp = ctx.inputs
+    if inp is not None:
+        v0 = s.vllm_gen != "v1"
+        return _Base(
+            inp.shape,
+            inp.tp,
+            inp.kv_dtype,
+            inp.block_size,
+            "full_length" if v0 else inp.policy,
+            replace(inp.sched, reserved_tokens=0),
+            inp.context_tokens,
+        )
+    sched = Scheduling(s.max_num_batched_tokens, None, s.mnbt, 1)
+    return _Base(ctx.shape, s.tp, ctx.dtype, s.block, None, sched, s.max_model_len or 0)
+
+
 def scenario(
     ctx: Ctx,
     *,
@@ -148,16 +185,22 @@ def scenario(
     block: int | None = None,
     whole_model: bool = False,
 ) -> Scenario:
-    assert ctx.shape is not None and ctx.dtype is not None
+    """The base reading (`_base`), or one with a setting changed: the KV dtype, TP, draft
+    layers the log may count (`draft_layers`, no PlanRequest field), the hybrid manager, the
+    block size, or every layer on one stage."""
     s = ctx.settings
-    tp = tp or s.tp
-    if tp != s.tp:
-        ctx.engine.validate_parallel(ctx.shape, tp, 1)
-    sizes = [ctx.shape.num_hidden_layers] if whole_model else stage_sizes(ctx, s.pp)
-    stages = stage_layers(ctx.shape, ctx.engine, tp, sizes, s.draft if draft is None else draft)
-    on = s.hybrid if hybrid is None else hybrid
-    policy = _policy(ctx, on, stages)
-    return Scenario(ctx, tuple(stages), dtype or ctx.dtype, block or s.block, policy)
+    b = _base(ctx)
+    tp = tp or b.tp
+    if tp != b.tp:
+        ctx.engine.validate_parallel(b.shape, tp, 1)
+    sizes = [b.shape.num_hidden_layers] if whole_model else stage_sizes(ctx, s.pp)
+    stages = stage_layers(b.shape, ctx.engine, tp, sizes, s.draft if draft is None else draft)
+    policy = b.policy
+    if policy is None or hybrid is not None or (s.draft if draft is None else draft):
+        policy = _policy(ctx, s.hybrid if hybrid is None else hybrid, stages)
+    return Scenario(
+        ctx, tuple(stages), dtype or b.dtype, block or b.block, policy, b.sched, b.length
+    )
 
 
 def _policy(ctx: Ctx, hybrid: bool, stages: Sequence[Sequence[LayerSpec]]) -> WindowPolicy:

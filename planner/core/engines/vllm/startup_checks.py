@@ -34,8 +34,8 @@ from planner.core.units import GiB
 def v0_error_checks(ctx: Ctx, src: KvSource | None) -> None:
     for f in unique_facts(ctx.of("v0_error"), "max_tokens"):
         logged = to_int(f.values["max_tokens"])
-        bs = ctx.settings.block
         base = scenario(ctx)
+        bs = base.block
         cost = base.block_bytes()
         blocks_fact = ctx.first("num_blocks")
         if blocks_fact is not None:
@@ -106,7 +106,7 @@ def v1_error_checks(ctx: Ctx) -> None:
             f,
             v["needed_gib"],
             needed / GiB,
-            arithmetic=f"cdiv({length:,}, {ctx.settings.block}) blocks × per-block bytes of "
+            arithmetic=f"cdiv({length:,}, {base.block}) blocks × per-block bytes of "
             f"the largest stage = {needed:,} B = {needed / GiB:.3f} GiB",
             variants=variants,
         )
