@@ -92,7 +92,7 @@ def workload(
         replication=lay.replication,
         layers=lay.layers,
         kv_bytes_per_token=bytes_per_token(lay.stack, dtype),
-        page_bytes=lay.first.page_bytes(dtype, block),
+        page_bytes=lay.first.page_bytes(dtype, inp.engine.layer_block_size(lay.first, block)),
         pipeline_stage_layers=[x.layers for x in layouts],
     )
     totals = s.TotalsOut(

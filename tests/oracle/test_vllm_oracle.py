@@ -39,11 +39,12 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 # The releases the matrix checks, listed once (tests/oracle/versions.txt).
 ORACLE_VERSIONS = releases("vllm")
-# Each release family's sizing code has its own harness (their internal APIs differ).
-# 0.11–0.20 size through kv_cache_utils (no kv_cache_planning yet): one harness with switches.
+# Each release family's sizing code has its own harness (their internal APIs differ): one for
+# 0.11–0.20 (sizing through kv_cache_utils, no kv_cache_planning yet) and one for 0.21–0.33,
+# each with small switches on what each release's modules provide.
 HARNESS = {
-    "0.33": "vllm_sizing.py",
     **{f"0.{m}": "vllm_sizing_0_11.py" for m in range(11, 21)},
+    **{f"0.{n}": "vllm_sizing.py" for n in range(21, 34)},
 }
 SEED = 20261201
 BASE_CONFIGS = 200  # each in both scheduling modes

@@ -35,24 +35,24 @@ from tests.oracle.matrix import record
 pytestmark = pytest.mark.oracle
 
 HERE = Path(__file__).resolve().parent
+# The hybrids every release from 0.29 sizes here (their classes and configs load on CPU).
+HYBRIDS_0_29 = (
+    "Qwen/Qwen3-Next-80B-A3B-Instruct",
+    "ibm-granite/granite-4.0-h-tiny",
+    "ibm-granite/granite-4.0-h-small",
+    "tiiuae/Falcon-H1-7B-Instruct",
+    "nvidia/NVIDIA-Nemotron-Nano-9B-v2",
+    "ai21labs/AI21-Jamba-Mini-1.6",
+    "moonshotai/Kimi-Linear-48B-A3B-Instruct",
+    "LiquidAI/LFM2-2.6B",
+)
 # Each release's harness, and the models it can size on CPU: 0.11.0 has no Kimi-Linear or
 # LFM2 class here, cannot inspect Qwen3-Next without its Triton kernels, and its transformers
 # (4.57) has no NemotronH config.
 RELEASES = {
-    "0.33.0": (
-        "vllm_hybrid_sizing.py",
-        (
-            "Qwen/Qwen3-Next-80B-A3B-Instruct",
-            "ibm-granite/granite-4.0-h-tiny",
-            "ibm-granite/granite-4.0-h-small",
-            "tiiuae/Falcon-H1-7B-Instruct",
-            "nvidia/NVIDIA-Nemotron-Nano-9B-v2",
-            "ai21labs/AI21-Jamba-Mini-1.6",
-            "moonshotai/Kimi-Linear-48B-A3B-Instruct",
-            "LiquidAI/LFM2-2.6B",
-        ),
-        192,
-    ),
+    "0.33.0": ("vllm_hybrid_sizing.py", HYBRIDS_0_29, 192),
+    "0.32.0": ("vllm_hybrid_sizing.py", HYBRIDS_0_29, 96),
+    "0.29.0": ("vllm_hybrid_sizing.py", HYBRIDS_0_29, 96),
     "0.11.0": (
         "vllm_hybrid_sizing_0_11.py",
         (
@@ -255,7 +255,7 @@ def _run(version: str, request: pytest.FixtureRequest) -> dict[str, dict[str, An
     harness = RELEASES[version][0]
     cache_dir = Path(request.config.rootpath) / ".pytest_cache" / "vllm-oracle"
     cache_dir.mkdir(parents=True, exist_ok=True)
-    base = "vllm_sizing.py" if version.startswith("0.33") else "vllm_sizing_0_11.py"
+    base = "vllm_sizing_0_11.py" if harness.endswith("_0_11.py") else "vllm_sizing.py"
     return run_cached_oracle(
         version, harness, _oracle_inputs(version), cache_dir, prefix="hybrid-", also_read=(base,)
     )

@@ -51,26 +51,16 @@ from vllm.model_executor.layers.mamba.gdn.qwen_gdn_linear_attn import (
 )
 from vllm.platforms.interface import Platform
 from vllm.utils.math_utils import cdiv
-from vllm.v1.attention.backends.gdn_attn import (
-    FLASHINFER_GDN_CHECKPOINT_ALIGNMENT,
-)
-from vllm.v1.attention.backends.utils import (
-    get_supported_kv_cache_layouts,
-    resolve_kv_cache_layout,
-)
-from vllm.v1.core.kv_cache_config_builder import get_kv_cache_config_builder
-from vllm.v1.core.kv_cache_planning import (
-    _estimate_max_model_len_from_groups,
-    _pool_bytes_per_block_from_builder,
-    _project_kv_cache_groups_to_worker,
-    get_global_kv_cache_groups,
-    get_kv_cache_configs,
-)
 from vllm.v1.core.kv_cache_utils import (
     generate_scheduler_kv_cache_config,
     get_kv_cache_capacity,
 )
 from vllm.v1.kv_cache_interface import MambaSpec
+
+try:  # 0.33: GDN layers export prefill checkpoints with FlashInfer's prefill (SM90)
+    from vllm.v1.attention.backends.gdn_attn import FLASHINFER_GDN_CHECKPOINT_ALIGNMENT
+except ImportError:  # 0.32 and older: no GDN prefill checkpoints
+    FLASHINFER_GDN_CHECKPOINT_ALIGNMENT = None
 
 _TP = {"size": 1}
 
@@ -158,7 +148,7 @@ def _mamba_layer(kind: str, cfg: Any, prefix: str) -> Any:
         # The constructor on SM90 (FlashInfer GDN prefill) in align mode.
         obj._checkpoint_alignment = (
             FLASHINFER_GDN_CHECKPOINT_ALIGNMENT if cc.mamba_cache_mode == "align" else None
-        )
+        )  # read by 0.33's layers only
     elif kind == "kda":
         obj = KimiGatedDeltaNetAttention.__new__(KimiGatedDeltaNetAttention)
         lac = hf.linear_attn_config
@@ -296,29 +286,18 @@ def _one(c: dict[str, Any], root: str) -> dict[str, Any]:
     out["mamba_block_size"] = cc.mamba_block_size
     mamba = [s for s in specs.values() if isinstance(s, MambaSpec)]
     attn = [s for s in specs.values() if not isinstance(s, MambaSpec)]
-    out["state_bytes"] = mamba[0].real_page_size_bytes if mamba else None
+    # The unpadded state page (real_page_size_bytes: 0.30+; reported, not compared).
+    out["state_bytes"] = getattr(mamba[0], "real_page_size_bytes", None) if mamba else None
     out["page_bytes_per_layer"] = attn[0].page_size_bytes
     out["kv_heads_per_rank"] = getattr(attn[0], "num_kv_heads", None)
     budget = c["kv_budget_bytes"]
     try:
-        # EngineCore._initialize_kv_caches: the layout is resolved before grouping.
-        layouts = [x.name for x in get_supported_kv_cache_layouts([attn_backend])]
-        resolve_kv_cache_layout(cfg, [layouts], list(specs.values()))
-        groups = get_global_kv_cache_groups(cfg, [specs])
-        builder = get_kv_cache_config_builder(cfg)
-        projected = _project_kv_cache_groups_to_worker(groups, specs)
-        saved = mc.max_model_len
-        mc.max_model_len = int(c["longest_search_cap"])
-        try:
-            out["longest_context_tokens"] = _estimate_max_model_len_from_groups(
-                builder,
-                cfg,
-                projected,
-                budget - _pool_bytes_per_block_from_builder(builder, cfg, projected),
-            )
-        finally:
-            mc.max_model_len = saved
-        configs = get_kv_cache_configs(cfg, [specs], [budget], groups)
+        if base.resolve_kv_cache_layout is not None:
+            # EngineCore._initialize_kv_caches: the layout is resolved before grouping.
+            layouts = [x.name for x in base.get_supported_kv_cache_layouts([attn_backend])]
+            base.resolve_kv_cache_layout(cfg, [layouts], list(specs.values()))
+        plan = base._plan_kv_cache if base.PLANNING_API else base._plan_kv_cache_in_one_call
+        configs = plan(cfg, [specs], [budget], int(c["longest_search_cap"]), out)
     except Exception as e:
         out.update(stage="kv_cache", error=f"{type(e).__name__}: {e}"[:2000])
         return out

@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import importlib.util
+import inspect
 import io
 import json
 import logging
@@ -64,6 +65,13 @@ current_platform.device_type = "cuda"
 type(current_platform).support_hybrid_kv_cache = classmethod(lambda cls: True)  # type: ignore
 
 import vllm  # noqa: E402
+import vllm.config.vllm as _vllm_config_module  # noqa: E402
+
+# Triton has no active driver without a GPU, so HAS_TRITON is False here; on a CUDA machine it
+# is True, and 0.32 and older pick the V1 model runner without it (0.33 asks only off the
+# unspecified platform). Answer as the CUDA machine does.
+if hasattr(_vllm_config_module, "HAS_TRITON"):
+    _vllm_config_module.HAS_TRITON = True
 from vllm.config import set_current_vllm_config  # noqa: E402
 from vllm.distributed.utils import get_pp_indices  # noqa: E402
 from vllm.engine.arg_utils import EngineArgs  # noqa: E402
@@ -77,22 +85,32 @@ from vllm.platforms.interface import DeviceCapability, Platform  # noqa: E402
 from vllm.utils.math_utils import cdiv  # noqa: E402
 from vllm.utils.torch_utils import kv_cache_dtype_str_to_dtype  # noqa: E402
 from vllm.v1.attention.backend import AttentionType  # noqa: E402
-from vllm.v1.attention.backends.utils import (  # noqa: E402
-    get_supported_kv_cache_layouts,
-    resolve_kv_cache_layout,
-)
-from vllm.v1.core.kv_cache_config_builder import get_kv_cache_config_builder  # noqa: E402
-from vllm.v1.core.kv_cache_planning import (  # noqa: E402
-    _estimate_max_model_len_from_groups,
-    _pool_bytes_per_block_from_builder,
-    _project_kv_cache_groups_to_worker,
-    get_global_kv_cache_groups,
-    get_kv_cache_configs,
-)
+from vllm.v1.core import kv_cache_utils  # noqa: E402
 from vllm.v1.core.kv_cache_utils import (  # noqa: E402
     generate_scheduler_kv_cache_config,
     get_kv_cache_capacity,
 )
+
+try:  # 0.29+: the engine resolves the KV layout before grouping
+    from vllm.v1.attention.backends.utils import (
+        get_supported_kv_cache_layouts,
+        resolve_kv_cache_layout,
+    )
+except ImportError:  # 0.21-0.28: no layout step
+    get_supported_kv_cache_layouts = resolve_kv_cache_layout = None
+try:  # 0.33: grouping and planning live in kv_cache_planning / kv_cache_config_builder
+    from vllm.v1.core.kv_cache_config_builder import get_kv_cache_config_builder
+    from vllm.v1.core.kv_cache_planning import (
+        _estimate_max_model_len_from_groups,
+        _pool_bytes_per_block_from_builder,
+        _project_kv_cache_groups_to_worker,
+        get_global_kv_cache_groups,
+        get_kv_cache_configs,
+    )
+
+    PLANNING_API = True
+except ImportError:  # 0.21-0.32: kv_cache_utils.get_kv_cache_configs does it all in one call
+    PLANNING_API = False
 from vllm.v1.kv_cache_interface import (  # noqa: E402
     ChunkedLocalAttentionSpec,
     FullAttentionSpec,
@@ -131,6 +149,27 @@ def _fa_utils_shim() -> None:
 
 
 _fa_utils_shim()
+
+
+def _flash_attn_mla_shim() -> None:
+    """0.29 and older: FLASH_ATTN_MLA's module imports its kernels from vllm.vllm_flash_attn,
+    which refuses to import without the CUDA extensions. Where (and only where) that stops the
+    class from loading, stand in an empty module for it, as _fa_utils_shim does."""
+    from vllm.v1.attention.backends.registry import AttentionBackendEnum
+
+    try:
+        AttentionBackendEnum.FLASH_ATTN_MLA.get_class()
+        return
+    except ImportError as e:
+        if "vllm_flash_attn" not in str(e):
+            return
+    stub = types.ModuleType("vllm.vllm_flash_attn")
+    for name in ("flash_attn_varlen_func", "get_scheduler_metadata"):
+        setattr(stub, name, None)
+    sys.modules["vllm.vllm_flash_attn"] = stub
+
+
+_flash_attn_mla_shim()
 
 
 def _declares(cls: Any, name: str, *args: Any) -> bool:
@@ -176,13 +215,15 @@ def _select_backend(
 ) -> Any:
     if _get_backend_priorities is None:
         raise RuntimeError("vllm.platforms.cuda could not be imported on this machine")
-    order = _get_backend_priorities(
+    kw: dict[str, Any] = dict(
         use_mla=use_mla,
         device_capability=SM90,
         num_heads=num_heads,
         kv_cache_dtype=kv_cache_dtype,
-        head_size=head_size,
     )
+    if "head_size" in inspect.signature(_get_backend_priorities).parameters:
+        kw["head_size"] = head_size  # 0.30+: the priority list depends on it
+    order = _get_backend_priorities(**kw)
     reasons = {}
     for backend in order:
         if use_mla and "SPARSE" in backend.name:
@@ -398,9 +439,7 @@ def _one(c: dict[str, Any], root: str) -> dict[str, Any]:
         distinct = list(dict.fromkeys(backends.values()))
         if user_bs is None:
             # update_block_size_for_backend, phase 1 (the default block size when none is given).
-            cc.block_size = Platform._preferred_block_size_for_backends(
-                distinct, cc.block_size, cfg
-            )
+            cc.block_size = _preferred_block_size(distinct, backends, layers, cfg)
     except Exception as e:
         out.update(stage="backend", error=f"{type(e).__name__}: {e}"[:2000])
         return out
@@ -427,30 +466,12 @@ def _one(c: dict[str, Any], root: str) -> dict[str, Any]:
     budget = c["kv_budget_bytes"]
     available = [budget] * pp
     try:
-        # EngineCore._initialize_kv_caches: the layout is resolved before grouping.
-        layouts = [layout.name for layout in get_supported_kv_cache_layouts(distinct)]
-        resolve_kv_cache_layout(cfg, [layouts] * pp, [s for st in specs for s in st.values()])
-        groups = get_global_kv_cache_groups(cfg, specs)
-        builder = get_kv_cache_config_builder(cfg)
-        out["global_groups"] = _groups_out(groups)
-        projected = [_project_kv_cache_groups_to_worker(groups, s) for s in specs]
-        # Longest context one request can have: vLLM's own estimate (the search of its "needs
-        # more memory" error), run up to the caller's search cap instead of max_model_len.
-        saved = mc.max_model_len
-        mc.max_model_len = int(c["longest_search_cap"])
-        try:
-            out["longest_context_tokens"] = min(
-                _estimate_max_model_len_from_groups(
-                    builder,
-                    cfg,
-                    pg,
-                    mem - _pool_bytes_per_block_from_builder(builder, cfg, pg),
-                )
-                for pg, mem in zip(projected, available, strict=True)
-            )
-        finally:
-            mc.max_model_len = saved
-        configs = get_kv_cache_configs(cfg, specs, available, groups)
+        if resolve_kv_cache_layout is not None:
+            # EngineCore._initialize_kv_caches: the layout is resolved before grouping.
+            layouts = [layout.name for layout in get_supported_kv_cache_layouts(distinct)]
+            resolve_kv_cache_layout(cfg, [layouts] * pp, [s for st in specs for s in st.values()])
+        plan = _plan_kv_cache if PLANNING_API else _plan_kv_cache_in_one_call
+        configs = plan(cfg, specs, available, int(c["longest_search_cap"]), out)
     except Exception as e:
         out.update(stage="kv_cache", error=f"{type(e).__name__}: {e}"[:2000])
         return out
@@ -480,6 +501,91 @@ def _one(c: dict[str, Any], root: str) -> dict[str, Any]:
     return out
 
 
+def _preferred_block_size(
+    distinct: list[Any], backends: dict[Any, Any], layers: list[dict[str, Any]], cfg: Any
+) -> int:
+    """The default block size: 0.31+ asks every backend in use
+    (`Platform._preferred_block_size_for_backends`); before, the first attention layer's backend
+    answers alone (`_find_non_ssm_backend` → `get_preferred_block_size(DEFAULT_BLOCK_SIZE)`)."""
+    cc = cfg.cache_config
+    if hasattr(Platform, "_preferred_block_size_for_backends"):
+        return Platform._preferred_block_size_for_backends(distinct, cc.block_size, cfg)
+    from vllm.config.cache import CacheConfig
+
+    first = backends[(layers[0]["cls"] == "mla", layers[0].get("has_sink", False))]
+    with set_current_vllm_config(cfg):
+        return int(first.get_preferred_block_size(CacheConfig.DEFAULT_BLOCK_SIZE))
+
+
+def _plan_kv_cache(
+    cfg: Any, specs: list[dict[str, Any]], available: list[int], search_cap: int, out: Any
+) -> list[Any]:
+    """0.33: global groups, vLLM's max-length estimate per worker, then the per-worker configs
+    (out gets the groups and the longest context, even when the configs are refused)."""
+    mc = cfg.model_config
+    groups = get_global_kv_cache_groups(cfg, specs)
+    out["global_groups"] = _groups_out(groups)
+    builder = get_kv_cache_config_builder(cfg)
+    projected = [_project_kv_cache_groups_to_worker(groups, s) for s in specs]
+    # Longest context one request can have: vLLM's own estimate (the search of its "needs
+    # more memory" error), run up to the caller's search cap instead of max_model_len.
+    saved = mc.max_model_len
+    mc.max_model_len = search_cap
+    try:
+        out["longest_context_tokens"] = min(
+            _estimate_max_model_len_from_groups(
+                builder, cfg, pg, mem - _pool_bytes_per_block_from_builder(builder, cfg, pg)
+            )
+            for pg, mem in zip(projected, available, strict=True)
+        )
+    finally:
+        mc.max_model_len = saved
+    return get_kv_cache_configs(cfg, specs, available, groups)
+
+
+def _plan_kv_cache_in_one_call(
+    cfg: Any, specs: list[dict[str, Any]], available: list[int], search_cap: int, out: Any
+) -> list[Any]:
+    """0.21-0.32: `get_kv_cache_configs(cfg, specs, available)` groups, checks and sizes in one
+    call. Its own steps are observed, not redone: the global groups `get_kv_cache_groups`
+    returns, and each worker's `_check_enough_kv_cache_memory(memory, need, max_model_len,
+    estimate)`, whose estimate is run up to the search cap; every worker is checked (the first
+    refusal is raised once all have been seen)."""
+    mc = cfg.model_config
+    seen: dict[str, Any] = {"groups": None, "longest": [], "refusal": None}
+    real_groups = kv_cache_utils.get_kv_cache_groups
+    real_check = kv_cache_utils._check_enough_kv_cache_memory
+
+    def groups_seen(*args: Any, **kwargs: Any) -> Any:
+        seen["groups"] = real_groups(*args, **kwargs)
+        return seen["groups"]
+
+    def check_seen(memory: int, need: Any, max_len: int, estimate: Any) -> None:
+        saved = mc.max_model_len
+        mc.max_model_len = search_cap
+        try:
+            seen["longest"].append(estimate(memory) if memory > 0 else 0)
+        finally:
+            mc.max_model_len = saved
+        try:
+            real_check(memory, need, max_len, estimate)
+        except ValueError as e:
+            seen["refusal"] = seen["refusal"] or e
+
+    kv_cache_utils.get_kv_cache_groups = groups_seen
+    kv_cache_utils._check_enough_kv_cache_memory = check_seen
+    try:
+        configs = kv_cache_utils.get_kv_cache_configs(cfg, specs, available)
+    finally:
+        kv_cache_utils.get_kv_cache_groups = real_groups
+        kv_cache_utils._check_enough_kv_cache_memory = real_check
+    out["global_groups"] = _groups_out(seen["groups"])
+    out["longest_context_tokens"] = min(seen["longest"])
+    if seen["refusal"] is not None:
+        raise seen["refusal"]
+    return configs
+
+
 def _admitted_whole(cfg: Any, sched: Any, blocks_per_request: int) -> int | None:
     """Self-check of `(num_blocks - 1) // blocks_per_request` with vLLM's own KVCacheManager:
     admit requests of max_model_len tokens, each allocated whole, until allocate_slots refuses.
@@ -496,14 +602,20 @@ def _admitted_whole(cfg: Any, sched: Any, blocks_per_request: int) -> int | None
     expected = (sched.num_blocks - 1) // blocks_per_request
     if not kinds <= {"full", "mla"} or expected > 64 or ctx * (expected + 1) > (1 << 22):
         return None
-    manager = KVCacheManager(
+    kw = dict(
         kv_cache_config=sched,
         max_model_len=ctx,
         scheduler_block_size=cfg.cache_config.block_size,
         hash_block_size=cfg.cache_config.block_size,
-        max_in_flight_tokens=cfg.max_in_flight_tokens,
         enable_caching=False,
     )
+    # The admission cap's input: max_in_flight_tokens (0.26+), max_num_batched_tokens before.
+    accepted = inspect.signature(KVCacheManager.__init__).parameters
+    if "max_in_flight_tokens" in accepted:
+        kw["max_in_flight_tokens"] = cfg.max_in_flight_tokens
+    else:
+        kw["max_num_batched_tokens"] = cfg.scheduler_config.max_num_batched_tokens
+    manager = KVCacheManager(**{k: v for k, v in kw.items() if k in accepted})
     admitted = 0
     while admitted <= expected + 1:
         req = Request(f"r{admitted}", [0] * ctx, SamplingParams(max_tokens=1), None)

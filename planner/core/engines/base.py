@@ -221,6 +221,10 @@ class Engine(EngineFlags):
         """The block size used, and notes when the engine would force or ignore it."""
         return requested or self.default_block_size, []
 
+    def layer_block_size(self, spec: LayerSpec, block: int) -> int:
+        """The block one layer's own page is counted in, before any grouping (the block)."""
+        return block
+
     def window_policy(
         self, shape: ModelShape, *, hybrid_manager: bool, explicit_windows: bool
     ) -> WindowPolicy:

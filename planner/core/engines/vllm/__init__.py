@@ -24,6 +24,7 @@ from planner.core.engines.vllm.groups import (
 from planner.core.engines.vllm.hybrid import VllmStateLayers
 from planner.core.engines.vllm.launch import big_gpu, vllm_serve_command
 from planner.core.engines.vllm.layer_rules import (
+    VllmLayerBlocks,
     bind_sparse_mla,
     check_shared_kv_parallel,
     sparse_mla_block,
@@ -77,7 +78,7 @@ from planner.core.units import GiB, KVDtype
 
 
 @dataclass(frozen=True)
-class Vllm(VllmStateLayers, Engine):
+class Vllm(VllmStateLayers, VllmLayerBlocks, Engine):
     name: ClassVar[str] = "vllm"
     label: ClassVar[str] = "vLLM"
     releases: ClassVar[Releases] = RELEASES
@@ -156,7 +157,9 @@ class Vllm(VllmStateLayers, Engine):
         if (sparse := sparse_mla_block(requested, shape)) is not None:
             return sparse
         if not shape.is_mla:
-            return requested or self.default_block_size, []
+            block = requested or self.default_block_size
+            windows = all(s.is_window for s in shape.layers)  # a layer's own block is the pool's
+            return (self.layer_block_size(shape.layers[0], block) if windows else block), []
         # MLA on Hopper: the attention backend's kernel block size decides (cuda.py
         # check_and_update_config, the backends' kernel block sizes).
         if not since(self.version, MLA_BACKEND_PRIORITY_SINCE):

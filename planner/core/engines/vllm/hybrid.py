@@ -19,7 +19,12 @@ Two rule sets, each read in its release's wheel:
 hybrids, the block is 16 × cdiv(state, 16 × a FullAttentionSpec token page, K and V even for MLA),
 one state block per request, `mamba_block_size = max_model_len`.
 
-Releases between those two changed these rules in steps kvplan has not read; they are refused.
+0.29-0.32 (read in their wheels, checked by the oracle) have 0.33's rules except the prefill
+checkpoints of gated delta nets: `QwenGatedDeltaNetAttention` declares none and the platform
+alignment has no checkpoint lcm (both 0.33); Mamba2's one checkpoint block
+(`MambaMixer2.get_kv_cache_spec`) starts in 0.32. Releases between 0.11 and 0.29 changed these
+rules in steps kvplan has not checked (0.25's prefix caching picks mamba_cache_mode "all" for
+some models); they are refused.
 """
 
 from __future__ import annotations
@@ -38,7 +43,15 @@ from planner.core.units import KVDtype
 
 # The two rule sets read (first release each applies to, last release verified).
 OLD_RULES = ((0, 9, 0), (0, 11, 99))
-PLATFORM_ALIGN_SINCE = (0, 33, 0)
+# The platform alignment (`Platform._align_hybrid_block_size`) with prefix caching kept on,
+# as far back as the oracle has checked it.
+PLATFORM_ALIGN_SINCE = (0, 29, 0)
+# MambaMixer2.get_kv_cache_spec declares one prefill checkpoint block (num_prefill_checkpoint_
+# blocks=1); before, Mamba2 held 2 + speculative blocks in align mode.
+MAMBA2_CHECKPOINT_SINCE = (0, 32, 0)
+# GDN layers export prefill checkpoints (FlashInfer prefill on SM90) and the platform aligns to
+# them (QwenGatedDeltaNetAttention._exports_checkpoints, get_mamba_prefill_checkpoint_alignment).
+GDN_CHECKPOINT_SINCE = (0, 33, 0)
 # Smallest kernel block of the SM90 attention backends vLLM picks for these models
 # (FlashAttention, FlashAttention-MLA, Triton MLA: MultipleOf(16); FlashInfer 16).
 KERNEL_BLOCK = 16
@@ -67,8 +80,9 @@ def bind_vllm_state(
         raise FieldError(
             "engine_version",
             f"kvplan knows vLLM's sizing of state (Mamba / linear-attention) layers for 0.11 "
-            f"and 0.33, not for {'.'.join(map(str, version[:2]))}: the block-size alignment and "
-            "state blocks per request changed in between; use engine_version 0.33 or 0.11",
+            f"and 0.29–0.33, not for {'.'.join(map(str, version[:2]))}: the block-size alignment "
+            "and state blocks per request changed in between; use engine_version 0.29 or later, "
+            "or 0.11",
         )
     if old and shape.model_type in QWEN3_5_TYPES:
         raise FieldError(
@@ -123,7 +137,11 @@ def bind_vllm_state(
             align = max(align, MLA_HYBRID_ALIGNMENT)
         # GDN exports prefill checkpoints only with FlashInfer's prefill (SM90) in align mode,
         # and the platform aligns to them only when every state layer can.
-        checkpoints_on = mode == "align" and all(isinstance(s, GatedDeltaNetSpec) for s in states)
+        checkpoints_on = (
+            mode == "align"
+            and since(version, GDN_CHECKPOINT_SINCE)
+            and all(isinstance(s, GatedDeltaNetSpec) for s in states)
+        )
         if checkpoints_on:
             align = lcm(align, GDN_FLASHINFER_ALIGNMENT)
         needed = align * cdiv(state_page, align * attn_1)
@@ -139,7 +157,8 @@ def bind_vllm_state(
             held = 1
         elif mode == "align":
             gdn_ckpt = checkpoints_on and isinstance(s, GatedDeltaNetSpec)
-            held = 2 + num_spec + (1 if gdn_ckpt else s.checkpoint_blocks)
+            declared = s.checkpoint_blocks if since(version, MAMBA2_CHECKPOINT_SINCE) else 0
+            held = 2 + num_spec + (1 if gdn_ckpt else declared)
         else:
             held = 1 + num_spec
         # The model keeps the whole state; its ranks (on_rank(tp)) get the padded page.

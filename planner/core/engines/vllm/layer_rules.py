@@ -8,7 +8,7 @@ from planner.core.engines.versions import Version, since
 from planner.core.errors import FieldError
 from planner.core.model import ModelShape, with_layers
 from planner.core.notes import Note, note
-from planner.core.specs import IndexerSpec, SparseMLASpec
+from planner.core.specs import IndexerSpec, LayerSpec, SlidingWindowSpec, SparseMLASpec
 
 # FlashMLA-sparse's only kernel block size on SM90 (DeepSeek-V3.2's indexer backend).
 SPARSE_MLA_BLOCK = 64
@@ -17,6 +17,15 @@ SPARSE_MLA_BLOCK = 64
 # the priority list and stores as plain fp8 latents (flashmla_sparse.py,
 # flashinfer_mla_sparse_sm90.py supported_kv_cache_dtypes, cuda.py _get_backend_priorities).
 SPARSE_PLAIN_FP8_E4M3_SINCE = (0, 33)
+
+# 0.25-0.29: a sliding-window layer picks its own block, the backend's smallest kernel block,
+# whatever --block-size says (Attention.get_kv_cache_spec: _largest_kernel_block_within with no
+# page budget, read in the 0.25.1 and 0.29.0 wheels); 0.30 gives it the primary block again.
+# Hybrid groups scale it back up (unify_kv_cache_spec_page_size); a model whose layers all
+# slide keeps it.
+SLIDING_OWN_BLOCK_SINCE = (0, 25)
+SLIDING_PRIMARY_BLOCK_SINCE = (0, 30)
+SLIDING_KERNEL_BLOCK = 16  # FlashAttention / Triton MultipleOf(16), FlashInfer 16 on SM90
 
 
 def bind_sparse_mla(version: Version, shape: ModelShape) -> ModelShape:
@@ -58,4 +67,28 @@ def sparse_mla_block(requested: int | None, shape: ModelShape) -> tuple[int, lis
     return block, [note("block.vllm_sparse_mla", block=block)]
 
 
-__all__ = ["SPARSE_MLA_BLOCK", "bind_sparse_mla", "check_shared_kv_parallel", "sparse_mla_block"]
+def sliding_block(version: Version, spec: LayerSpec, block: int) -> int:
+    """The block a layer's own spec takes in `version` (before any hybrid unification)."""
+    own = since(version, SLIDING_OWN_BLOCK_SINCE) and not since(
+        version, SLIDING_PRIMARY_BLOCK_SINCE
+    )
+    return SLIDING_KERNEL_BLOCK if own and isinstance(spec, SlidingWindowSpec) else block
+
+
+class VllmLayerBlocks:
+    """The Engine hook for a layer's own block (mixed into `Vllm`)."""
+
+    version: Version
+
+    def layer_block_size(self, spec: LayerSpec, block: int) -> int:
+        return sliding_block(self.version, spec, block)
+
+
+__all__ = [
+    "SPARSE_MLA_BLOCK",
+    "VllmLayerBlocks",
+    "bind_sparse_mla",
+    "check_shared_kv_parallel",
+    "sliding_block",
+    "sparse_mla_block",
+]

@@ -13,7 +13,7 @@ from planner.core.engines.vllm.groups import VllmPool, one_request_bytes, vllm_g
 from planner.core.engines.vllm.releases import (
     GROUPS_NEED_ALL_SINCE,
     GROUPS_NEED_SINCE,
-    POOL_NEED_SINCE,
+    PADDED_NEED_SINCE,
 )
 from planner.core.engines.vllm.rules import vllm_max_len_scope
 from planner.core.engines.vllm.start import vllm_estimate_max_model_len
@@ -38,13 +38,13 @@ def startup_need(
     stage_stacks: Sequence[Stack],
     whole_model: Callable[[], Stack],
 ) -> Callable[[int], int]:
-    """Bytes vLLM's start check counts for one request of a length. From 0.29 what the
-    request takes from the pool, padding included (bytes per block × its blocks,
+    """Bytes vLLM's start check counts for one request of a length. From 0.21 (at the latest)
+    what the request takes from the pool, padding included (bytes per block × its blocks,
     `_max_memory_usage_bytes_from_groups`); before, Σ layers max_memory_usage_bytes over
     each worker's layers (`stage_stacks`, one rank of each stage), or the whole model's
-    (`whole_model`) under PP in 0.14–0.16; for hybrids from 0.14 the groups' bytes per block
-    id × the first group's blocks (0.14–0.18) or all groups' (0.19+)."""
-    if since(engine.version, POOL_NEED_SINCE):
+    (`whole_model`) under PP in 0.14–0.16; for hybrids in 0.14–0.20 the groups' bytes per
+    block id × the first group's blocks (0.14–0.18) or all groups' (0.19–0.20)."""
+    if since(engine.version, PADDED_NEED_SINCE):
         return pool.at_startup().bytes_for
     if since(engine.version, GROUPS_NEED_SINCE) and len(pool.groups) > 1:
         return _groups_need(engine, pool, len(stage_stacks) > 1, whole_model)

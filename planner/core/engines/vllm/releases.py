@@ -45,8 +45,7 @@ FLASHMLA_BLOCK = 64
 # "GPU KV cache size" and "Maximum concurrency" are logged once all workers take the smallest
 # num_blocks (_report_kv_cache_config); before, each worker logged its own, worker 0 first.
 LOG_AFTER_MIN_SINCE = (0, 11, 1)
-# The start check and the max-length estimate count what one request takes from the pool
-# (padding included) and hold the null block back (PR #47272).
+# The start check and the max-length estimate hold the null block back (PR #47272).
 POOL_NEED_SINCE = (0, 29)
 # Hybrids: the start check and the max-length estimate count the groups
 # (kv_cache_utils._max_memory_usage_bytes_from_groups): group_size × page × the blocks of the
@@ -54,6 +53,11 @@ POOL_NEED_SINCE = (0, 29)
 # every group (0.19.1); before 0.14, Σ layers' max_memory_usage_bytes.
 GROUPS_NEED_SINCE = (0, 14)
 GROUPS_NEED_ALL_SINCE = (0, 19)
+# ... and count what one request takes from the pool, padding layers included
+# (`_max_memory_usage_bytes_from_groups`: group size × page × the groups' blocks), not the sum
+# of the layers' own needs: so in 0.21.0, 0.25.1 and 0.29.0 (read in their wheels, checked by
+# the oracle); 0.21 is the first release of that range read, the change may be older.
+PADDED_NEED_SINCE = (0, 21)
 # EngineArgs.get_batch_defaults: GPUs of 160 GiB or more get max_num_batched_tokens 16384.
 BIG_GPU_16K_SINCE = (0, 28)
 # Hybrid group size (_get_kv_cache_groups_uniform_page_size): the largest bucket when it is
