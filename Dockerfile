@@ -38,7 +38,11 @@ RUN groupadd --system --gid 10001 kvplan \
     && useradd --system --uid 10001 --gid 10001 --create-home --home-dir /home/kvplan \
        --shell /usr/sbin/nologin kvplan
 COPY --from=build /opt/venv /opt/venv
-RUN /opt/venv/bin/pip install --no-cache-dir 'torch==2.13.0' 'nvidia-ml-py==13.615.71'
+COPY constraints.txt constraints-gpu.txt /tmp/pins/
+# Both constraint files: the service's pins stay as they are, and torch's open ranges are pinned.
+RUN /opt/venv/bin/pip install --no-cache-dir -c /tmp/pins/constraints.txt -c /tmp/pins/constraints-gpu.txt \
+       'torch==2.13.0' 'nvidia-ml-py==13.615.71' \
+    && rm -rf /tmp/pins
 USER 10001:10001
 WORKDIR /home/kvplan
 CMD ["kvplan", "probe", "--device", "cuda", "--json"]

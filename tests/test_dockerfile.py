@@ -210,3 +210,47 @@ def test_healthcheck_follows_kvplan_host_and_port(
             monkeypatch.setenv(name, value)
     exec(compile(healthcheck_argv()[2], "HEALTHCHECK", "exec"), {})
     assert seen == [url]
+
+
+def _pins(path: Path) -> dict[str, str]:
+    pins: dict[str, str] = {}
+    for line in path.read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, sep, version = line.partition("==")
+            assert sep and version, line
+            pins[name.strip().lower().replace("_", "-")] = version.strip()
+    return pins
+
+
+def test_gpu_stage_installs_torch_through_both_constraint_files() -> None:
+    # issue 25: the probe image's torch layer is as reproducible as the service's venv.
+    gpu = stages()["gpu"]
+    pip = [args for kw, args in gpu if kw == "RUN" and "pip install" in args]
+    assert pip and all(
+        "-c /tmp/pins/constraints.txt" in args and "-c /tmp/pins/constraints-gpu.txt" in args
+        for args in pip
+    )
+    assert any(kw == "COPY" and "constraints-gpu.txt" in args for kw, args in gpu)
+    gpu_pins = _pins(ROOT / "constraints-gpu.txt")
+    torch_pin = re.search(r"'torch==([\d.]+)'", " ".join(pip))
+    assert torch_pin and gpu_pins["torch"] == torch_pin.group(1)
+    assert "nvidia-ml-py" in gpu_pins
+
+
+def test_constraints_gpu_pins_every_range_torch_leaves_open() -> None:
+    # torch pins its CUDA wheels itself; each dependency it names by a range must be pinned by
+    # one of the two files. The CPU build of the same torch (the crosscheck venv) carries the
+    # same pure-Python requirements as the CUDA build.
+    metadata = pytest.importorskip("importlib.metadata")
+    try:
+        requires = metadata.requires("torch") or []
+    except metadata.PackageNotFoundError:
+        pytest.skip("torch is not installed (crosscheck extra)")
+    pinned = _pins(ROOT / "constraints-gpu.txt") | _pins(ROOT / "constraints.txt")
+    open_ranges = {
+        re.split(r"[<>=!~;\[ ]", req, maxsplit=1)[0].lower().replace("_", "-")
+        for req in requires
+        if "extra ==" not in req and "==" not in req
+    }
+    assert open_ranges, requires
+    assert sorted(open_ranges - pinned.keys()) == []

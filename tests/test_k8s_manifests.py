@@ -237,3 +237,30 @@ def test_deployment_command_parses(k8s_objects: dict[str, Any]) -> None:
     container = _container(k8s_objects["Deployment"])
     assert container.command == ["kvplan"]
     _parses(container.args)
+
+
+def test_kustomize_images_name_the_deployment_image(k8s_objects: dict[str, Any]) -> None:
+    # issue 25: the manifests carry a logical image name that `images:` points at a registry
+    # (README step 0: build, push, `kustomize edit set image`), not a placeholder registry.
+    kustomization = yaml.safe_load((K8S_DIR / "kustomization.yaml").read_text())
+    images = {entry["name"]: entry for entry in kustomization["images"]}
+    image = _container(k8s_objects["Deployment"]).image
+    assert image in images and "/" not in image and ":" not in image
+    assert images[image]["newName"] and images[image]["newTag"]
+    readme = (K8S_DIR.parents[1] / "README.md").read_text()
+    assert f'kustomize edit set image "{image}=' in readme
+
+
+def test_readme_sets_the_probe_jobs_image_while_creating_it() -> None:
+    # The Job (generateName, made by `kubectl create`) gets the pushed probe image from the
+    # README's sed; applying that sed must change its one image and nothing else.
+    readme = (K8S_DIR.parents[1] / "README.md").read_text()
+    m = re.search(r'sed "s#(image: [^#]+)#(image: [^#]+)#" deploy/k8s/probe-job\.yaml', readme)
+    assert m, "README's probe Job command"
+    text = (K8S_DIR / "probe-job.yaml").read_text()
+    pushed = m.group(2).replace("$REGISTRY", "reg.example").replace("$TAG", "1.2.3")
+    changed = text.replace(m.group(1), pushed)
+    assert changed.count(pushed) == 1 and len(changed.splitlines()) == len(text.splitlines())
+    (doc,) = [d for d in yaml.safe_load_all(changed) if d]
+    (container,) = doc["spec"]["template"]["spec"]["containers"]
+    assert container["image"] == "reg.example/kvplan-probe:1.2.3"
