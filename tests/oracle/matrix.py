@@ -212,6 +212,13 @@ def _differences(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[s
     return out
 
 
+def _untagged(case_id: str, tags: tuple[str, ...]) -> str:
+    for tag in tags:
+        if case_id.startswith(tag):
+            return case_id[len(tag) :]
+    return case_id
+
+
 def oracle_results(
     release: str,
     harness: str,
@@ -226,10 +233,11 @@ def oracle_results(
     fixture, or live for the release `make oracle` names (then checked against the fixture)."""
     name = name or Path(harness).stem
     path = fixture_path(engine, fixture_release(release, engine), name)
-    # Case ids may carry the release ("v0.33-…", unique across releases in one test module);
-    # fixtures store them without it, so releases with the same code share one fixture.
-    tag = "v" + ".".join(release.split(".")[:2]) + "-"
-    original = {(i[len(tag) :] if i.startswith(tag) else i): i for i in (c["id"] for c in inputs)}
+    # Case ids may carry the release ("v0.5.23-…" or, where one release per minor is checked,
+    # "v0.33-…"), unique across releases in one test module; fixtures store them without it,
+    # so releases with the same code share one fixture.
+    tags = ("v" + release + "-", "v" + ".".join(release.split(".")[:2]) + "-")
+    original = {_untagged(i, tags): i for i in (c["id"] for c in inputs)}
     inputs = [dict(c, id=k) for k, c in zip(original, inputs, strict=True)]
     inputs_sha = _sha256(_canonical(inputs))
     harness_sha = _harness_sha(harness, also_read)

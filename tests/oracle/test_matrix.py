@@ -139,3 +139,19 @@ def test_missing_virtualenv_fails_where_required(
     monkeypatch.setenv("KVPLAN_REQUIRE_ORACLE", "1")
     with pytest.raises(pytest.fail.Exception, match="oracle virtualenv is missing"):
         matrix.oracle_results("3.0.0", "h@2.1.0.py", _inputs("3.0.0"), engine="fake")
+
+
+def test_whole_release_tags_share_the_fixture_too(
+    fake: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Several patch releases of one minor in one module tag ids with the whole release
+    # ("v2.0.0-…"); the fixture still stores them untagged, so 2.0.0 reads 1.9.0's answers.
+    monkeypatch.setenv("KVPLAN_ORACLE_RELEASE", "1.9.0")
+    monkeypatch.setenv("KVPLAN_ORACLE_WRITE", "1")
+    _ask("1.9.0", [{"id": f"v1.9.0-case{i}", "x": i} for i in range(3)])
+    monkeypatch.delenv("KVPLAN_ORACLE_WRITE")
+    monkeypatch.delenv("KVPLAN_ORACLE_RELEASE")
+    stored = matrix.fixture_path("fake", "1.9.0", "h").read_text()
+    assert "v1.9" not in stored and '"case2"' in stored
+    whole = [{"id": f"v2.0.0-case{i}", "x": i} for i in range(3)]
+    assert _ask("2.0.0", whole)["v2.0.0-case2"] == {"id": "v2.0.0-case2", "twice": 4}

@@ -216,10 +216,6 @@ def _case_id(c: dict[str, Any], i: int) -> str:
     )
 
 
-def _minor(version: str) -> str:
-    return ".".join(version.split(".")[:2])
-
-
 # The grids, each stored as its own fixture: {fixture name -> configurations}.
 GRIDS = {
     "sglang_sizing": _generate(),
@@ -228,7 +224,8 @@ GRIDS = {
 }
 BASE_CASES = GRIDS["sglang_sizing"]
 CASES = [
-    dict(c, sglang=v, grid=g, id=f"v{_minor(v)}-{c['id']}")
+    # The whole release in the id: several 0.5.x releases are checked side by side.
+    dict(c, sglang=v, grid=g, id=f"v{v}-{c['id']}")
     for v in ORACLE_VERSIONS
     for g, cases in GRIDS.items()
     for c in cases
