@@ -44,32 +44,25 @@ $(AXE):
 
 install: $(STAMP)
 
-# The wheel is downloaded on its own so its file name and sha256 go into the fixtures'
-# provenance (.venv-oracle-x/.wheel). vLLM --no-deps: its full dependency list is the CUDA stack;
-# the sizing code needs only the pinned pure-Python set in requirements-<release>.txt.
-.venv-oracle-%/.installed: tests/oracle/requirements-%.txt
-	rm -rf .venv-oracle-$* build/wheels/vllm-$*
-	$(PYTHON) -m pip download -q --no-deps --dest build/wheels/vllm-$* vllm==$*
-	$(PYTHON) -m venv .venv-oracle-$*
-	.venv-oracle-$*/bin/python -m pip install -q --upgrade pip
-	.venv-oracle-$*/bin/python -m pip install -q -r $<
-	.venv-oracle-$*/bin/python -m pip install -q --no-deps build/wheels/vllm-$*/vllm-*.whl
-	cd build/wheels/vllm-$* && sha256sum vllm-*.whl | awk '{print $$2, $$1}' > ../../../.venv-oracle-$*/.wheel
-	rm -rf build/wheels/vllm-$*
-	touch $@
-
-# SGLang's the same way: its pinned set, then the wheel --no-deps (the stubs its sizing code
-# needs on CPU are in the harness, tests/oracle/sglang_*.py).
-.venv-oracle-sglang-%/.installed: tests/oracle/requirements-sglang-%.txt
-	rm -rf .venv-oracle-sglang-$* build/wheels/sglang-$*
-	$(PYTHON) -m pip download -q --no-deps --dest build/wheels/sglang-$* sglang==$*
-	$(PYTHON) -m venv .venv-oracle-sglang-$*
-	.venv-oracle-sglang-$*/bin/python -m pip install -q --upgrade pip
-	.venv-oracle-sglang-$*/bin/python -m pip install -q -r $<
-	.venv-oracle-sglang-$*/bin/python -m pip install -q --no-deps build/wheels/sglang-$*/sglang-*.whl
-	cd build/wheels/sglang-$* && sha256sum sglang-*.whl | awk '{print $$2, $$1}' > ../../../.venv-oracle-sglang-$*/.wheel
-	rm -rf build/wheels/sglang-$*
-	touch $@
+# One rule per engine, from one recipe: the engine's wheel is downloaded on its own so its file
+# name and sha256 go into the fixtures' provenance (.venv-oracle-x/.wheel), then installed
+# --no-deps over the pinned pure-Python set in requirements-<release>.txt: vLLM's full dependency
+# list is the CUDA stack, and the stubs SGLang's sizing code needs on CPU are in its harness.
+# $(1): the venv/requirements prefix ("" for vLLM, "sglang-"), $(2): the package on PyPI.
+define ORACLE_VENV_RULE
+.venv-oracle-$(1)%/.installed: tests/oracle/requirements-$(1)%.txt
+	rm -rf .venv-oracle-$(1)$$* build/wheels/$(2)-$$*
+	$$(PYTHON) -m pip download -q --no-deps --dest build/wheels/$(2)-$$* $(2)==$$*
+	$$(PYTHON) -m venv .venv-oracle-$(1)$$*
+	.venv-oracle-$(1)$$*/bin/python -m pip install -q --upgrade pip
+	.venv-oracle-$(1)$$*/bin/python -m pip install -q -r $$<
+	.venv-oracle-$(1)$$*/bin/python -m pip install -q --no-deps build/wheels/$(2)-$$*/$(2)-*.whl
+	cd build/wheels/$(2)-$$* && sha256sum $(2)-*.whl | awk '{print $$$$2, $$$$1}' > ../../../.venv-oracle-$(1)$$*/.wheel
+	rm -rf build/wheels/$(2)-$$*
+	touch $$@
+endef
+$(eval $(call ORACLE_VENV_RULE,,vllm))
+$(eval $(call ORACLE_VENV_RULE,sglang-,sglang))
 
 ORACLE_ENV = KVPLAN_ORACLE_ENGINE=$(ENGINE) KVPLAN_ORACLE_RELEASE=$(RELEASE) KVPLAN_REQUIRE_ORACLE=1
 
