@@ -110,6 +110,10 @@ KV_TABLE: list[tuple[str, int, tuple[int, int] | None]] = [
     ("Qwen/Qwen3.5-397B-A17B", gqa(15, 2, 256), None),
     ("Qwen/Qwen3.6-27B", gqa(16, 4, 256), None),
     ("Qwen/Qwen3.6-35B-A3B", gqa(10, 2, 256), None),
+    # Gemma-4: every 6th layer global, global_head_dim 512 with num_global_key_value_heads
+    # (attention_k_eq_v); the other layers slide over 1024 tokens with head_dim 256.
+    ("google/gemma-4-31B-it", gqa(50, 16, 256) + gqa(10, 4, 512), (50, 1024)),
+    ("google/gemma-4-26B-A4B", gqa(25, 8, 256) + gqa(5, 2, 512), (25, 1024)),
 ]
 REFUSED = {"deepseek-ai/DeepSeek-V3.2", "zai-org/GLM-5"}
 

@@ -12,6 +12,7 @@ parameter counts and weights are held to what others published or measured:
 * GLM-4.5-Air: 106 billion parameters (transformers' docs/source/en/model_doc/glm4_moe.md, the
   GLM-4.5 model card).
 * Qwen3.5 / 3.6: the sizes their names and model cards give (27 B, 35 B, 122 B, 397 B).
+* Gemma-4 31B / 26B-A4B: their model cards' 30.7 B and 25.2 B (3.8 B active) text parameters.
 * Mixtral-8x22B-Instruct: the instruct vocabulary (32,768) adds 768 rows to the embedding and
   the LM head of the base model.
 """
@@ -93,3 +94,17 @@ def test_mixtral_8x22b_instruct_has_the_instruct_vocabulary() -> None:
     assert instruct.config["vocab_size"] == 32768
     grown = parameter_counts(instruct.config).total - parameter_counts(base.config).total
     assert grown == 2 * (32768 - 32000) * 6144  # embedding and LM head rows
+
+
+@pytest.mark.parametrize(
+    ("model_id", "total_b", "active_b"),
+    [("google/gemma-4-31B-it", 30.7, 30.7), ("google/gemma-4-26B-A4B", 25.2, 3.8)],
+)
+def test_gemma4_text_counts_are_the_model_cards(
+    model_id: str, total_b: float, active_b: float
+) -> None:
+    # Model cards (google/gemma-4-31B-it, google/gemma-4-26B-A4B-it): 30.7 B; 25.2 B total,
+    # 3.8 B active, the ~550 M vision encoder apart. Rounded to 0.1 B.
+    counts = parameter_counts(get_model(model_id).config)
+    assert round((counts.total - counts.vision) / 1e9, 1) == total_b
+    assert round((counts.active_per_token) / 1e9, 1) == active_b
