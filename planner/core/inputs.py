@@ -15,6 +15,7 @@ from typing import Any, Protocol
 from planner.core import schema as s
 from planner.core.calibration import CalibrationLike
 from planner.core.context_limit import long_context_refusal
+from planner.core.draft_weights import draft_weight_bytes
 from planner.core.engines import Engine, Scheduling, get_engine
 from planner.core.errors import FieldError, ModelConfigError, UnknownIdError
 from planner.core.hardware import Gpu
@@ -355,7 +356,7 @@ def resolve_draft(
             target_config = spec.model
         else:
             draft_shape = draft_shape_of(spec.model)  # errors named under speculative_config
-            draft_weights = model_from_config(spec.model).weights_bytes
+            draft_weights = draft_weight_bytes(spec.model, spec.method, model.config)
             if draft_weights is not None:
                 notes.append(note("speculative.draft_weights_estimated", weights=draft_weights))
     if draft_shape is not None:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from planner.core.errors import ModelConfigError
+from planner.core.gemma4 import GEMMA4_TYPES, gemma4_layer_rows
 from planner.core.layout_state import (
     gated_query,
     layer_blocks,
@@ -35,7 +36,7 @@ _QKV_BIAS_ALWAYS = {"qwen2", "qwen2_moe", "qwen2_vl", "qwen2_5_vl", "gpt_oss", "
 _ROUTER_BIAS = {"deepseek_v3", "kimi_k2", "glm4_moe", "minimax_m2"}
 # gpt-oss biases its output projection too, whatever attention_bias says.
 _O_BIAS_ALWAYS = {"gpt_oss"}
-_FOUR_NORMS = {"gemma2", "gemma3", "gemma3_text"}
+_FOUR_NORMS = {"gemma2", "gemma3", "gemma3_text", *GEMMA4_TYPES}
 # Layer norms with a bias (two vectors per norm) instead of RMSNorm.
 _BIASED_NORMS = {"starcoder2"}
 # Q/K norms over the whole projection (all heads) rather than one head_dim vector each.
@@ -170,7 +171,8 @@ def decoder(config: Mapping[str, Any]) -> Decoder:
     tied = bool(tied) if tied is not None else model_type in _TIED_BY_DEFAULT
 
     experts = _int(cfg, "num_local_experts", "num_experts", "n_routed_experts", hi=1 << 16) or 0
-    top_k = _int(cfg, "num_experts_per_tok", "experts_per_token", "moe_topk", hi=1 << 16) or 0
+    top_k_keys = ("num_experts_per_tok", "experts_per_token", "moe_topk", "top_k_experts")
+    top_k = _int(cfg, *top_k_keys, hi=1 << 16) or 0
     if experts and not top_k:
         raise ModelConfigError(
             ("model", "num_experts_per_tok"), "is required for a mixture-of-experts config"
@@ -237,6 +239,11 @@ def decoder(config: Mapping[str, Any]) -> Decoder:
             linears.extend(_mla_linears(cfg, at, i, hidden, heads))
             q_rank = _int(cfg, "q_lora_rank", lo=1) or 0
             other += q_rank + _need(cfg, "kv_lora_rank")  # q_a / kv_a layer norms
+        elif model_type in GEMMA4_TYPES:
+            moe = experts if i in moe_set else 0
+            g, o = gemma4_layer_rows(cfg, i, hidden, heads, kv_heads, head_dim, dense_width, moe)
+            linears += [Linear(n, kind, a, b, layer=i) for n, kind, a, b in g]
+            other += o
         else:
             linears += [
                 Linear(

@@ -1,6 +1,8 @@
 """Config forms that change which caches a decoder layer keeps, applied after the attention kinds
 are read (`model.shape_from_config` calls `apply_layer_forms` once).
 
+* Gemma-4 full-attention layers: `global_head_dim` wide, with `num_global_key_value_heads` KV
+  heads when `attention_k_eq_v` (planner.core.gemma4; vLLM caches K and V for them alike).
 * KV sharing across layers (Gemma-3n, Gemma-4 `num_kv_shared_layers`): the last N layers attend
   over an earlier layer's cache and keep none (vLLM gives a layer with
   `kv_sharing_target_layer_name` no spec, `v1/worker/gpu/attn_utils.get_kv_cache_spec`;
@@ -16,8 +18,16 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from planner.core.errors import ModelConfigError
+from planner.core.gemma4 import GEMMA4_TYPES, global_attention, is_global
 from planner.core.notes import Note, note
-from planner.core.specs import IndexerSpec, LayerSpec, MLASpec, SharedKVSpec, SparseMLASpec
+from planner.core.specs import (
+    FullAttentionSpec,
+    IndexerSpec,
+    LayerSpec,
+    MLASpec,
+    SharedKVSpec,
+    SparseMLASpec,
+)
 
 if TYPE_CHECKING:  # model.py imports this module
     from planner.core.model import ModelShape
@@ -72,6 +82,8 @@ def apply_layer_forms(
             "sliding-window MLA layers (vLLM SlidingWindowMLASpec) are not sized by kvplan; it "
             "refuses rather than size every MLA layer for the whole sequence",
         )
+    if model_type in GEMMA4_TYPES:
+        layers = tuple(_gemma4_global(cfg, i, spec) for i, spec in enumerate(layers))
     out = _kv_sharing(cfg, layers, model_type)
     if model_type in _SPARSE_MLA_TYPES:
         out = _sparse_mla(cfg, out)
@@ -92,6 +104,13 @@ def mlp_width(cfg: Mapping[str, Any]) -> int | None:
             ("model", "intermediate_size"), f"must be between 1 and {1 << 24}, got {raw}"
         )
     return raw
+
+
+def _gemma4_global(cfg: Mapping[str, Any], i: int, spec: LayerSpec) -> LayerSpec:
+    if not isinstance(spec, FullAttentionSpec) or not is_global(cfg, i):
+        return spec
+    size, kv_heads, _ = global_attention(cfg, spec.kv_heads)
+    return FullAttentionSpec(kv_heads, size, size)
 
 
 def _kv_sharing(

@@ -96,6 +96,24 @@ KV_TABLE: list[tuple[str, int, tuple[int, int] | None]] = [
     # layers attend; the others keep a constant state that is not per token.
     ("Qwen/Qwen3-Next-80B-A3B-Thinking", gqa(12, 2, 256), None),
     ("zai-org/GLM-4.7", gqa(92, 8, 128), None),
+    # Gemma-3 4B / 12B: 5 sliding (1024) per global. The 4B text_config leaves heads and head_dim
+    # to Gemma3TextConfig's defaults; 4 KV heads × 256 is what litgpt lists for it.
+    ("google/gemma-3-4b-it", gqa(34, 4, 256), (29, 1024)),
+    ("google/gemma-3-12b-it", gqa(48, 8, 256), (40, 1024)),
+    # 163,840 B/token is also what vLLM allocated per token for Mistral-Small-3.2 (llm-d-planner).
+    ("mistralai/Mistral-Small-3.1-24B-Instruct-2503", gqa(40, 8, 128), None),
+    ("zai-org/GLM-4.5-Air", gqa(46, 8, 128), None),
+    # Qwen3.5 / 3.6: full attention on every 4th layer (full_attention_interval 4).
+    ("Qwen/Qwen3.5-27B", gqa(16, 4, 256), None),
+    ("Qwen/Qwen3.5-35B-A3B", gqa(10, 2, 256), None),
+    ("Qwen/Qwen3.5-122B-A10B", gqa(12, 2, 256), None),
+    ("Qwen/Qwen3.5-397B-A17B", gqa(15, 2, 256), None),
+    ("Qwen/Qwen3.6-27B", gqa(16, 4, 256), None),
+    ("Qwen/Qwen3.6-35B-A3B", gqa(10, 2, 256), None),
+    # Gemma-4: every 6th layer global, global_head_dim 512 with num_global_key_value_heads
+    # (attention_k_eq_v); the other layers slide over 1024 tokens with head_dim 256.
+    ("google/gemma-4-31B-it", gqa(50, 16, 256) + gqa(10, 4, 512), (50, 1024)),
+    ("google/gemma-4-26B-A4B", gqa(25, 8, 256) + gqa(5, 2, 512), (25, 1024)),
 ]
 REFUSED = {"deepseek-ai/DeepSeek-V3.2", "zai-org/GLM-5"}
 

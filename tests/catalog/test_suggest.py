@@ -36,7 +36,7 @@ def test_a_typo_suggests_the_id_first(typed: str, meant: str) -> None:
 @pytest.mark.parametrize(
     "typed",
     # Another size, another quantized repo, another short tag: real repos, never typos.
-    ["google/gemma-3-12b-pt", "Qwen/Qwen3-8B-AWQ", "meta-llama/Llama-3.1-7B", "org/other-model"],
+    ["google/gemma-3-270m-it", "Qwen/Qwen3-8B-AWQ", "meta-llama/Llama-3.1-7B", "org/other-model"],
 )
 def test_real_looking_ids_are_not_taken_for_typos(typed: str) -> None:
     assert likely_typo(typed) is None

@@ -524,6 +524,10 @@ def test_model_facts_from_catalog_configs() -> None:
     assert (oss.num_experts, oss.num_experts_per_tok, oss.hidden_size) == (32, 4, 2880)
     dense = ModelFacts.from_hf_config(CATALOG["meta-llama/Llama-3.1-8B"]["config"])
     assert not dense.is_moe and dense.head_dim == 128 and dense.dtype_bytes == 2
+    # google/gemma-3-4b-it's text_config omits heads and head_dim; Gemma3TextConfig has them
+    # (8, 4 KV, 256: litgpt's Gemma-3-4b-it lists the same).
+    gemma = ModelFacts.from_hf_config(CATALOG["google/gemma-3-4b-it"]["config"])
+    assert (gemma.num_attention_heads, gemma.num_key_value_heads, gemma.head_dim) == (8, 4, 256)
     with pytest.raises(FieldError):
         ModelFacts.from_hf_config({"hidden_size": 8})
 

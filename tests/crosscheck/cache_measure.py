@@ -234,6 +234,28 @@ CONFIGS: dict[str, dict[str, Any]] = {
         "activation_sparsity_pattern": [0.0] * 6,
         "tie_word_embeddings": True,
     },
+    # Gemma-4 (31B-style): full layers use global_head_dim 32 and, with attention_k_eq_v, 1
+    # global KV head (the keys are the values); sliding layers 2 heads of 16.
+    "gemma4_global": {
+        **_COMMON,
+        "model_type": "gemma4_text",
+        "architectures": ["Gemma4ForCausalLM"],
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "num_hidden_layers": 4,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "head_dim": 16,
+        "global_head_dim": 32,
+        "num_global_key_value_heads": 1,
+        "attention_k_eq_v": True,
+        "sliding_window": W,
+        "layer_types": ["sliding_attention", "full_attention"] * 2,
+        "hidden_size_per_layer_input": 0,
+        "num_kv_shared_layers": 0,
+        "enable_moe_block": False,
+        "tie_word_embeddings": True,
+    },
 }
 
 SEQ_LENS: tuple[int, ...] = (5, 7, 8, 9, 20)

@@ -4,8 +4,8 @@ Source of truth: each catalog config instantiated by transformers 5.x on the `me
 memory, no weights), counting its parameters plus persistent buffers (DeepSeek's and MiniMax's
 router correction biases are buffers there but tensors in the checkpoint). The planner's count
 must be exact: every attention, MLP, expert, shared expert, router, norm and embedding, the
-Llama-4 vision tower included. Gemma-3's SigLIP tower is only estimated (a generic ViT count),
-so that one is held to 1 %.
+Llama-4 vision tower included. The vision towers of Gemma-3 (SigLIP), Gemma-4, Mistral-Small
+(Pixtral) and Qwen3.5/3.6 are only estimated (a generic ViT count), so those are held to 1 %.
 """
 
 from __future__ import annotations
@@ -26,7 +26,20 @@ pytestmark = pytest.mark.crosscheck
 # Catalog model_types transformers does not register, mapped to the class that loads them.
 ALIASED_TYPES = {"kimi_k2": "deepseek_v3"}
 UNREGISTERED = {"mimo"}  # XiaomiMiMo ships its own modelling code (trust_remote_code)
-ESTIMATED_VISION = {"google/gemma-3-27b-it"}
+ESTIMATED_VISION = {
+    "google/gemma-3-27b-it",
+    "google/gemma-3-4b-it",
+    "google/gemma-3-12b-it",
+    "mistralai/Mistral-Small-3.1-24B-Instruct-2503",
+    "Qwen/Qwen3.5-27B",
+    "Qwen/Qwen3.5-35B-A3B",
+    "Qwen/Qwen3.5-122B-A10B",
+    "Qwen/Qwen3.5-397B-A17B",
+    "Qwen/Qwen3.6-27B",
+    "Qwen/Qwen3.6-35B-A3B",
+    "google/gemma-4-31B-it",
+    "google/gemma-4-26B-A4B",
+}
 
 MODELS = [
     m for m in list_models() if not m.refused and m.config.get("model_type") not in UNREGISTERED
@@ -61,3 +74,21 @@ def test_parameter_count_matches_transformers(entry: Any) -> None:
         assert abs(ours - theirs) <= 0.01 * theirs
     else:
         assert ours == theirs
+
+
+@pytest.mark.parametrize("model_id", ["google/gemma-4-31B-it", "google/gemma-4-26B-A4B"])
+def test_gemma4_text_model_is_exact(model_id: str) -> None:
+    # Global layers' 512-wide heads, keys-as-values (no v_proj), the MoE block beside the
+    # dense MLP and its router scales: the decoder alone equals transformers' language model.
+    entry = next(m for m in MODELS if m.id == model_id)
+    cfg = {k: copy.deepcopy(v) for k, v in entry.config.items()}
+    conf = transformers.CONFIG_MAPPING[cfg["model_type"]].from_dict(cfg)
+    with torch.device("meta"):
+        model = transformers.AutoModelForImageTextToText.from_config(conf)
+    persistent = set(model.state_dict())
+    text = sum(p.numel() for n, p in model.named_parameters() if "language_model" in n)
+    text += sum(
+        b.numel() for n, b in model.named_buffers() if n in persistent and "language_model" in n
+    )
+    counts = parameter_counts(entry.config)
+    assert counts.total - counts.vision == text

@@ -79,6 +79,8 @@ def test_sliding_layers_keep_min_n_and_window_minus_one(n: int, decode_steps: in
         ("gemma3n_shared", 20, [7, 20, 7, 20, 0, 0], (2 * 7 + 2 * 20) * 2 * 32 * 4),
         ("gemma3n_shared", 8, [7, 8, 7, 8, 0, 0], (2 * 7 + 2 * 8) * 2 * 32 * 4),
         ("gemma3n_shared", 5, [5, 5, 5, 5, 0, 0], 4 * 5 * 2 * 32 * 4),
+        # Gemma-4: sliding 2 KV heads × (16+16); full (global) 1 KV head × (32+32), K and V kept
+        ("gemma4_global", 20, [7, 20, 7, 20], (2 * 7 * 2 * 32 + 2 * 20 * 1 * 64) * 4),
     ],
 )
 def test_measured_cache_matches_rules(

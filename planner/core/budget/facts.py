@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from planner.core.errors import FieldError
-from planner.core.model import ModelShape
+from planner.core.model import ModelShape, text_config
 
 _DTYPE_BYTES = {
     "float32": 4,
@@ -52,8 +52,8 @@ class ModelFacts:
         cls, config: Mapping[str, object], *, dtype_bytes: int | None = None
     ) -> ModelFacts:
         """Read an HF `config.json` mapping (multimodal configs: their `text_config`)."""
-        text = config.get("text_config")
-        cfg: Mapping[str, object] = text if isinstance(text, Mapping) else config
+        # As transformers reads it: class defaults fill what it omits (Gemma-3 4B's heads).
+        cfg: Mapping[str, object] = text_config(config)
 
         def num(*keys: str, default: int | None = None) -> int:
             for key in keys:

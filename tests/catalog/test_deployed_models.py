@@ -1,0 +1,110 @@
+"""Catalog entries for models people deploy, each pinned to a figure published outside kvplan.
+
+KV bytes per token are in test_catalog.KV_TABLE (arithmetic from the sourced configs); here the
+parameter counts and weights are held to what others published or measured:
+
+* Gemma-3 4B / 12B: keras-hub's preset parameter counts (keras_hub/src/models/gemma3/
+  gemma3_presets.py @ 71453d08), made with a 262,144-token vocabulary; Hugging Face's
+  text_config has 262,208 (64 image-token rows more).
+* Mistral-Small-3.2 (served with the 3.1 config): llm-d-planner's vLLM measurement
+  (docs/empirical-vllm-memory-results.md @ e50305af): 44.76 GiB of weights, 163,840 B of KV per
+  token (28.20 GiB for 184,832 tokens).
+* GLM-4.5-Air: 106 billion parameters (transformers' docs/source/en/model_doc/glm4_moe.md, the
+  GLM-4.5 model card).
+* Qwen3.5 / 3.6: the sizes their names and model cards give (27 B, 35 B, 122 B, 397 B).
+* Gemma-4 31B / 26B-A4B: their model cards' 30.7 B and 25.2 B (3.8 B active) text parameters.
+* Mixtral-8x22B-Instruct: the instruct vocabulary (32,768) adds 768 rows to the embedding and
+  the LM head of the base model.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from planner.catalog import get_model
+from planner.core.model import shape_from_config, text_config
+from planner.core.params import parameter_counts
+from planner.core.units import GiB
+
+HF_EXTRA_VOCAB = 262208 - 262144
+
+
+@pytest.mark.parametrize(
+    ("model_id", "hidden", "keras_text", "keras_total"),
+    [
+        ("google/gemma-3-4b-it", 2560, 3_880_099_328, 4_299_915_632),
+        ("google/gemma-3-12b-it", 3840, 11_765_788_416, 12_187_079_280),
+    ],
+)
+def test_gemma3_counts_are_keras_hubs(
+    model_id: str, hidden: int, keras_text: int, keras_total: int
+) -> None:
+    entry = get_model(model_id)
+    text_only = {k: v for k, v in entry.config.items() if k != "vision_config"}
+    text_only.update(text_config(entry.config))  # the decoder alone, as keras' "_text" preset
+    assert parameter_counts(text_only).total == keras_text + HF_EXTRA_VOCAB * hidden
+    # The SigLIP tower is estimated (a generic ViT count): within 0.01 %.
+    published = keras_total + HF_EXTRA_VOCAB * hidden
+    assert abs(entry.num_parameters - published) <= 1e-4 * published
+
+
+def test_gemma3_4b_heads_come_from_the_class_defaults() -> None:
+    # The published text_config leaves them out; litgpt's Gemma-3-4b-it lists 8 heads, 4 KV
+    # heads of 256 (litgpt/config.py @ 26857050).
+    entry = get_model("google/gemma-3-4b-it")
+    inner = entry.config["text_config"]
+    assert not {"num_attention_heads", "num_key_value_heads", "head_dim"} & set(inner)
+    shape = shape_from_config(entry.config, model_id=entry.id)
+    assert (shape.num_attention_heads, shape.num_key_value_heads, shape.head_dim) == (8, 4, 256)
+
+
+def test_mistral_small_weights_match_vllms_load() -> None:
+    entry = get_model("mistralai/Mistral-Small-3.2-24B-Instruct-2506")
+    assert entry.alias_of == "mistralai/Mistral-Small-3.1-24B-Instruct-2503"
+    measured = 44.76 * GiB
+    assert abs(entry.resolved_weights_bytes - measured) <= 0.01 * measured
+    shape = shape_from_config(entry.config, model_id=entry.id)
+    kv_per_token = sum(s.elements_per_token for s in shape.layers) * 2
+    assert round(kv_per_token * 184_832 / GiB, 2) == 28.20  # vLLM's 184,832 tokens in 28.20 GiB
+
+
+def test_glm45_air_is_the_published_106b() -> None:
+    assert abs(get_model("zai-org/GLM-4.5-Air").num_parameters - 106e9) <= 0.01 * 106e9
+
+
+@pytest.mark.parametrize(
+    ("model_id", "billions"),
+    [
+        ("Qwen/Qwen3.5-27B", 27),
+        ("Qwen/Qwen3.5-35B-A3B", 35),
+        ("Qwen/Qwen3.5-122B-A10B", 122),
+        ("Qwen/Qwen3.5-397B-A17B", 397),
+        ("Qwen/Qwen3.6-27B", 27),
+        ("Qwen/Qwen3.6-35B-A3B", 35),
+    ],
+)
+def test_qwen35_sizes_are_their_names(model_id: str, billions: int) -> None:
+    # Names round to the billion; the vision tower is in the count.
+    assert abs(get_model(model_id).num_parameters / 1e9 - billions) < 0.02 * billions
+
+
+def test_mixtral_8x22b_instruct_has_the_instruct_vocabulary() -> None:
+    base = get_model("mistralai/Mixtral-8x22B-v0.1")
+    instruct = get_model("mistralai/Mixtral-8x22B-Instruct-v0.1")
+    assert instruct.config["vocab_size"] == 32768
+    grown = parameter_counts(instruct.config).total - parameter_counts(base.config).total
+    assert grown == 2 * (32768 - 32000) * 6144  # embedding and LM head rows
+
+
+@pytest.mark.parametrize(
+    ("model_id", "total_b", "active_b"),
+    [("google/gemma-4-31B-it", 30.7, 30.7), ("google/gemma-4-26B-A4B", 25.2, 3.8)],
+)
+def test_gemma4_text_counts_are_the_model_cards(
+    model_id: str, total_b: float, active_b: float
+) -> None:
+    # Model cards (google/gemma-4-31B-it, google/gemma-4-26B-A4B-it): 30.7 B; 25.2 B total,
+    # 3.8 B active, the ~550 M vision encoder apart. Rounded to 0.1 B.
+    counts = parameter_counts(get_model(model_id).config)
+    assert round((counts.total - counts.vision) / 1e9, 1) == total_b
+    assert round((counts.active_per_token) / 1e9, 1) == active_b
