@@ -6,10 +6,10 @@ length, and the decode-step floor vs context (weights part and KV part).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from planner.core.schema import MAX_COUNT, Plan
+from planner.core.schema import Plan, SweepPointOut
 from planner.web.charts import Chart, Column, Part, columns, stacked_bar, tokens_tick
 from planner.web.i18n import Numbers
 from planner.web.view import MemoryView
@@ -22,6 +22,8 @@ class LegendItem:
     cls: str
     label: str
     value: str
+    # A character shown in place of a colour swatch (a mark the chart prints, e.g. "—").
+    mark: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,26 +87,45 @@ def _short_ms(seconds: float) -> str:
     return f"{value:.0f}" if value >= 100 else f"{value:.1f}" if value >= 10 else f"{value:.2f}"
 
 
-def decode_figure(plan: Plan, capacity: dict[int, int], fmt: Numbers, _: Gettext) -> Figure | None:
-    """Decode-step floor per context length. Without a workload each column's batch is the one
-    that runs at that length (as many as fit, up to the engine's cap on running requests): a
-    column for a batch that cannot be in memory would set the scale with a step that never
-    happens. The KV read of a batch is linear in its size: the sweep's figure × n / batch."""
+def _column_seconds(
+    plan: Plan, point: SweepPointOut, plans: Mapping[int, Plan], per_length: bool
+) -> tuple[int, float, float]:
+    """(batch, KV read, weights read) of one decode column. Per length, the plan at that
+    length itself (MoE: the experts a batch touches depend on its size, so the weights term
+    is that plan's, not the answer's); with a workload, the sweep's point at its batch."""
+    if not per_length:
+        assert plan.bounds is not None
+        return plan.bounds.batch_requests, point.kv_read_seconds, point.weights_read_seconds
+    found = plans.get(point.context_tokens)
+    if (
+        found is None
+        or found.bounds is None
+        or found.capacity is None
+        or found.capacity.max_running_requests == 0
+    ):
+        return 0, 0.0, 0.0
+    b = found.bounds
+    return b.batch_requests, b.kv_read_seconds, b.weights_read_seconds
+
+
+def decode_figure(plan: Plan, plans: Mapping[int, Plan], fmt: Numbers, _: Gettext) -> Figure | None:
+    """Decode-step floor per context length. Without a workload each column is the plan at
+    that length (`plans`, by context): its batch is as many as run at that length, so no
+    column shows a step for a batch that cannot be in memory. With a workload every column
+    decodes the workload's batch (the core's sweep), muted where that batch would not fit."""
     bounds = plan.bounds
     if bounds is None or len(bounds.context_sweep) < 2:
         return None
     batch = bounds.batch_requests
     cap = plan.capacity
     current = cap.context_tokens if cap else None
-    per_length = cap is not None and cap.workload_fits is None and bool(capacity)
-    limit = cap.max_num_seqs if cap is not None and cap.max_num_seqs else MAX_COUNT
+    per_length = cap is not None and cap.workload_fits is None and bool(plans)
     cols = []
     for point in bounds.context_sweep:
         ctx = point.context_tokens
-        fits = capacity.get(ctx)
-        n = min(fits, limit) if per_length and fits is not None else batch
-        kv = point.kv_read_seconds * n / batch if batch else 0.0
-        weights = point.weights_read_seconds if n > 0 else 0.0
+        n, kv, weights = _column_seconds(plan, point, plans, per_length)
+        found = plans.get(ctx)
+        fits = found.capacity.max_requests if found and found.capacity else None
         title = ngettext_batch(_, n, fmt)
         cols.append(
             Column(
@@ -120,14 +141,25 @@ def decode_figure(plan: Plan, capacity: dict[int, int], fmt: Numbers, _: Gettext
                 _short_ms(kv + weights) if n > 0 else "—",
                 highlight=ctx == current,
                 muted=not per_length and fits is not None and fits < batch,
+                sub_tick="×" + fmt.num(n) if n > 0 else "",
+                data=(
+                    ("context-tokens", str(ctx)),
+                    ("batch-requests", str(n)),
+                    ("step-seconds", repr(kv + weights) if n > 0 else ""),
+                ),
             )
         )
     legend = [
         LegendItem("col-weights", _("Reading the weights"), ""),
         LegendItem("col-kv", _("Reading the KV cache"), ""),
     ]
+    if any(c.highlight for c in cols) and current is not None:
+        legend.append(LegendItem("col-kv is-current", _("Your context length"), fmt.num(current)))
     if any(c.muted for c in cols):
         legend.append(LegendItem("col-kv is-muted", _("This batch would not fit in memory"), ""))
+    legend.append(LegendItem("", _("×N under a column: the batch decoded at that length"), "", "×"))
+    if any(c.top_label == "—" for c in cols):
+        legend.append(LegendItem("", _("No request of that length fits"), "", "—"))
     top_ms = max((sum(p.value for p in c.parts) for c in cols), default=0.0) * 1e3
     digits = 0 if top_ms >= 10 else 1 if top_ms >= 1 else 2  # one precision for the whole axis
     return Figure(columns(cols, y_label=lambda v: fmt.dec(v * 1e3, digits)), tuple(legend))

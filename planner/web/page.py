@@ -58,9 +58,9 @@ from planner.web.view import (
     BlockMath,
     MemoryView,
     block_math,
-    capacity_by_context,
     engine_log_differs,
     memory_view,
+    plans_by_context,
     sweep_contexts,
     symbolic_formula,
 )
@@ -199,17 +199,16 @@ def compute(request: PlanRequest, calibration: CalibrationLike | None, lang: str
     memory = memory_view(result)
     if memory is not None:
         figures["memory"] = memory_figure(memory, fmt, _)
+    plans: dict[int, Plan] = {}
     if result.capacity is not None:
         current = result.capacity.context_tokens
         contexts = sorted({*sweep_contexts(result), current})
-        points = capacity_by_context(request, contexts)
-        by_context = dict(points)
-        cap_fig = capacity_figure(points, current, fmt, _)
+        plans = plans_by_context(request, contexts, calibration)
+        points = [(c, p.capacity.max_requests) for c, p in plans.items() if p.capacity]
+        cap_fig = capacity_figure(sorted(points), current, fmt, _)
         if cap_fig is not None:
             figures["capacity"] = cap_fig
-    else:
-        by_context = {}
-    dec_fig = decode_figure(result, by_context, fmt, _)
+    dec_fig = decode_figure(result, plans, fmt, _)
     if dec_fig is not None:
         figures["decode"] = dec_fig
     return Answer(

@@ -10,6 +10,7 @@ import math
 from dataclasses import dataclass
 
 from planner.core.errors import PlanError
+from planner.core.inputs import CalibrationLike
 from planner.core.schema import Plan, PlanRequest
 from planner.core.variants import Replanner
 from planner.service import default_catalog
@@ -98,14 +99,26 @@ def sweep_contexts(plan: Plan) -> list[int]:
     return out
 
 
+def plans_by_context(
+    request: PlanRequest, contexts: list[int], calibration: CalibrationLike | None = None
+) -> dict[int, Plan]:
+    """The plan at each context length (no workload: as many requests of that length as run),
+    under the same model, engine, budget and bandwidth; a length the planner refuses is left
+    out. Every chart point is read from one of these, so a column is the plan at its length."""
+    replan = Replanner(default_catalog(), calibration)
+    results = replan.over(request, ({"context_tokens": c, "requests": None} for c in contexts))
+    return {
+        ctx: r for ctx, r in zip(contexts, results, strict=True) if not isinstance(r, PlanError)
+    }
+
+
 def capacity_by_context(request: PlanRequest, contexts: list[int]) -> list[tuple[int, int]]:
     """(context, max requests of that length) under the same model, engine and budget."""
-    replan = Replanner(default_catalog())
-    results = replan.over(request, ({"context_tokens": c, "requests": None} for c in contexts))
+    plans = plans_by_context(request, contexts)
     return [
-        (ctx, r.capacity.max_requests)
-        for ctx, r in zip(contexts, results, strict=True)
-        if not isinstance(r, PlanError) and r.capacity is not None
+        (ctx, found.capacity.max_requests)
+        for ctx in contexts
+        if (found := plans.get(ctx)) is not None and found.capacity is not None
     ]
 
 

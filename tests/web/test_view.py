@@ -123,3 +123,42 @@ def test_tokens_tick() -> None:
         "1M",
         "3,000",
     ]
+
+
+def _decode_points(request: PlanRequest) -> dict[int, tuple[int, float]]:
+    """(batch, step seconds) per decode column of the page's answer, from the labels' data."""
+    from planner.web.page import compute
+
+    figure = compute(request, None, "en").figures["decode"]
+    out: dict[int, tuple[int, float]] = {}
+    for label in figure.chart.labels:
+        data = dict(label.data)
+        if data:
+            step = float(data["step-seconds"]) if data["step-seconds"] else 0.0
+            out[int(data["context-tokens"])] = (int(data["batch-requests"]), step)
+    return out
+
+
+def test_every_decode_column_is_the_plan_at_its_length() -> None:
+    # Issue 25 item 2: Qwen3-30B-A3B on an H200 at 32k. A batch of 735 at 1k touches all 128
+    # experts, so the 1k column's weights term is not the 22-request answer's: the column must
+    # be `kvplan plan --context 1k`'s decode floor (28.006 ms for 735 requests).
+    body = {"model": "Qwen/Qwen3-30B-A3B", "gpu": "H200-141GB"}
+    points = _decode_points(PlanRequest.model_validate({**body, "context_tokens": 32768}))
+    assert len(points) >= 5
+    for ctx, (batch, step) in points.items():
+        alone = plan(PlanRequest.model_validate({**body, "context_tokens": ctx}))
+        assert alone.bounds is not None and alone.capacity is not None
+        assert batch == alone.bounds.batch_requests == alone.capacity.max_running_requests
+        assert step == alone.bounds.decode_step_seconds
+    assert points[1024][0] == 735 and round(points[1024][1] * 1e3, 3) == 28.006
+    # The case the test is for: the answer's own sweep keeps its 22-request weights term
+    # (9.672 ms), which the 735-request plan at 1k does not (12.592 ms).
+    answer = plan(PlanRequest.model_validate({**body, "context_tokens": 32768}))
+    at_1k = plan(PlanRequest.model_validate({**body, "context_tokens": 1024}))
+    assert answer.bounds is not None and at_1k.bounds is not None
+    kept = answer.bounds.context_sweep[0].weights_read_seconds
+    assert (
+        round(kept * 1e3, 3) == 9.672
+        and round(at_1k.bounds.weights_read_seconds * 1e3, 3) == 12.592
+    )
