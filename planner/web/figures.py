@@ -7,10 +7,19 @@ length, and the decode-step floor vs context (weights part and KV part).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from planner.core.schema import Plan, SweepPointOut
-from planner.web.charts import Chart, Column, Part, columns, stacked_bar, tokens_tick
+from planner.web.charts import (
+    WIDTH,
+    Chart,
+    Column,
+    Part,
+    Rect,
+    columns,
+    stacked_bar,
+    tokens_tick,
+)
 from planner.web.i18n import Numbers
 from planner.web.view import MemoryView
 
@@ -42,17 +51,30 @@ def segment_labels(_: Gettext) -> dict[str, str]:
         "kv_used": _("KV cache in use"),
         "waste": _("Paging waste"),
         "kv_free": _("Free KV blocks"),
+        "kv_short": _("KV cache: the engine's figure, below zero"),
         "unallocated": _("Not given to the engine (1 − utilization)"),
     }
 
 
 def memory_figure(view: MemoryView, fmt: Numbers, _: Gettext) -> Figure:
+    """The GPU's memory as one bar. Over-full (the parts above zero add up to more than the
+    GPU), the bar is scaled to them and a mark stands where the GPU's memory ends."""
     labels = segment_labels(_)
     parts = [Part(s.key, s.bytes, f"{labels[s.key]}: {fmt.gib(s.bytes)}") for s in view.segments]
-    legend = tuple(
-        LegendItem(f"seg-{s.key}", labels[s.key], fmt.gib(s.bytes)) for s in view.segments
-    )
-    return Figure(stacked_bar(parts, view.total_bytes), legend)
+    legend = [LegendItem(f"seg-{s.key}", labels[s.key], fmt.gib(s.bytes)) for s in view.segments]
+    drawn = sum(max(0, s.bytes) for s in view.segments)
+    chart = stacked_bar(parts, max(drawn, view.total_bytes))
+    if drawn > view.total_bytes:
+        at = WIDTH * view.total_bytes / drawn
+        title = _("The GPU's memory ends here: %(gib)s") % {"gib": fmt.gib(view.total_bytes)}
+        mark = Rect(round(at - 1.5, 2), 0, 3, chart.height, "overflow-mark", title)
+        chart = replace(chart, rects=(*chart.rects, mark))
+        legend.append(
+            LegendItem(
+                "overflow-mark", _("Past the GPU's memory"), fmt.gib(drawn - view.total_bytes)
+            )
+        )
+    return Figure(chart, tuple(legend))
 
 
 def capacity_figure(

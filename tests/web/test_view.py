@@ -162,3 +162,34 @@ def test_every_decode_column_is_the_plan_at_its_length() -> None:
         round(kept * 1e3, 3) == 9.672
         and round(at_1k.bounds.weights_read_seconds * 1e3, 3) == 12.592
     )
+
+
+def test_an_over_full_gpu_adds_up_to_the_gpu_and_states_the_overflow() -> None:
+    # Issue 25 item 5: Llama-3.1-70B bf16 on one H200 (140.40 GiB as torch sees it). vLLM's
+    # budget line is 129.17 − 131.42 − (2.06 + 0.25 + 1.56) = −6.12 GiB: the engine's own
+    # negative figure. The bar's parts must add up to the GPU, not to 150-odd GiB.
+    result = plan(
+        PlanRequest.model_validate(
+            {"model": "meta-llama/Llama-3.1-70B", "gpu": "H200-141GB", "context_tokens": 8192}
+        )
+    )
+    cap = result.capacity
+    assert cap is not None and cap.engine_starts is False
+    available = cap.budget.engine_available_bytes
+    memory = cap.budget.gpu_memory_bytes
+    assert available is not None and available < 0 and memory is not None
+    view = memory_view(result)
+    assert view is not None
+    parts = {s.key: s.bytes for s in view.segments}
+    assert view.total_bytes == memory and sum(parts.values()) == memory
+    assert parts["kv_short"] == available and round(available / GiB, 2) == -6.12
+    assert "kv_used" not in parts and view.over_bytes == -available
+    # What the engine is not given stays 1 − utilization (0.08 × 140.40 GiB = 11.23 GiB).
+    assert round(parts["unallocated"] / GiB, 2) == 11.23
+    from planner.web.figures import memory_figure
+    from planner.web.i18n import Numbers
+
+    figure = memory_figure(view, Numbers("en"), lambda t: t)
+    marks = [r for r in figure.chart.rects if r.cls == "overflow-mark"]
+    assert len(marks) == 1 and 0 < marks[0].x < WIDTH
+    assert figure.legend[-1].cls == "overflow-mark" and figure.legend[-1].value == "6.12 GiB"
