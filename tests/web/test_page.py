@@ -241,7 +241,12 @@ def test_every_page_has_the_csp_and_no_inline_code(
 
 def test_every_input_has_a_label(client: TestClient) -> None:
     markup = parse(client.get(QUESTION_URL).text)
-    controls = [a for t, a in markup.tags if t in {"input", "select", "textarea"}]
+    # A hidden input (the last answer's query) is no control anyone sees or labels.
+    controls = [
+        a
+        for t, a in markup.tags
+        if t in {"input", "select", "textarea"} and a.get("type") != "hidden"
+    ]
     labelled = {a.get("for") for t, a in markup.tags if t == "label"}
     assert controls
     for attrs in controls:
