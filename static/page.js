@@ -173,9 +173,9 @@
           return;
         }
         var last = doc.getElementById("f-last");
-        if (last && form.elements.last) {
+        if (last && form.elements.namedItem("last")) {
           // The answer now shown: Enter or the language switch with a mistake keeps it.
-          form.elements.last.value = last.value;
+          form.elements.namedItem("last").value = last.value;
         }
         swapChildren(doc, "answer-hero");
         swap(doc, "answer");

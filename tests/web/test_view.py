@@ -193,3 +193,24 @@ def test_an_over_full_gpu_adds_up_to_the_gpu_and_states_the_overflow() -> None:
     marks = [r for r in figure.chart.rects if r.cls == "overflow-mark"]
     assert len(marks) == 1 and 0 < marks[0].x < WIDTH
     assert figure.legend[-1].cls == "overflow-mark" and figure.legend[-1].value == "6.12 GiB"
+
+
+def test_a_length_where_nothing_fits_is_a_dash_and_the_legend_says_why() -> None:
+    # 10 GiB of KV holds 9 requests of 8,192 tokens (1 GiB each) but none of 131,072 (16 GiB).
+    from planner.web.page import compute
+
+    request = PlanRequest.model_validate(
+        {
+            "model": LLAMA,
+            "kv_cache_dtype": "bf16",
+            "context_tokens": 8192,
+            "kv_budget_bytes": 10 * GiB,
+            "bandwidth_bytes_per_s": 3.35e12,
+        }
+    )
+    figure = compute(request, None, "en").figures["decode"]
+    values = {dict(lb.data)["context-tokens"]: lb.text for lb in figure.chart.labels if lb.data}
+    assert values["131072"] == "—" and values["8192"] != "—"
+    marks = {item.mark: item.label for item in figure.legend if item.mark}
+    assert marks["—"] == "No request of that length fits"
+    assert any(item.cls == "col-kv is-current" for item in figure.legend)
