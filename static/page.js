@@ -16,6 +16,10 @@
     var params = new URLSearchParams();
     var data = new FormData(formElement);
     data.forEach(function (value, name) {
+      // `last` is for full page loads; here the page itself keeps the answer it shows.
+      if (name === "last") {
+        return;
+      }
       if (typeof value === "string" && value.trim() !== "") {
         params.append(name, name === "model_config" ? value : value.trim());
       }
