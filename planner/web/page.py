@@ -346,6 +346,11 @@ def _check_partial(request: PlanRequest) -> PlanError | None:
     return None
 
 
+# Settings the recommender has no field for: an answer that sets one is not the setup a
+# recommended launch command would run, so the page offers none.
+_NOT_RECOMMENDABLE: tuple[str, ...] = ("engine_version", "speculative_config", *form.SGLANG_FIELDS)
+
+
 def launchable(request: PlanRequest, result: Plan) -> bool:
     """A catalog GPU whose memory gives the budget, a serving engine and a request that runs:
     recommend can say how (it sizes from the GPU; a budget typed in has no launch flag)."""
@@ -356,6 +361,7 @@ def launchable(request: PlanRequest, result: Plan) -> bool:
         and cap is not None
         and cap.budget.source == "gpu"
         and cap.max_running_requests > 0
+        and all(getattr(request, name) is None for name in _NOT_RECOMMENDABLE)
     )
 
 

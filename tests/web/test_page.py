@@ -506,3 +506,11 @@ def test_sglang_settings_show_only_with_sglang(client: TestClient) -> None:
     fieldset = parse(response.text).by_id("sglang-fields")
     assert fieldset is not None and "hidden" not in fieldset
     assert "SGLang setting" in error_text(response.text, "max_total_tokens")
+
+
+def test_no_launch_link_for_a_setup_the_recommender_cannot_carry(client: TestClient) -> None:
+    # /api/v1/recommend has no engine_version or speculative_config: its command would run
+    # another setup than the answer's.
+    on_gpu = QUESTION_URL.replace("kv_budget_gib=48", "gpu=H100-SXM-80GB")
+    assert "launch=1" in client.get(on_gpu).text
+    assert "launch=1" not in client.get(on_gpu + "&engine_version=0.10").text
