@@ -16,6 +16,10 @@
     var params = new URLSearchParams();
     var data = new FormData(formElement);
     data.forEach(function (value, name) {
+      // `last` is for full page loads; here the page itself keeps the answer it shows.
+      if (name === "last") {
+        return;
+      }
       if (typeof value === "string" && value.trim() !== "") {
         params.append(name, name === "model_config" ? value : value.trim());
       }
@@ -160,17 +164,22 @@
         var doc = new DOMParser().parseFromString(html, "text/html");
         var fresh = doc.getElementById("answer");
         var shown = document.getElementById("answer");
-        var keep =
-          fresh && shown &&
-          fresh.getAttribute("data-answer") !== "yes" &&
-          shown.getAttribute("data-answer") === "yes";
+        var freshState = fresh ? fresh.getAttribute("data-answer") : "no";
+        var shownState = shown ? shown.getAttribute("data-answer") : "no";
+        var keep = freshState !== "yes" && (shownState === "yes" || shownState === "stale");
         swapChildren(doc, "error-summary");
         applyErrors(doc);
         swapOptions(doc, "f-kv_cache_dtype");
-        markStale(keep);
+        swapChildren(doc, "release-list");
+        markStale(keep || freshState === "stale");
         if (keep) {
           // One bad keystroke keeps the last good answer, marked stale, and the URL that gave it.
           return;
+        }
+        var last = doc.getElementById("f-last");
+        if (last && form.elements.namedItem("last")) {
+          // The answer now shown: Enter or the language switch with a mistake keeps it.
+          form.elements.namedItem("last").value = last.value;
         }
         swapChildren(doc, "answer-hero");
         swap(doc, "answer");
@@ -206,7 +215,27 @@
   form.addEventListener("focusout", function () {
     window.setTimeout(peek, 0);
   });
-  form.addEventListener("change", schedule);
+  function showEngineFields() {
+    // SGLang's own flags show when SGLang is chosen (or while one of them holds a value).
+    var engine = document.getElementById("f-engine");
+    var groups = document.querySelectorAll("fieldset[data-engine]");
+    Array.prototype.forEach.call(groups, function (group) {
+      var used = Array.prototype.some.call(
+        group.querySelectorAll("input, select"),
+        function (control) {
+          return control.value !== "";
+        }
+      );
+      group.hidden = !(engine && engine.value === group.getAttribute("data-engine")) && !used;
+    });
+  }
+
+  form.addEventListener("change", function (event) {
+    if (event.target && event.target.id === "f-engine") {
+      showEngineFields();
+    }
+    schedule();
+  });
   form.addEventListener("input", function (event) {
     // The model picker waits for "change": half a name is not worth an error message.
     var target = event.target;

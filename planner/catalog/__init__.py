@@ -283,6 +283,7 @@ def _lookup(table: dict[str, T], key: str, field: str, kind: str) -> T:
     raise UnknownIdError(
         field,
         f"unknown {kind} {key!r}; list them with GET /api/v1/{kind}s or `kvplan {kind}s`." + hint,
+        tuple(near),
     )
 
 

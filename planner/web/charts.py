@@ -14,6 +14,7 @@ WIDTH = 400
 TOP_PADDING = 18  # room for the value label above the tallest column
 AXIS_HEIGHT = 18  # room for the tick labels under the baseline
 Y_GUTTER = 40  # room for the y-axis labels left of the plot
+SUB_TICK_HEIGHT = 14  # a second line of tick labels
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +34,8 @@ class Label:
     text: str
     cls: str = ""
     anchor: str = "middle"
+    # `data-*` attributes (name, value): what the label stands for, machine-readable.
+    data: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +65,9 @@ class Column:
     top_label: str
     highlight: bool = False
     muted: bool = False
+    # A second line under the tick (the decode chart's batch), shown, not only in a tooltip.
+    sub_tick: str = ""
+    data: tuple[tuple[str, str], ...] = ()
 
 
 def _r(value: float) -> float:
@@ -130,11 +136,14 @@ def columns(
                 Rect(_r(x), _r(y), _r(bar_width), _r(h), f"col-{part.cls}{state}", part.title)
             )
         centre = _r(gutter + i * slot + slot / 2)
-        labels.append(Label(centre, _r(y - 4), col.top_label, "value" + state))
+        labels.append(Label(centre, _r(y - 4), col.top_label, "value" + state, data=col.data))
         labels.append(Label(centre, base + 14, col.tick, "tick" + state))
+        if col.sub_tick:
+            labels.append(Label(centre, base + 28, col.sub_tick, "tick sub" + state))
+    extra = SUB_TICK_HEIGHT if any(c.sub_tick for c in cols) else 0
     return Chart(
         WIDTH,
-        int(base + AXIS_HEIGHT),
+        int(base + AXIS_HEIGHT + extra),
         tuple(rects),
         tuple(labels),
         baseline_y=base,

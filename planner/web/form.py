@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
-from urllib.parse import urlencode
+from typing import Any, get_args
+from urllib.parse import parse_qsl, urlencode
 
 from pydantic import ValidationError
 
@@ -30,6 +30,7 @@ from planner.core.schema import (
     MAX_TOKENS,
     PlanRequest,
 )
+from planner.core.speculative_schema import MTP_METHOD_ALIASES, SpeculativeMethod
 from planner.quantities import QuantityError, read_number, read_rate, read_size, read_tokens
 from planner.resolve.errors import HubUnavailableError
 
@@ -45,9 +46,11 @@ MAX_TEXT_CHARS = 200
 QUERY_FIELDS: tuple[str, ...] = (
     "model",
     "engine",
+    "engine_version",
     "kv_cache_dtype",
     "context_tokens",
     "requests",
+    "prefix_tokens",
     "kv_budget_gib",
     "gpu",
     "gpu_memory_utilization",
@@ -59,8 +62,48 @@ QUERY_FIELDS: tuple[str, ...] = (
     "weights_gib",
     "bandwidth_tbps",
     "calibration_id",
+    "speculative_method",
+    "speculative_model",
+    "speculative_tokens",
+    "context_length",
+    "chunked_prefill_size",
+    "cuda_graph_max_bs",
+    "max_total_tokens",
+    "swa_full_tokens_ratio",
+    "data_parallel_size",
+    "enable_dp_attention",
 )
 FORM_FIELDS: tuple[str, ...] = (*QUERY_FIELDS, "model_config")
+# Query parameters that are not questions: the launch link, and the last answer that worked
+# (kept on the page while a field holds a mistake).
+PAGE_PARAMS: tuple[str, ...] = ("launch", "last")
+# SGLang's own flags: shown when SGLang is the engine (or one of them is set).
+SGLANG_FIELDS: tuple[str, ...] = (
+    "context_length",
+    "chunked_prefill_size",
+    "cuda_graph_max_bs",
+    "max_total_tokens",
+    "swa_full_tokens_ratio",
+    "data_parallel_size",
+    "enable_dp_attention",
+)
+SPECULATIVE_FIELDS: tuple[str, ...] = (
+    "speculative_method",
+    "speculative_model",
+    "speculative_tokens",
+)
+# vLLM's --speculative-config methods (the schema's list; the older MTP aliases left out).
+SPECULATIVE_METHODS: tuple[str, ...] = tuple(
+    m for m in get_args(SpeculativeMethod) if m not in MTP_METHOD_ALIASES
+)
+_SWITCH_VALUES: dict[str, bool] = {
+    "true": True,
+    "on": True,
+    "1": True,
+    "false": False,
+    "off": False,
+    "0": False,
+}
 # Values the form's selects start with; a URL need not repeat them.
 DEFAULTS: dict[str, str] = {"engine": "vllm", "kv_cache_dtype": "auto"}
 # Shown under "More options"; the details element opens when one of them is set or wrong.
@@ -71,6 +114,7 @@ ADVANCED_FIELDS: tuple[str, ...] = (
     "weights_gib",
     "bandwidth_tbps",
     "calibration_id",
+    *SPECULATIVE_FIELDS,
 )
 
 _INT_FIELDS: dict[str, tuple[int, int]] = {
@@ -80,9 +124,26 @@ _INT_FIELDS: dict[str, tuple[int, int]] = {
     "block_size": (1, 1 << 16),
     "max_num_batched_tokens": (1, MAX_TOKENS),
     "max_num_seqs": (1, MAX_COUNT),
+    "prefix_tokens": (1, MAX_TOKENS),
+    "speculative_tokens": (1, 64),
+    "context_length": (1, MAX_TOKENS),
+    "chunked_prefill_size": (1, MAX_TOKENS),
+    "cuda_graph_max_bs": (1, 1 << 16),
+    "max_total_tokens": (1, MAX_TOKENS),
+    "data_parallel_size": (1, MAX_PARALLEL),
 }
 # Token counts accept k and M (8k = 8192), as the chart ticks print them.
-_TOKEN_FIELDS = frozenset({"context_tokens", "max_num_batched_tokens"})
+_TOKEN_FIELDS = frozenset(
+    {
+        "context_tokens",
+        "max_num_batched_tokens",
+        "prefix_tokens",
+        "context_length",
+        "chunked_prefill_size",
+        "max_total_tokens",
+    }
+)
+
 _GIB_FIELDS: dict[str, str] = {"kv_budget_gib": "kv_budget_bytes", "weights_gib": "weights_bytes"}
 # API field → form field, for errors the core or pydantic report.
 _API_TO_FORM: dict[str, str] = {
@@ -136,21 +197,56 @@ def is_question(values: Mapping[str, str]) -> bool:
     return any(_given(values, name) for name in FORM_FIELDS)
 
 
-def canonical_query(values: Mapping[str, str]) -> str:
-    """The shortest query that asks the same: non-empty, non-default fields in a fixed order."""
+def canonical_query(values: Mapping[str, str], *, with_last: bool = False) -> str:
+    """The shortest query that asks the same: non-empty, non-default fields in a fixed order;
+    `with_last` adds the last answer that worked, where it is another question."""
     pairs = [(n, _given(values, n)) for n in QUERY_FIELDS if _given(values, n)]
+    query = urlencode(pairs, safe="/")
+    last = values.get("last", "")
+    if with_last and last and last != query:
+        pairs.append(("last", last))
     return urlencode(pairs, safe="/")
 
 
+# A last answer's query is a canonical query: short, but a long mix can make it long.
+MAX_LAST_CHARS = 4096
+
+
 def raw_values(source: Mapping[str, Any], *, allow_config: bool) -> dict[str, str]:
-    """The known fields as stripped strings (last value wins; files and unknown keys ignored)."""
+    """The known fields as stripped strings (last value wins; files and unknown keys ignored),
+    and `last` (the query of the last answer that worked) when it is one."""
     names = FORM_FIELDS if allow_config else QUERY_FIELDS
     out: dict[str, str] = {}
     for name in names:
         value = source.get(name)
         if isinstance(value, str):
             out[name] = value if name == "model_config" else value.strip()
+    last = source.get("last")
+    if isinstance(last, str) and last.strip() and len(last) <= MAX_LAST_CHARS:
+        out["last"] = last.strip()
     return out
+
+
+def last_values(values: Mapping[str, str]) -> dict[str, str] | None:
+    """The fields of the last answer that worked (`last`), with the pasted config, if any."""
+    last = values.get("last")
+    if not last:
+        return None
+    try:
+        pairs = parse_qsl(last, max_num_fields=2 * len(QUERY_FIELDS))
+    except ValueError:
+        return None
+    out = raw_values(dict(pairs), allow_config=False)
+    out.pop("last", None)
+    if values.get("model_config", "").strip():
+        out["model_config"] = values["model_config"]
+    return out if is_question(out) else None
+
+
+def unknown_params(names: Iterable[str]) -> list[str]:
+    """Query parameters the page would otherwise drop without a word (e.g. a misspelt field)."""
+    known = {*QUERY_FIELDS, *PAGE_PARAMS}
+    return sorted({name for name in names if name not in known})
 
 
 def quantity_message(error: QuantityError, _: Gettext, fallback: str) -> str:
@@ -292,24 +388,24 @@ def _numbers(values: Mapping[str, str], state: FormState, _: Gettext) -> dict[st
                 state.add("bandwidth_tbps", FieldMessage(message))
             else:
                 body["bandwidth_bytes_per_s"] = rate
-    if values.get("gpu_memory_utilization"):
-        try:
-            util = read_number(values["gpu_memory_utilization"])
-        except QuantityError as exc:
-            fallback = _("Enter a fraction above 0 and at most 1, e.g. 0.9.")
-            state.add("gpu_memory_utilization", FieldMessage(quantity_message(exc, _, fallback)))
-        else:
-            if not 0 < util <= 1:
-                message = _("Enter a fraction above 0 and at most 1, e.g. 0.9.")
-                state.add("gpu_memory_utilization", FieldMessage(message))
+    for name in ("gpu_memory_utilization", "swa_full_tokens_ratio"):
+        if values.get(name):
+            message = _("Enter a fraction above 0 and at most 1, e.g. 0.9.")
+            try:
+                fraction = read_number(values[name])
+            except QuantityError as exc:
+                state.add(name, FieldMessage(quantity_message(exc, _, message)))
             else:
-                body["gpu_memory_utilization"] = util
+                if not 0 < fraction <= 1:
+                    state.add(name, FieldMessage(message))
+                else:
+                    body[name] = fraction
     return body
 
 
 def _texts(values: Mapping[str, str], state: FormState, _: Gettext) -> dict[str, Any]:
     body: dict[str, Any] = {}
-    for name in ("model", "kv_cache_dtype", "gpu", "calibration_id"):
+    for name in ("model", "kv_cache_dtype", "gpu", "calibration_id", "engine_version"):
         if values.get(name):
             if len(values[name]) > MAX_TEXT_CHARS:
                 state.add(name, FieldMessage(_("Too long.")))
@@ -329,7 +425,49 @@ def _texts(values: Mapping[str, str], state: FormState, _: Gettext) -> dict[str,
             state.add("requests", FieldMessage(error))
         elif mix:
             body["requests"] = mix
+    switch = values.get("enable_dp_attention", "").lower()
+    if switch:
+        if switch in _SWITCH_VALUES:
+            body["enable_dp_attention"] = _SWITCH_VALUES[switch]
+        else:
+            state.add("enable_dp_attention", FieldMessage(_("Choose on or off.")))
+    method = values.get("speculative_method")
+    if method and method not in SPECULATIVE_METHODS:
+        state.add(
+            "speculative_method",
+            FieldMessage(_("Choose one of: %(list)s.") % {"list": ", ".join(SPECULATIVE_METHODS)}),
+        )
+    draft = values.get("speculative_model", "")
+    if len(draft) > MAX_TEXT_CHARS:
+        state.add("speculative_model", FieldMessage(_("Too long.")))
     return body
+
+
+def _assemble(
+    numbers: dict[str, Any], values: Mapping[str, str], state: FormState, _: Gettext
+) -> None:
+    """The form's parts of API fields: the shared prefix goes into every entry of the mix,
+    the speculative fields make `speculative_config`."""
+    prefix = numbers.pop("prefix_tokens", None)
+    tokens = numbers.pop("speculative_tokens", None)
+    if prefix is not None:
+        if "requests" in numbers:
+            numbers["requests"] = [{**m, "prefix_tokens": prefix} for m in numbers["requests"]]
+        elif "requests" not in state.errors:
+            message = _("A shared prefix needs a request mix: the requests that share it.")
+            state.add("prefix_tokens", FieldMessage(message))
+    method = values.get("speculative_method")
+    draft = values.get("speculative_model")
+    if method in SPECULATIVE_METHODS:
+        spec: dict[str, Any] = {"method": method}
+        if draft:
+            spec["model"] = draft
+        if tokens is not None:
+            spec["num_speculative_tokens"] = tokens
+        numbers["speculative_config"] = spec
+    elif not method and (draft or tokens is not None):
+        message = _("Choose the speculative method that uses this draft.")
+        state.add("speculative_method", FieldMessage(message))
 
 
 def form_field(loc: tuple[str | int, ...], *, has_config: bool) -> str:
@@ -339,6 +477,13 @@ def form_field(loc: tuple[str | int, ...], *, has_config: bool) -> str:
     head = str(loc[0])
     if head == "model":
         return "model_config" if has_config else "model"
+    if head == "speculative_config":
+        part = str(loc[1]) if len(loc) > 1 else ""
+        return {"model": "speculative_model", "num_speculative_tokens": "speculative_tokens"}.get(
+            part, "speculative_method"
+        )
+    if head == "requests" and "prefix_tokens" in map(str, loc):
+        return "prefix_tokens"
     head = _API_TO_FORM.get(head, head)
     return head if head in FORM_FIELDS else ""
 
@@ -380,15 +525,19 @@ def core_message(
             f"{inner} {problem.msg}" if inner else problem.msg,
         )
     if isinstance(error, UnknownIdError | HubUnavailableError):
+        # The catalog's nearest ids, as the CLI gives them ("Did you mean: H200-141GB?").
+        near = tuple(getattr(error, "suggestions", ()))
+        hint = (" " + _("Did you mean: %(ids)s?") % {"ids": ", ".join(near)}) if near else ""
         if head == "model":
-            near = getattr(error, "suggestions", ())
             return FieldMessage(
-                _("Not in the catalog: pick a model from the list, or paste its config.json."),
-                f"Did you mean: {', '.join(near)}?" if near else None,
+                _("Not in the catalog: pick a model from the list, or paste its config.json.")
+                + hint
             )
         if head == "gpu":
-            return FieldMessage(_("Not in the catalog: pick a GPU from the list."))
-        return FieldMessage(_("Not found."), problem.msg)
+            return FieldMessage(_("Not in the catalog: pick a GPU from the list.") + hint)
+        if head == "speculative_config":
+            return FieldMessage(_("Not in the catalog: the draft needs a catalog id.") + hint)
+        return FieldMessage(_("Not found.") + hint, problem.msg)
     return FieldMessage(_("This value cannot be planned."), problem.msg)
 
 
@@ -418,6 +567,8 @@ def _validate(body: dict[str, Any], state: FormState, _: Gettext) -> PlanRequest
         for item in error.errors(include_input=False):
             loc = tuple(part if isinstance(part, int) else str(part) for part in item["loc"])
             name = form_field(loc, has_config=state.has_config)
+            if name == "requests" and "prefix_tokens" in item.get("msg", ""):
+                name = "prefix_tokens"  # the mix entry's own check names the shared prefix
             if name not in state.errors:
                 state.add(name, FieldMessage(_pydantic_text(item, _), item.get("msg")))
         return None
@@ -432,6 +583,7 @@ def parse(values: Mapping[str, str], _: Gettext) -> FormState:
     body: dict[str, Any] = {}
     body.update(_numbers(values, state, _))
     body.update(_texts(values, state, _))
+    _assemble(body, values, state, _)
     if state.has_config:
         config, error = _parse_config(values["model_config"], _)
         if error:

@@ -10,10 +10,11 @@ ends at a shareable URL.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
@@ -27,6 +28,7 @@ from planner.api.problems import ProblemException
 from planner.api.work import budget_of, run_job
 from planner.catalog import list_gpus, list_models
 from planner.core.engines.registry import (
+    engine_class,
     engine_labels,
     engine_names,
     get_engine,
@@ -58,9 +60,9 @@ from planner.web.view import (
     BlockMath,
     MemoryView,
     block_math,
-    capacity_by_context,
     engine_log_differs,
     memory_view,
+    plans_by_context,
     sweep_contexts,
     symbolic_formula,
 )
@@ -135,7 +137,35 @@ def field_labels(_: form.Gettext) -> dict[str, str]:
         "weights_gib": _("Weights, whole model (GiB)"),
         "bandwidth_tbps": _("Memory bandwidth (TB/s)"),
         "calibration_id": _("Calibration id"),
+        "engine_version": _("Engine release"),
+        "prefix_tokens": _("Shared prefix (tokens)"),
+        "speculative_method": _("Speculative decoding method"),
+        "speculative_model": _("Draft model"),
+        "speculative_tokens": _("Draft tokens per step"),
+        "context_length": _("SGLang context length (--context-length)"),
+        "chunked_prefill_size": _("Chunked prefill size (--chunked-prefill-size)"),
+        "cuda_graph_max_bs": _("CUDA graph max batch (--cuda-graph-max-bs)"),
+        "max_total_tokens": _("Max total tokens (--max-total-tokens)"),
+        "swa_full_tokens_ratio": _("Sliding-window pool ratio (--swa-full-tokens-ratio)"),
+        "data_parallel_size": _("Data parallel size (--dp-size)"),
+        "enable_dp_attention": _("DP attention (--enable-dp-attention)"),
     }
+
+
+def releases_text() -> str:
+    """`vLLM 0.9 to 0.33, SGLang 0.5.0 to 0.5.23, …`: the releases each engine's rules cover."""
+    return ", ".join(
+        f"{engine_class(name).label} {engine_class(name).releases.describe()}"
+        for name in engine_names()
+    )
+
+
+def release_options(engine: str | None) -> list[str]:
+    """Releases the chosen engine's rules cover, newest first: the default, then each minor
+    line (any patch release of a line is accepted too)."""
+    cls = engine_class(engine if engine in engine_names() else form.DEFAULTS["engine"])
+    default = get_engine(cls.name).version_text
+    return list(dict.fromkeys([default, *reversed(cls.releases.minors())]))
 
 
 def field_hints(_: form.Gettext) -> dict[str, str]:
@@ -158,7 +188,9 @@ def field_hints(_: form.Gettext) -> dict[str, str]:
             "Gives the bandwidth, and, without a budget, the memory (less weights and a reserve)."
         ),
         "gpu_memory_utilization": _(
-            "Fraction of the whole GPU, e.g. 0.9 or 90%; empty: the engine's default."
+            "The memory fraction, e.g. 0.9 or 90%: vLLM's of the whole GPU, SGLang's "
+            "mem_fraction_static, TensorRT-LLM's free_gpu_memory_fraction; empty: the engine's "
+            "default."
         ),
         "tensor_parallel_size": _("GPUs that split each layer's heads; empty: 1."),
         "pipeline_parallel_size": _("GPUs that split the layers into stages; empty: 1."),
@@ -176,6 +208,38 @@ def field_hints(_: form.Gettext) -> dict[str, str]:
             "GPU's datasheet."
         ),
         "calibration_id": _("The id `kvplan probe` printed when it stored a GPU measurement."),
+        "engine_version": _(
+            "Whose release's rules apply, e.g. 0.19 or 0.10.1 (%(releases)s); empty: the newest "
+            "verified."
+        )
+        % {"releases": releases_text()},
+        "prefix_tokens": _(
+            "Leading tokens every request of the mix shares (a system prompt), e.g. 1k; "
+            "engines with prefix caching store them once."
+        ),
+        "speculative_method": _("vLLM --speculative-config; empty: none."),
+        "speculative_model": _(
+            "The draft's catalog id (eagle, eagle3, dflash, draft_model); mtp uses the model's "
+            "own layers, ngram none."
+        ),
+        "speculative_tokens": _(
+            "num_speculative_tokens, 1 to 64; empty for mtp: the model's own count."
+        ),
+        "context_length": _("The model length SGLang serves; empty: the model's own."),
+        "chunked_prefill_size": _(
+            "Tokens; empty: by GPU memory (it sets the automatic mem_fraction_static)."
+        ),
+        "cuda_graph_max_bs": _(
+            "Requests; empty: by GPU memory and TP (it sets the automatic mem_fraction_static)."
+        ),
+        "max_total_tokens": _("Caps the token pool below what memory allows; empty: no cap."),
+        "swa_full_tokens_ratio": _(
+            "Sliding-window pool tokens per full-pool token, above 0 and at most 1; empty: 0.8."
+        ),
+        "data_parallel_size": _("Replicas of the model; empty: 1."),
+        "enable_dp_attention": _(
+            "Each replica's attention runs at TP ÷ data parallel size; empty: off."
+        ),
     }
 
 
@@ -199,17 +263,16 @@ def compute(request: PlanRequest, calibration: CalibrationLike | None, lang: str
     memory = memory_view(result)
     if memory is not None:
         figures["memory"] = memory_figure(memory, fmt, _)
+    plans: dict[int, Plan] = {}
     if result.capacity is not None:
         current = result.capacity.context_tokens
         contexts = sorted({*sweep_contexts(result), current})
-        points = capacity_by_context(request, contexts)
-        by_context = dict(points)
-        cap_fig = capacity_figure(points, current, fmt, _)
+        plans = plans_by_context(request, contexts, calibration)
+        points = [(c, p.capacity.max_requests) for c, p in plans.items() if p.capacity]
+        cap_fig = capacity_figure(sorted(points), current, fmt, _)
         if cap_fig is not None:
             figures["capacity"] = cap_fig
-    else:
-        by_context = {}
-    dec_fig = decode_figure(result, by_context, fmt, _)
+    dec_fig = decode_figure(result, plans, fmt, _)
     if dec_fig is not None:
         figures["decode"] = dec_fig
     return Answer(
@@ -283,6 +346,11 @@ def _check_partial(request: PlanRequest) -> PlanError | None:
     return None
 
 
+# Settings the recommender has no field for: an answer that sets one is not the setup a
+# recommended launch command would run, so the page offers none.
+_NOT_RECOMMENDABLE: tuple[str, ...] = ("engine_version", "speculative_config", *form.SGLANG_FIELDS)
+
+
 def launchable(request: PlanRequest, result: Plan) -> bool:
     """A catalog GPU whose memory gives the budget, a serving engine and a request that runs:
     recommend can say how (it sizes from the GPU; a budget typed in has no launch flag)."""
@@ -293,6 +361,7 @@ def launchable(request: PlanRequest, result: Plan) -> bool:
         and cap is not None
         and cap.budget.source == "gpu"
         and cap.max_running_requests > 0
+        and all(getattr(request, name) is None for name in _NOT_RECOMMENDABLE)
     )
 
 
@@ -378,11 +447,27 @@ def partial_job(partial: PlanRequest) -> CarriedPlanError | None:
 
 
 async def render(
-    request: Request, values: Mapping[str, str], lang: str, *, launch: bool = False
+    request: Request,
+    values: Mapping[str, str],
+    lang: str,
+    *,
+    launch: bool = False,
+    unknown: Sequence[str] = (),
 ) -> HTMLResponse:
     _ = translations(lang).gettext
     state = form.parse(values, _) if form.is_question(values) else form.FormState(dict(values))
+    for name in unknown:
+        # Never answer another question than the one asked: a parameter the page cannot
+        # honour is a mistake to fix, not something to drop.
+        message = _(
+            "This page has no parameter %(name)s: remove it from the URL, or use one of the "
+            "form's fields."
+        )
+        state.add("", form.FieldMessage(message % {"name": repr(name[:40])}))
+    if unknown and state.request is not None:
+        state.partial, state.request = state.request, None
     answer: Answer | None = None
+    stale = False
     launch_plan: Recommendation | None = None
     if state.request is not None:
         try:
@@ -400,6 +485,19 @@ async def render(
             if found is not None:
                 _add_core_errors(state, found, _)
         _count(request, "invalid")
+    last = form.last_values(state.values) if answer is None and state.errors else None
+    last_state = form.parse(last, _) if last is not None else None
+    if last_state is not None and last_state.request is not None:
+        # A mistake keeps the last answer that worked on the page, marked stale (Enter and the
+        # language switch included, not only live update): the error shows next to its field.
+        try:
+            calibration = await calibration_for(last_state.request, request)
+            answer = await answer_for(request, last_state.request, calibration, lang)
+            stale = True
+        except PlanError:
+            last_state = None
+    shown_state = last_state if stale and last_state is not None else state
+    last_query = shown_state.share_query() if answer is not None else state.values.get("last", "")
     context: dict[str, Any] = {
         "fmt": Numbers(lang),
         "step_summary": lambda floor, e: step_summary(floor, e, _),
@@ -419,15 +517,28 @@ async def render(
         "dtype_options": [(d, d) for d in dtype_names(state.values.get("engine"))],
         "gpu_options": [("", _("None")), *((g.id, g.id) for g in list_gpus())],
         "answer": answer,
-        "share_url": "/?" + state.share_query() if answer and not state.has_config else None,
+        "stale": stale,
+        "last_query": last_query,
+        "share_url": (
+            "/?" + shown_state.share_query() if answer and not shown_state.has_config else None
+        ),
         "launch": launch_plan,
         "can_launch": bool(
             answer
-            and state.request
-            and not state.has_config
-            and launchable(state.request, answer.plan)
+            and shown_state.request
+            and not shown_state.has_config
+            and launchable(shown_state.request, answer.plan)
         ),
-        "from_config": state.has_config,
+        "from_config": shown_state.has_config,
+        "release_options": release_options(state.values.get("engine")),
+        "speculative_options": [
+            ("", _("None")),
+            *((m, m) for m in form.SPECULATIVE_METHODS),
+        ],
+        "switch_options": [("", _("Default")), ("true", _("On")), ("false", _("Off"))],
+        "sglang_fields": form.SGLANG_FIELDS,
+        "sglang_open": state.values.get("engine") == "sglang"
+        or any(state.values.get(n) or n in state.errors for n in form.SGLANG_FIELDS),
     }
     # A pasted config may describe an unreleased model: keep it out of caches.
     cache_control = "no-store" if state.has_config else "no-cache"
@@ -456,8 +567,12 @@ def remember_language(response: Response, request: Request, lang: str) -> Respon
     return response
 
 
-def _redirect(values: Mapping[str, str]) -> RedirectResponse:
-    query = form.canonical_query(values)
+def _redirect(
+    values: Mapping[str, str], unknown: Sequence[tuple[str, str]] = ()
+) -> RedirectResponse:
+    query = form.canonical_query(values, with_last=True)
+    if unknown:  # kept, so the answer's page can say it cannot honour them
+        query = "&".join(q for q in (query, urlencode(list(unknown))) if q)
     return RedirectResponse("/?" + query if query else "/", status_code=303)
 
 
@@ -465,12 +580,16 @@ def _redirect(values: Mapping[str, str]) -> RedirectResponse:
 async def page(request: Request) -> Response:
     """The form; with query parameters, the answer too (a shareable URL)."""
     items = request.query_params.multi_items()
-    if any(name in form.QUERY_FIELDS and not value.strip() for name, value in items):
+    unknown = form.unknown_params(name for name, _value in items)
+    if any(
+        (name in form.QUERY_FIELDS or name == "last") and not value.strip() for name, value in items
+    ):
         # A GET form submission lists empty fields too: answer at the tidy URL.
-        return _redirect(form.raw_values(request.query_params, allow_config=False))
+        strange = [(n, v) for n, v in items if n in unknown]
+        return _redirect(form.raw_values(request.query_params, allow_config=False), strange)
     values = form.raw_values(request.query_params, allow_config=False)
     launch = request.query_params.get("launch") == "1"
-    return await render(request, values, language_of(request), launch=launch)
+    return await render(request, values, language_of(request), launch=launch, unknown=unknown)
 
 
 async def _form_values(request: Request) -> tuple[dict[str, str], str | None]:

@@ -10,6 +10,7 @@ import math
 from dataclasses import dataclass
 
 from planner.core.errors import PlanError
+from planner.core.inputs import CalibrationLike
 from planner.core.schema import Plan, PlanRequest
 from planner.core.variants import Replanner
 from planner.service import default_catalog
@@ -33,6 +34,10 @@ class MemoryView:
     requests: int
     # The workload needs more KV memory than the budget holds.
     overflow: bool
+    # Weights and reserves past the engine's share of the GPU (its KV figure is then negative,
+    # the `kv_short` segment); 0 when they fit. `share_bytes`: where that share ends.
+    over_bytes: int = 0
+    share_bytes: int = 0
 
 
 def memory_view(plan: Plan) -> MemoryView | None:
@@ -41,6 +46,10 @@ def memory_view(plan: Plan) -> MemoryView | None:
     KV in use is the workload when one was given, else `max_requests` requests of the context.
     Paging waste is the paged minus the logical bytes of those requests: every layer pages the
     same tokens, so the whole-model ratio holds on each rank.
+
+    The segments of a GPU add up to its memory. When weights and reserves outgrow the engine's
+    share, the KV cache is the engine's own negative figure ("Available KV cache memory:
+    -21.42 GiB"), so the total still is the GPU's memory and the overflow is stated.
     """
     cap = plan.capacity
     if cap is None:
@@ -59,7 +68,8 @@ def memory_view(plan: Plan) -> MemoryView | None:
     budget = cap.kv_budget_bytes
     parts: list[Segment] = []
     b = cap.budget
-    if b.source == "gpu" and b.gpu_memory_bytes:
+    on_gpu = b.source == "gpu" and bool(b.gpu_memory_bytes)
+    if on_gpu:
         parts.append(Segment("weights", b.weights_bytes_per_rank or 0))
         if b.activation_peak_bytes is not None:
             # The engine's own terms (activation peak, non-torch memory, CUDA graphs where the
@@ -70,18 +80,32 @@ def memory_view(plan: Plan) -> MemoryView | None:
                 parts.append(Segment("cuda_graphs", b.cuda_graph_bytes))
         else:
             parts.append(Segment("reserve", b.reserve_bytes or 0))
-    parts += [
-        Segment("kv_used", min(logical, budget)),
-        Segment("waste", max(0, min(paged, budget) - min(logical, budget))),
-        Segment("kv_free", max(0, budget - paged)),
-    ]
-    if b.source == "gpu" and b.gpu_memory_bytes:
-        used = sum(p.bytes for p in parts)
-        parts.append(Segment("unallocated", max(0, b.gpu_memory_bytes - used)))
-        total = max(b.gpu_memory_bytes, used)
+    fixed = sum(p.bytes for p in parts)
+    short = 0
+    if on_gpu and b.engine_available_bytes is not None and b.engine_available_bytes < 0:
+        short = b.engine_available_bytes
+    if short:
+        parts.append(Segment("kv_short", short))
     else:
-        total = budget
-    return MemoryView(total, tuple(parts), requests, overflow=paged > budget)
+        parts += [
+            Segment("kv_used", min(logical, budget)),
+            Segment("waste", max(0, min(paged, budget) - min(logical, budget))),
+            Segment("kv_free", max(0, budget - paged)),
+        ]
+    if not on_gpu:
+        return MemoryView(budget, tuple(parts), requests, overflow=paged > budget)
+    memory = b.gpu_memory_bytes or 0
+    # The rest of the GPU: what the engine is not given (1 − utilization), so the parts add up
+    # to the GPU's memory whatever the engine's figure is.
+    parts.append(Segment("unallocated", memory - sum(p.bytes for p in parts)))
+    return MemoryView(
+        memory,
+        tuple(parts),
+        requests,
+        overflow=paged > budget,
+        over_bytes=-short,
+        share_bytes=fixed + short,
+    )
 
 
 def sweep_contexts(plan: Plan) -> list[int]:
@@ -98,14 +122,26 @@ def sweep_contexts(plan: Plan) -> list[int]:
     return out
 
 
+def plans_by_context(
+    request: PlanRequest, contexts: list[int], calibration: CalibrationLike | None = None
+) -> dict[int, Plan]:
+    """The plan at each context length (no workload: as many requests of that length as run),
+    under the same model, engine, budget and bandwidth; a length the planner refuses is left
+    out. Every chart point is read from one of these, so a column is the plan at its length."""
+    replan = Replanner(default_catalog(), calibration)
+    results = replan.over(request, ({"context_tokens": c, "requests": None} for c in contexts))
+    return {
+        ctx: r for ctx, r in zip(contexts, results, strict=True) if not isinstance(r, PlanError)
+    }
+
+
 def capacity_by_context(request: PlanRequest, contexts: list[int]) -> list[tuple[int, int]]:
     """(context, max requests of that length) under the same model, engine and budget."""
-    replan = Replanner(default_catalog())
-    results = replan.over(request, ({"context_tokens": c, "requests": None} for c in contexts))
+    plans = plans_by_context(request, contexts)
     return [
-        (ctx, r.capacity.max_requests)
-        for ctx, r in zip(contexts, results, strict=True)
-        if not isinstance(r, PlanError) and r.capacity is not None
+        (ctx, found.capacity.max_requests)
+        for ctx in contexts
+        if (found := plans.get(ctx)) is not None and found.capacity is not None
     ]
 
 

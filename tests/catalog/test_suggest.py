@@ -80,3 +80,14 @@ def test_cli_exits_2_with_the_suggestion() -> None:
 def test_page_shows_the_suggestion(client: TestClient) -> None:
     r = client.get("/", params={"model": "llama3.1-8b", "kv_budget_gib": "16"})
     assert "Did you mean: meta-llama/Llama-3.1-8B" in r.text
+
+
+def test_an_unknown_gpu_carries_its_suggestions() -> None:
+    # The page shows them next to the GPU field as it does for models (issue 25 item 9): the
+    # catalog's own entry for the H200 is H200-141GB.
+    from planner.catalog import get_gpu
+
+    with pytest.raises(UnknownIdError) as info:
+        get_gpu("H200")
+    assert info.value.suggestions == ("H200-141GB",)
+    assert "Did you mean: H200-141GB?" in str(info.value.problems[0].msg)

@@ -155,10 +155,17 @@ def test_keyboard_only(session: Session) -> None:
     page.focus("#f-model")
     page.keyboard.type("meta-llama/Llama-3.1-8B")
     visited = []
-    for _ in range(4):  # the paste toggle, engine, dtype, context length: in reading order
+    # The paste toggle, engine, dtype, release, context length: in reading order.
+    for _ in range(5):
         page.keyboard.press("Tab")
         visited.append(page.evaluate("document.activeElement.id || document.activeElement.tagName"))
-    assert visited == ["SUMMARY", "f-engine", "f-kv_cache_dtype", "f-context_tokens"]
+    assert visited == [
+        "SUMMARY",
+        "f-engine",
+        "f-kv_cache_dtype",
+        "f-engine_version",
+        "f-context_tokens",
+    ]
     page.keyboard.type("8192")
     page.focus("#f-kv_budget_gib")
     page.keyboard.type("48")

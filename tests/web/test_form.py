@@ -195,3 +195,90 @@ def test_budget_above_the_gpu_is_refused() -> None:
     state = form.parse({"model": "m", "gpu": "H100-SXM-80GB", "kv_budget_gib": "200"}, _)
     assert state.request is None
     assert "per GPU" in state.errors["kv_budget_gib"][0].text
+
+
+LLAMA = "meta-llama/Llama-3.1-8B"
+
+
+def test_the_shared_prefix_goes_into_every_entry_of_the_mix() -> None:
+    # The CLI's `--mix 8192x10,2048x30 --prefix 1k`: each entry shares 1,024 leading tokens.
+    state = form.parse({"model": LLAMA, "requests": "8192x10, 2048x30", "prefix_tokens": "1k"}, _)
+    assert state.errors == {} and state.request is not None and state.request.requests
+    assert [(m.context_tokens, m.count, m.prefix_tokens) for m in state.request.requests] == [
+        (8192, 10, 1024),
+        (2048, 30, 1024),
+    ]
+    alone = form.parse({"model": LLAMA, "context_tokens": "8k", "prefix_tokens": "1k"}, _)
+    assert list(alone.errors) == ["prefix_tokens"] and alone.request is None
+    longer = form.parse({"model": LLAMA, "requests": "512x4", "prefix_tokens": "1k"}, _)
+    assert list(longer.errors) == ["prefix_tokens"]  # a prefix longer than its requests
+
+
+def test_the_speculative_fields_make_the_speculative_config() -> None:
+    state = form.parse(
+        {
+            "model": LLAMA,
+            "speculative_method": "draft_model",
+            "speculative_model": "meta-llama/Llama-3.2-1B",
+            "speculative_tokens": "3",
+        },
+        _,
+    )
+    assert state.errors == {} and state.request is not None
+    spec = state.request.speculative_config
+    assert spec is not None and spec.method == "draft_model"
+    assert spec.model == "meta-llama/Llama-3.2-1B" and spec.num_speculative_tokens == 3
+    # A draft without a method, or a method vLLM does not have, is said next to the method.
+    assert list(form.parse({"model": LLAMA, "speculative_tokens": "3"}, _).errors) == [
+        "speculative_method"
+    ]
+    assert list(form.parse({"model": LLAMA, "speculative_method": "medusa"}, _).errors) == [
+        "speculative_method"
+    ]
+    assert form.form_field(("speculative_config", "model"), has_config=False) == (
+        "speculative_model"
+    )
+    assert form.form_field(("speculative_config", "num_speculative_tokens"), has_config=False) == (
+        "speculative_tokens"
+    )
+
+
+def test_sglang_flags_and_the_release_reach_the_request() -> None:
+    state = form.parse(
+        {
+            "model": LLAMA,
+            "engine": "sglang",
+            "engine_version": "0.5.23",
+            "context_length": "32k",
+            "chunked_prefill_size": "8k",
+            "cuda_graph_max_bs": "256",
+            "max_total_tokens": "400k",
+            "swa_full_tokens_ratio": "0.5",
+            "data_parallel_size": "2",
+            "enable_dp_attention": "true",
+        },
+        _,
+    )
+    assert state.errors == {} and state.request is not None
+    r = state.request
+    assert (r.engine, r.engine_version, r.context_length) == ("sglang", "0.5.23", 32768)
+    assert (r.chunked_prefill_size, r.cuda_graph_max_bs, r.max_total_tokens) == (8192, 256, 409600)
+    assert (r.swa_full_tokens_ratio, r.data_parallel_size, r.enable_dp_attention) == (0.5, 2, True)
+    bad = form.parse({"model": LLAMA, "enable_dp_attention": "maybe"}, _)
+    assert list(bad.errors) == ["enable_dp_attention"]
+
+
+def test_unknown_parameters_are_named_and_last_is_kept_apart() -> None:
+    assert form.unknown_params(["model", "launch", "last", "engine_versoin", "utm"]) == [
+        "engine_versoin",
+        "utm",
+    ]
+    values = form.raw_values(
+        {"model": LLAMA, "context_tokens": "32kk", "last": "model=x&context_tokens=8192"},
+        allow_config=False,
+    )
+    # `last` travels with a redirect, never into the answer's own link.
+    assert "last=" in form.canonical_query(values, with_last=True)
+    assert "last=" not in form.canonical_query(values)
+    assert form.last_values(values) == {"model": "x", "context_tokens": "8192"}
+    assert form.last_values({"last": "launch=1"}) is None  # not a question

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import html
 import re
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, quote, urlsplit
 
 import pytest
 from starlette.testclient import TestClient
@@ -241,7 +241,12 @@ def test_every_page_has_the_csp_and_no_inline_code(
 
 def test_every_input_has_a_label(client: TestClient) -> None:
     markup = parse(client.get(QUESTION_URL).text)
-    controls = [a for t, a in markup.tags if t in {"input", "select", "textarea"}]
+    # A hidden input (the last answer's query) is no control anyone sees or labels.
+    controls = [
+        a
+        for t, a in markup.tags
+        if t in {"input", "select", "textarea"} and a.get("type") != "hidden"
+    ]
     labelled = {a.get("for") for t, a in markup.tags if t == "label"}
     assert controls
     for attrs in controls:
@@ -443,3 +448,69 @@ def test_a_refused_catalog_id_is_not_called_a_config_json(client: TestClient) ->
     response = client.get("/", params={"model": "zai-org/GLM-5", "kv_budget_gib": "48"})
     text = error_text(response.text, "model")
     assert "zai-org/GLM-5" in text and "config.json cannot be used" not in text
+
+
+def test_the_engine_release_in_the_url_is_the_release_answered(client: TestClient) -> None:
+    # Issue 25 item 8: `&engine_version=0.10` used to answer with 0.33.
+    response = client.get(QUESTION_URL + "&engine_version=0.10")
+    assert 'data-answer="yes"' in response.text
+    assert "vLLM 0.10, bf16" in html.unescape(re.sub(r"<[^>]+>", "", response.text))
+    refused = client.get(QUESTION_URL + "&engine_version=0.5")
+    assert "not a supported release" in error_text(refused.text, "engine_version")
+
+
+def test_a_parameter_the_page_does_not_know_is_an_error(client: TestClient) -> None:
+    response = client.get(QUESTION_URL + "&engine_versoin=0.10")
+    assert 'data-answer="no"' in response.text
+    assert "engine_versoin" in html.unescape(response.text.split('id="error-summary"')[1][:600])
+    # Kept through the tidy-URL redirect of a GET form submission with empty fields.
+    redirected = client.get(QUESTION_URL + "&gpu=&engine_versoin=0.10", follow_redirects=False)
+    assert redirected.status_code == 303
+    assert "engine_versoin=0.10" in redirected.headers["location"]
+
+
+def test_a_mistake_keeps_the_last_answer_marked_stale(client: TestClient) -> None:
+    last = quote(QUESTION_URL[2:], safe="/")
+    response = client.get(QUESTION_URL.replace("8192", "32kk") + "&last=" + last)
+    assert 'data-answer="stale"' in response.text
+    assert sentence(response.text).startswith("47 requests of 8,192 tokens fit in 48 GiB")
+    assert "Unknown unit in 32kk" in error_text(response.text, "context_tokens")
+    note = parse(response.text).by_id("stale-note")
+    assert note is not None and "hidden" not in note
+    # The answer's own link is the last good question, without `last`.
+    link = parse(response.text).by_id("share-link")
+    assert link is not None and link.get("href") == QUESTION_URL
+    # A form POST (Enter) with the mistake carries `last` into the redirect.
+    posted = client.post(
+        "/",
+        data={**QUESTION, "context_tokens": "32kk", "last": QUESTION_URL[2:]},
+        follow_redirects=False,
+    )
+    assert posted.status_code == 303 and "last=" in posted.headers["location"]
+    # And the language switch does too.
+    switched = client.post(
+        "/lang",
+        data={**QUESTION, "context_tokens": "32kk", "last": QUESTION_URL[2:], "lang": "zh"},
+        follow_redirects=True,
+    )
+    assert 'data-answer="stale"' in switched.text and 'lang="zh-Hans"' in switched.text
+
+
+def test_sglang_settings_show_only_with_sglang(client: TestClient) -> None:
+    hidden = parse(client.get(QUESTION_URL).text).by_id("sglang-fields")
+    assert hidden is not None and "hidden" in hidden
+    shown = parse(client.get(QUESTION_URL + "&engine=sglang").text).by_id("sglang-fields")
+    assert shown is not None and "hidden" not in shown
+    # A flag set with vLLM shows too: its error (vLLM has none) must be visible.
+    response = client.get(QUESTION_URL + "&max_total_tokens=40960")
+    fieldset = parse(response.text).by_id("sglang-fields")
+    assert fieldset is not None and "hidden" not in fieldset
+    assert "SGLang setting" in error_text(response.text, "max_total_tokens")
+
+
+def test_no_launch_link_for_a_setup_the_recommender_cannot_carry(client: TestClient) -> None:
+    # /api/v1/recommend has no engine_version or speculative_config: its command would run
+    # another setup than the answer's.
+    on_gpu = QUESTION_URL.replace("kv_budget_gib=48", "gpu=H100-SXM-80GB")
+    assert "launch=1" in client.get(on_gpu).text
+    assert "launch=1" not in client.get(on_gpu + "&engine_version=0.10").text

@@ -155,6 +155,13 @@ AXE_PAGES = (
     "/?model=meta-llama/Llama-3.1-8B&gpu=H200-141GB&context_tokens=512",
     QUESTION_URL.replace("kv_budget_gib=48", "gpu=H100-SXM-80GB") + "&launch=1",
     "/?model=meta-llama/Llama-3.1-8B&context_tokens=lots&tensor_parallel_size=3",
+    # Issue 25: an over-full GPU (overflow mark), SGLang's flags open, a stale answer kept
+    # after Enter with a mistake, and the MoE decode chart with its batches.
+    "/?model=meta-llama/Llama-3.1-70B&gpu=H200-141GB&context_tokens=8192",
+    "/?model=meta-llama/Llama-3.1-8B&engine=sglang&gpu=H100-SXM-80GB&context_tokens=8192",
+    "/?model=meta-llama/Llama-3.1-8B&context_tokens=32kk&kv_budget_gib=48"
+    "&last=model%3Dmeta-llama/Llama-3.1-8B%26context_tokens%3D8192%26kv_budget_gib%3D48",
+    "/?model=Qwen/Qwen3-30B-A3B&gpu=H200-141GB&context_tokens=32k",
     "/reconcile",
     "/explain",
 )

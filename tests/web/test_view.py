@@ -123,3 +123,94 @@ def test_tokens_tick() -> None:
         "1M",
         "3,000",
     ]
+
+
+def _decode_points(request: PlanRequest) -> dict[int, tuple[int, float]]:
+    """(batch, step seconds) per decode column of the page's answer, from the labels' data."""
+    from planner.web.page import compute
+
+    figure = compute(request, None, "en").figures["decode"]
+    out: dict[int, tuple[int, float]] = {}
+    for label in figure.chart.labels:
+        data = dict(label.data)
+        if data:
+            step = float(data["step-seconds"]) if data["step-seconds"] else 0.0
+            out[int(data["context-tokens"])] = (int(data["batch-requests"]), step)
+    return out
+
+
+def test_every_decode_column_is_the_plan_at_its_length() -> None:
+    # Issue 25 item 2: Qwen3-30B-A3B on an H200 at 32k. A batch of 735 at 1k touches all 128
+    # experts, so the 1k column's weights term is not the 22-request answer's: the column must
+    # be `kvplan plan --context 1k`'s decode floor (28.006 ms for 735 requests).
+    body = {"model": "Qwen/Qwen3-30B-A3B", "gpu": "H200-141GB"}
+    points = _decode_points(PlanRequest.model_validate({**body, "context_tokens": 32768}))
+    assert len(points) >= 5
+    for ctx, (batch, step) in points.items():
+        alone = plan(PlanRequest.model_validate({**body, "context_tokens": ctx}))
+        assert alone.bounds is not None and alone.capacity is not None
+        assert batch == alone.bounds.batch_requests == alone.capacity.max_running_requests
+        assert step == alone.bounds.decode_step_seconds
+    assert points[1024][0] == 735 and round(points[1024][1] * 1e3, 3) == 28.006
+    # The case the test is for: the answer's own sweep keeps its 22-request weights term
+    # (9.672 ms), which the 735-request plan at 1k does not (12.592 ms).
+    answer = plan(PlanRequest.model_validate({**body, "context_tokens": 32768}))
+    at_1k = plan(PlanRequest.model_validate({**body, "context_tokens": 1024}))
+    assert answer.bounds is not None and at_1k.bounds is not None
+    kept = answer.bounds.context_sweep[0].weights_read_seconds
+    assert (
+        round(kept * 1e3, 3) == 9.672
+        and round(at_1k.bounds.weights_read_seconds * 1e3, 3) == 12.592
+    )
+
+
+def test_an_over_full_gpu_adds_up_to_the_gpu_and_states_the_overflow() -> None:
+    # Issue 25 item 5: Llama-3.1-70B bf16 on one H200 (140.40 GiB as torch sees it). vLLM's
+    # budget line is 129.17 − 131.42 − (2.06 + 0.25 + 1.56) = −6.12 GiB: the engine's own
+    # negative figure. The bar's parts must add up to the GPU, not to 150-odd GiB.
+    result = plan(
+        PlanRequest.model_validate(
+            {"model": "meta-llama/Llama-3.1-70B", "gpu": "H200-141GB", "context_tokens": 8192}
+        )
+    )
+    cap = result.capacity
+    assert cap is not None and cap.engine_starts is False
+    available = cap.budget.engine_available_bytes
+    memory = cap.budget.gpu_memory_bytes
+    assert available is not None and available < 0 and memory is not None
+    view = memory_view(result)
+    assert view is not None
+    parts = {s.key: s.bytes for s in view.segments}
+    assert view.total_bytes == memory and sum(parts.values()) == memory
+    assert parts["kv_short"] == available and round(available / GiB, 2) == -6.12
+    assert "kv_used" not in parts and view.over_bytes == -available
+    # What the engine is not given stays 1 − utilization (0.08 × 140.40 GiB = 11.23 GiB).
+    assert round(parts["unallocated"] / GiB, 2) == 11.23
+    from planner.web.figures import memory_figure
+    from planner.web.i18n import Numbers
+
+    figure = memory_figure(view, Numbers("en"), lambda t: t)
+    marks = [r for r in figure.chart.rects if r.cls == "overflow-mark"]
+    assert len(marks) == 1 and 0 < marks[0].x < WIDTH
+    assert figure.legend[-1].cls == "overflow-mark" and figure.legend[-1].value == "6.12 GiB"
+
+
+def test_a_length_where_nothing_fits_is_a_dash_and_the_legend_says_why() -> None:
+    # 10 GiB of KV holds 9 requests of 8,192 tokens (1 GiB each) but none of 131,072 (16 GiB).
+    from planner.web.page import compute
+
+    request = PlanRequest.model_validate(
+        {
+            "model": LLAMA,
+            "kv_cache_dtype": "bf16",
+            "context_tokens": 8192,
+            "kv_budget_bytes": 10 * GiB,
+            "bandwidth_bytes_per_s": 3.35e12,
+        }
+    )
+    figure = compute(request, None, "en").figures["decode"]
+    values = {dict(lb.data)["context-tokens"]: lb.text for lb in figure.chart.labels if lb.data}
+    assert values["131072"] == "—" and values["8192"] != "—"
+    marks = {item.mark: item.label for item in figure.legend if item.mark}
+    assert marks["—"] == "No request of that length fits"
+    assert any(item.cls == "col-kv is-current" for item in figure.legend)
