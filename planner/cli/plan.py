@@ -52,6 +52,7 @@ FLAGS: dict[str, str] = {
     "reserve_bytes": "--reserve",
     "max_num_seqs": "--max-num-seqs",
     "requests": "--mix",
+    "shared_prefix_tokens": "--prefix",
 }
 
 
@@ -107,35 +108,16 @@ def parse_mix(text: str, prefix_tokens: int = 0) -> list[dict[str, int]]:
     return out
 
 
-def _budget_within_gpu(body: dict[str, Any]) -> None:
-    """A per-GPU budget larger than the GPU named beside it is a mistake, not a plan."""
-    budget, gpu = body.get("kv_budget_bytes"), body.get("gpu")
-    if not isinstance(budget, int) or not isinstance(gpu, str):
-        return
-    from planner.catalog import get_gpu
-
-    try:
-        entry = get_gpu(gpu)
-    except PlanError:
-        return  # the planner names the unknown GPU
-    if budget > entry.usable_memory_bytes:
-        raise FieldError(
-            "kv_budget_bytes",
-            f"{fmt_gib(budget)} is more than the {entry.id} has "
-            f"({fmt_gib(entry.usable_memory_bytes)}): the budget is per GPU; leave it out to "
-            "derive it from the GPU",
-        )
-
-
 def _workload(
     batch: int | None, mix: str | None, prefix: str | None, context: int | None
 ) -> dict[str, Any]:
-    """`requests` from --batch (N × --context) or --mix, each sharing --prefix tokens."""
+    """`requests` from --batch (N × --context) or --mix; --prefix is one prefix that every
+    request shares, across the mix's entries too (`shared_prefix_tokens`)."""
     shared = parse_tokens(prefix, "requests") if prefix is not None else 0
     if batch is not None and mix is not None:
         raise FieldError("requests", "give --batch or --mix, not both")
     if mix is not None:
-        return {"requests": parse_mix(mix, shared)}
+        return {"requests": parse_mix(mix), **({"shared_prefix_tokens": shared} if shared else {})}
     if batch is not None:
         if context is None:
             raise FieldError("requests", "--batch N needs --context: N requests of that length")
@@ -205,6 +187,19 @@ def _n(count: int, noun: str) -> str:
     return f"{count:,} {noun}{'' if count == 1 else 's'}"
 
 
+def _per_gpu(p: Plan) -> str:
+    """ "8 KV heads × 33 layers (32 + 1 draft)": the layers the bytes per token sum over."""
+    r = p.per_rank
+    kv = r.kv_layers if r.kv_layers is not None else r.layers
+    draft = r.draft_kv_layers or 0
+    text = f"{_n(r.kv_heads, 'KV head')} × {kv} layers"
+    if draft:
+        text += f" ({kv - draft} + {draft} draft)"
+    if kv - draft != r.layers:
+        text += f" (the {kv - draft} of the {r.layers} model layers that hold KV per token)"
+    return text
+
+
 def _human(p: Plan, *, context_defaulted: bool = False) -> str:
     windowed = any(g.window_tokens for g in p.model.groups)
     lines = [
@@ -217,8 +212,8 @@ def _human(p: Plan, *, context_defaulted: bool = False) -> str:
         f"({p.bytes_per_element:g} B/element), block_size {p.block_size} tokens, "
         f"TP {p.tensor_parallel_size} × PP {p.pipeline_parallel_size}",
         f"KV per token     {p.kv_bytes_per_token_formula}",
-        f"per GPU          {_n(p.per_rank.kv_heads, 'KV head')} × {p.per_rank.layers} layers = "
-        f"{p.per_rank.kv_bytes_per_token:,} B/token (replication {p.per_rank.replication}×)",
+        f"per GPU          {_per_gpu(p)} = {p.per_rank.kv_bytes_per_token:,} B/token "
+        f"(replication {p.per_rank.replication}×)",
     ]
     for r in p.requests:
         lines.append(
@@ -287,12 +282,36 @@ def _human(p: Plan, *, context_defaulted: bool = False) -> str:
         lines.append(f"longest context  {c.longest_context_tokens:,} tokens (one request)")
     b = p.bounds
     if b is not None:
-        lines.append(
-            f"decode floor     {b.decode_step_seconds * 1e3:.3f} ms/step for a batch of "
-            f"{_n(b.batch_requests, 'request')} at {fmt_tbps(b.bandwidth_bytes_per_s)} "
-            f"(KV {b.kv_read_seconds * 1e3:.3f} ms + weights {b.weights_read_seconds * 1e3:.3f} "
-            f"ms) → {b.decode_tokens_per_s:,.0f} tokens/s"
+        spec = b.speculative
+        plain = (
+            f"KV {b.kv_read_seconds * 1e3:.3f} ms + weights {b.weights_read_seconds * 1e3:.3f} ms"
         )
+        batch = (
+            f"for a batch of {_n(b.batch_requests, 'request')} at "
+            f"{fmt_tbps(b.bandwidth_bytes_per_s)}"
+        )
+        if spec is None:
+            floor = b.decode_step_seconds
+            lines.append(
+                f"decode floor     {floor * 1e3:.3f} ms/step {batch} ({plain}) → "
+                f"{b.decode_tokens_per_s:,.0f} tokens/s"
+            )
+        else:
+            # The JSON's speculative step: k draft steps, then one target step verifying them.
+            floor = spec.step_seconds
+            k = spec.num_speculative_tokens
+            lines.append(
+                f"decode floor     {floor * 1e3:.3f} ms/step {batch} with {_n(k, 'draft token')}: "
+                f"target {(floor - spec.draft_read_seconds) * 1e3:.3f} ms + {_n(k, 'draft step')} "
+                f"{spec.draft_read_seconds * 1e3:.3f} ms (without drafting "
+                f"{b.decode_step_seconds * 1e3:.3f} ms: {plain})"
+                + (
+                    f" → {spec.tokens_per_step:.2f} tokens per request per step, "
+                    f"{spec.tokens_per_s:,.0f} tokens/s"
+                    if spec.tokens_per_step is not None and spec.tokens_per_s is not None
+                    else "; tokens per step need acceptance_rate"
+                )
+            )
         if b.calibrated is not None:
             lines.append(
                 f"calibrated       {b.calibrated.decode_step_seconds * 1e3:.3f} ms/step "
@@ -308,7 +327,7 @@ def _human(p: Plan, *, context_defaulted: bool = False) -> str:
                 else (f"calibration {e.constants_source}: {', '.join(e.measured_terms)} measured")
             )
             lines.append(
-                f"expected         {step_summary(b.decode_step_seconds, e)} (ms/step; TPOT "
+                f"expected         {step_summary(floor, e)} (ms/step; TPOT "
                 f"{e.tpot_seconds * 1e3:.3f} ms, {e.decode_tokens_per_s:,.0f} tokens/s, "
                 f"{e.dominant}-bound; {source})"
             )
@@ -495,7 +514,6 @@ def register(app: typer.Typer) -> None:
             if reserve is not None:
                 body["reserve_bytes"] = parse_size(reserve, "reserve_bytes")
             body.update(_workload(batch, mix, prefix, body.get("context_tokens")))
-            _budget_within_gpu(body)
             req = PlanRequest.model_validate(body)
         except PlanError as exc:
             fail(exc)

@@ -17,7 +17,6 @@ from urllib.parse import urlencode
 
 from pydantic import ValidationError
 
-from planner.catalog import get_gpu
 from planner.core.config_fields import json_constant
 from planner.core.errors import FieldProblem, ModelConfigError, PlanError, UnknownIdError
 from planner.core.schema import (
@@ -392,25 +391,6 @@ def core_message(
     return FieldMessage(_("This value cannot be planned."), problem.msg)
 
 
-def _budget_above_memory(body: Mapping[str, Any], state: FormState, _: Gettext) -> None:
-    """A per-GPU KV budget larger than the GPU itself is a typo, not a plan."""
-    budget, gpu = body.get("kv_budget_bytes"), body.get("gpu")
-    if not isinstance(budget, int) or not isinstance(gpu, str):
-        return
-    try:
-        entry = get_gpu(gpu)
-    except PlanError:
-        return  # the core names the unknown GPU
-    if budget > entry.usable_memory_bytes:
-        state.add(
-            "kv_budget_gib",
-            FieldMessage(
-                _("More than the %(gpu)s has (%(memory)s GiB): the budget is per GPU.")
-                % {"gpu": entry.id, "memory": f"{entry.usable_memory_bytes / GiB:,.1f}"}
-            ),
-        )
-
-
 def _validate(body: dict[str, Any], state: FormState, _: Gettext) -> PlanRequest | None:
     try:
         return PlanRequest.model_validate(body)
@@ -440,7 +420,6 @@ def parse(values: Mapping[str, str], _: Gettext) -> FormState:
             body["model"] = config
     elif "model" not in body and "model" not in state.errors:
         state.add("model", FieldMessage(_("Choose a model from the list, or paste a config.json.")))
-    _budget_above_memory(body, state, _)
     if not state.errors:
         state.request = _validate(body, state, _)
     elif "model" in body:

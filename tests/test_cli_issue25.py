@@ -1,0 +1,115 @@
+"""Issue 25's CLI answers, each pinned to its source (a log, the engine's code, arithmetic from a
+rule); the budget-beside-a-GPU rule has its own file (tests/api/test_explicit_budget.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from typer.testing import CliRunner
+
+from planner.cli import app
+
+runner = CliRunner()
+GiB = 1 << 30
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def record(suffix: str) -> dict[str, Any]:
+    for line in (ROOT / "tests/fixtures/budget_logs.jsonl").read_text().splitlines():
+        rec = json.loads(line)
+        if rec["id"].endswith(suffix):
+            return dict(rec)
+    raise KeyError(suffix)
+
+
+def plan_json(*flags: str) -> Any:
+    r = runner.invoke(app, ["plan", *flags, "--json"])
+    assert r.exit_code in (0, 3), r.stderr
+    return json.loads(r.stdout)
+
+
+# -- item 3: gpt-oss-120b on one H100 ----------------------------------------------------------
+
+
+def test_gpt_oss_120b_weights_on_one_h100_are_the_logged_load() -> None:
+    # vllm#23278 (vLLM 0.10.1, one H100, defaults): "Model loading took 65.9651 GiB" and
+    # "Available KV cache memory: -2.14 GiB", then "EngineCore failed to start".
+    rec = record("vllm23278")
+    logged_weights = float(rec["parsed"]["weights_gib"]) * GiB
+    logged_available = float(rec["parsed"]["available_kv_gib"]) * GiB
+    body = plan_json("--model", "openai/gpt-oss-120b", "--gpu", "H100-SXM-80GB",
+                     "--engine-version", "0.10.1")  # fmt: skip
+    cap = body["capacity"]
+    weights = cap["budget"]["weights_bytes_per_rank"]
+    assert abs(weights - logged_weights) / logged_weights < 0.005  # the checkpoint is 7.8 % less
+    assert abs(cap["budget"]["engine_available_bytes"] - logged_available) < GiB // 4
+    assert cap["engine_starts"] is False and rec["parsed"]["started"] is False
+    assert "budget.mxfp4_loaded" in [n["code"] for n in body["notes_detail"]]
+
+
+def test_gpt_oss_120b_on_one_h100_does_not_start_by_default() -> None:
+    # The same weights at the default release: what README's "will it start" row says.
+    cap = plan_json("--model", "openai/gpt-oss-120b", "--gpu", "H100-SXM-80GB")["capacity"]
+    assert cap["engine_starts"] is False
+    assert abs(cap["budget"]["weights_bytes_per_rank"] - 65.9651 * GiB) < 0.005 * 65.9651 * GiB
+
+
+def test_given_weights_are_taken_as_given() -> None:
+    cap = plan_json("--model", "openai/gpt-oss-120b", "--gpu", "H100-SXM-80GB", "--weights",
+                    "60GiB")["capacity"]  # fmt: skip
+    assert cap["budget"]["weights_bytes_per_rank"] == 60 * GiB
+
+
+# -- item 5: labels that agree with the bytes -------------------------------------------------
+
+
+def eagle_flags(tmp: Path) -> list[str]:
+    from tests.core.test_reconcile_draft import EAGLE_HEAD
+
+    path = tmp / "eagle.json"
+    path.write_text(json.dumps(EAGLE_HEAD))
+    spec = {"method": "eagle", "model": str(path), "num_speculative_tokens": 3}
+    return ["--model", "meta-llama/Llama-3.1-8B", "--dtype", "bf16", "--context", "8k",
+            "--gpu", "H100-SXM-80GB", "--budget", "40GiB",
+            "--speculative-config", json.dumps(spec)]  # fmt: skip
+
+
+def test_per_gpu_label_counts_the_draft_layer(tmp_path: Path) -> None:
+    # The EAGLE head is one Llama layer with the target's 8 KV heads × 128: 33 layers' bytes,
+    # 2 × 33 × 8 × 128 × 2 B = 135,168 B per token.
+    flags = eagle_flags(tmp_path)
+    body = plan_json(*flags)
+    assert body["per_rank"]["kv_bytes_per_token"] == 2 * 33 * 8 * 128 * 2
+    assert (body["per_rank"]["kv_layers"], body["per_rank"]["draft_kv_layers"]) == (33, 1)
+    human = runner.invoke(app, ["plan", *flags]).stdout
+    assert "per GPU          8 KV heads × 33 layers (32 + 1 draft) = 135,168 B/token" in human
+
+
+def test_per_gpu_label_counts_the_attention_layers_of_a_hybrid() -> None:
+    # Qwen3-Next: 48 layers, every 4th full attention (full_attention_interval 4) → 12 layers
+    # with 2 KV heads × 256 per token; the 36 gated-delta-net layers hold a state per request.
+    from planner.catalog import get_model
+
+    config = get_model("Qwen/Qwen3-Next-80B-A3B-Thinking").config
+    layers = config["num_hidden_layers"] // config["full_attention_interval"]
+    assert layers == 12
+    flags = ["--model", "Qwen/Qwen3-Next-80B-A3B-Thinking", "--context", "32k", "--budget",
+             "40GiB"]  # fmt: skip
+    body = plan_json(*flags)
+    per_token = 2 * layers * config["num_key_value_heads"] * config["head_dim"] * 2
+    assert body["per_rank"]["kv_bytes_per_token"] == per_token
+    assert body["per_rank"]["kv_layers"] == layers
+    human = runner.invoke(app, ["plan", *flags]).stdout
+    assert f"2 KV heads × 12 layers (the 12 of the 48 model layers that hold KV per token) = " \
+        f"{per_token:,} B/token" in human  # fmt: skip
+
+
+def test_cli_decode_floor_is_the_speculative_step_of_the_json(tmp_path: Path) -> None:
+    flags = eagle_flags(tmp_path)
+    spec = plan_json(*flags)["bounds"]["speculative"]
+    human = runner.invoke(app, ["plan", *flags]).stdout
+    line = next(x for x in human.splitlines() if x.startswith("decode floor"))
+    assert line.startswith(f"decode floor     {spec['step_seconds'] * 1e3:.3f} ms/step")
+    assert f"3 draft steps {spec['draft_read_seconds'] * 1e3:.3f} ms" in line
