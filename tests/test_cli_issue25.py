@@ -113,3 +113,92 @@ def test_cli_decode_floor_is_the_speculative_step_of_the_json(tmp_path: Path) ->
     line = next(x for x in human.splitlines() if x.startswith("decode floor"))
     assert line.startswith(f"decode floor     {spec['step_seconds'] * 1e3:.3f} ms/step")
     assert f"3 draft steps {spec['draft_read_seconds'] * 1e3:.3f} ms" in line
+
+
+# -- item 6: an exit status for "computed, but will not start" --------------------------------
+
+
+def test_exit_status_tells_starts_bad_input_and_will_not_start_apart(tmp_path: Path) -> None:
+    llama = ["plan", "--model", "meta-llama/Llama-3.1-8B", "--context", "8k"]
+    assert runner.invoke(app, [*llama, "--budget", "20GiB"]).exit_code == 0
+    assert runner.invoke(app, [*llama, "--budget", "20 parsecs"]).exit_code == 2
+    # gpt-oss-120b on one H100 (vllm#23278: "EngineCore failed to start"): printed, then 3.
+    r = runner.invoke(app, ["plan", "--model", "openai/gpt-oss-120b", "--gpu", "H100-SXM-80GB"])
+    assert r.exit_code == 3 and "will it start    NO" in r.stdout
+    r = runner.invoke(app, ["plan", "--model", "openai/gpt-oss-120b", "--gpu", "H100-SXM-80GB",
+                            "--json"])  # fmt: skip
+    assert r.exit_code == 3 and json.loads(r.stdout)["capacity"]["engine_starts"] is False
+    # A --request list: 3 when any plan will not start.
+    body = tmp_path / "body.json"
+    body.write_text(json.dumps([
+        {"model": "meta-llama/Llama-3.1-8B", "context_tokens": 8192, "kv_budget_bytes": 20 * GiB},
+        {"model": "openai/gpt-oss-120b", "gpu": "H100-SXM-80GB"},
+    ]))  # fmt: skip
+    assert runner.invoke(app, ["plan", "--request", str(body)]).exit_code == 3
+    body.write_text(json.dumps([{"model": "meta-llama/Llama-3.1-8B", "context_tokens": 8192,
+                                 "kv_budget_bytes": 20 * GiB}]))  # fmt: skip
+    assert runner.invoke(app, ["plan", "--request", str(body)]).exit_code == 0
+
+
+def test_exit_status_is_documented() -> None:
+    from planner.cli.output import EXIT_WONT_START
+
+    help_text = " ".join(runner.invoke(app, ["plan", "--help"]).stdout.split())
+    assert f"{EXIT_WONT_START} planned, but the engine will not start" in help_text
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert f"and {EXIT_WONT_START} when it planned but the engine will not start" in readme
+
+
+# -- smaller: the --help example works as written ---------------------------------------------
+
+
+def test_every_help_example_runs_as_written() -> None:
+    import shlex
+
+    help_text = runner.invoke(app, ["plan", "--help"]).stdout
+    examples = [
+        line.strip(" │").strip() for line in help_text.splitlines() if "kvplan plan --" in line
+    ]
+    assert len(examples) == 3
+    for example in examples:
+        args = shlex.split(example)[1:]  # as a shell splits it, without the program name
+        if "./config.json" in args:
+            continue  # needs a file of the reader's
+        r = runner.invoke(app, [*args, "--json"])
+        assert r.exit_code in (0, 3), (example, r.stderr)
+
+
+# -- item 9: the CLI's own wording, and "did you mean" for model ids ---------------------------
+
+
+def test_context_beyond_the_maximum_names_the_cli_flag_and_the_flag_works() -> None:
+    # vLLM refuses max_model_len above the derived maximum unless VLLM_ALLOW_LONG_MAX_MODEL_LEN
+    # (vllm/config/model.py `_get_and_verify_max_len`); the CLI has the flag that plans it.
+    flags = ["plan", "--model", "meta-llama/Llama-3.1-8B", "--context", "2M", "--budget", "40GiB"]
+    r = runner.invoke(app, flags)
+    assert r.exit_code == 2
+    assert "or set --allow-long-max-model-len" in r.stderr
+    assert "allow_long_max_model_len" not in r.stderr
+    r = runner.invoke(app, [*flags, "--allow-long-max-model-len", "--json"])
+    assert r.exit_code in (0, 3), r.stderr
+    assert json.loads(r.stdout)["capacity"]["context_tokens"] == 2 * 1024 * 1024
+
+
+def test_an_unknown_model_is_told_the_cli_way(monkeypatch: Any) -> None:
+    monkeypatch.setenv("KVPLAN_HUB_ENABLED", "false")
+    r = runner.invoke(app, ["plan", "--model", "foo", "--budget", "4GiB"])
+    assert r.exit_code == 2
+    assert "--model ./config.json" in r.stderr and "as `model`" not in r.stderr
+    assert "GET /api/v1/models" not in r.stderr
+    # With --json it stays the API's problem document, word for word.
+    r = runner.invoke(app, ["plan", "--model", "foo", "--budget", "4GiB", "--json"])
+    assert "as `model`" in json.loads(r.stderr)["errors"][0]["msg"]
+
+
+def test_model_suggestions_reach_the_cli_when_the_hub_cannot_answer(monkeypatch: Any) -> None:
+    # A Hub-shaped id one character off a catalog id: with the Hub off, the catalog still says
+    # what was probably meant (planner/catalog/suggest.py).
+    monkeypatch.setenv("KVPLAN_HUB_ENABLED", "false")
+    r = runner.invoke(app, ["plan", "--model", "meta-llama/Llama-3.1-8X", "--budget", "4GiB"])
+    assert r.exit_code == 2
+    assert "Did you mean: meta-llama/Llama-3.1-8B" in r.stderr

@@ -16,6 +16,7 @@ import typer
 from pydantic import TypeAdapter, ValidationError
 
 from planner.cli.output import (
+    EXIT_WONT_START,
     emit_problem,
     error_style,
     fail,
@@ -53,6 +54,7 @@ FLAGS: dict[str, str] = {
     "max_num_seqs": "--max-num-seqs",
     "requests": "--mix",
     "shared_prefix_tokens": "--prefix",
+    "allow_long_max_model_len": "--allow-long-max-model-len",
 }
 
 
@@ -178,8 +180,16 @@ def _from_request_source(source: str) -> NoReturn:
         sys.stdout.write("[" + ",".join(p.model_dump_json() for p in plans) + "]\n")
     else:
         req = parse_body(raw, PlanRequest)
-        sys.stdout.write(_plan_all([req])[0].model_dump_json() + "\n")
-    raise typer.Exit(0)
+        plans = _plan_all([req])
+        sys.stdout.write(plans[0].model_dump_json() + "\n")
+    raise typer.Exit(exit_status(plans))
+
+
+def exit_status(plans: list[Plan]) -> int:
+    """0, or EXIT_WONT_START when any plan's engine would refuse to start (documented in
+    `kvplan plan --help` and the README), so tooling need not parse the JSON."""
+    refused = any(p.capacity is not None and p.capacity.engine_starts is False for p in plans)
+    return EXIT_WONT_START if refused else 0
 
 
 def _n(count: int, noun: str) -> str:
@@ -209,7 +219,7 @@ def _human(p: Plan, *, context_defaulted: bool = False) -> str:
         f"engine           {p.engine} {p.engine_version}"
         + (", async scheduling" if p.async_scheduling else "")
         + f", kv_cache_dtype {p.kv_cache_dtype} "
-        f"({p.bytes_per_element:g} B/element), block_size {p.block_size} tokens, "
+        f"({p.bytes_per_element:g} B/element), block_size {_n(p.block_size, 'token')}, "
         f"TP {p.tensor_parallel_size} × PP {p.pipeline_parallel_size}",
         f"KV per token     {p.kv_bytes_per_token_formula}",
         f"per GPU          {_per_gpu(p)} = {p.per_rank.kv_bytes_per_token:,} B/token "
@@ -435,6 +445,15 @@ def register(app: typer.Typer) -> None:
                 "e.g. 2k; engines with prefix caching store them once"
             ),
         ] = None,
+        allow_long: Annotated[
+            bool,
+            typer.Option(
+                "--allow-long-max-model-len",
+                help="plan a context beyond the model's maximum, as vLLM serves it with "
+                "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (SGLang: "
+                "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1)",
+            ),
+        ] = False,
         max_num_seqs: Annotated[
             int | None,
             typer.Option(
@@ -459,8 +478,10 @@ def register(app: typer.Typer) -> None:
         Examples:
         kvplan plan --model meta-llama/Llama-3.1-8B --context 8k --budget 48GiB
         kvplan plan --model ./config.json --gpu H100-SXM-80GB --tp 4 --dtype fp8
-        kvplan plan --model meta-llama/Llama-3.1-8B --gpu L40S-48GB --mix 8k x 10,2k x 30
+        kvplan plan --model meta-llama/Llama-3.1-8B --gpu L40S-48GB --mix 8kx10,2kx30
         Units: GiB = 2^30 bytes (48G = 48GiB), GB = 10^9, TB/s = 10^12 bytes per second.
+        Exit status: 0 planned (and it starts, or nothing to judge); 2 bad input;
+        3 planned, but the engine will not start (capacity.engine_starts false).
         """
         if request is not None:
             _from_request_source(request)
@@ -495,6 +516,8 @@ def register(app: typer.Typer) -> None:
         ):
             if value is not None:
                 body[key] = value
+        if allow_long:
+            body["allow_long_max_model_len"] = True
         if speculative_config is not None:
             body["speculative_config"] = _speculative(speculative_config)
         try:
@@ -525,6 +548,7 @@ def register(app: typer.Typer) -> None:
             if as_json
             else _human(result, context_defaulted=context is None and "requests" not in body)
         )
+        raise typer.Exit(exit_status([result]))
 
     def _speculative(text: str) -> Any:
         """The --speculative-config value: inline JSON or a file; a draft `model` that names a
@@ -557,12 +581,17 @@ def register(app: typer.Typer) -> None:
         if as_json:
             typer.echo(json.dumps([m.model_dump() for m in items], indent=1))
             return
-        typer.echo(f"{'model id':40} {'params (10^9)':>13} {'layers':>6} {'max context':>12}")
+        from planner.core.model import text_config
+
+        width = max(40, *(len(m.id) for m in items))
+        typer.echo(f"{'model id':{width}} {'params (10^9)':>13} {'layers':>6} {'max context':>12}")
         for m in items:
-            ctx = m.config.get("max_position_embeddings")
+            # Multimodal repos (Llama-4, Gemma-3) keep the decoder's shape in text_config.
+            text = text_config(m.config)
+            ctx = text.get("max_position_embeddings")
             typer.echo(
-                f"{m.id:40} {m.num_parameters / 1e9:13.1f} "
-                f"{m.config.get('num_hidden_layers', '?'):>6} "
+                f"{m.id:{width}} {m.num_parameters / 1e9:13.1f} "
+                f"{text.get('num_hidden_layers', '?'):>6} "
                 f"{f'{ctx:,}' if isinstance(ctx, int) else '?':>12}"
             )
 
