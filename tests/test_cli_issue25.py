@@ -202,3 +202,37 @@ def test_model_suggestions_reach_the_cli_when_the_hub_cannot_answer(monkeypatch:
     r = runner.invoke(app, ["plan", "--model", "meta-llama/Llama-3.1-8X", "--budget", "4GiB"])
     assert r.exit_code == 2
     assert "Did you mean: meta-llama/Llama-3.1-8B" in r.stderr
+
+
+def test_one_token_blocks_read_in_the_singular() -> None:
+    out = runner.invoke(app, ["plan", "--model", "meta-llama/Llama-3.1-8B", "--engine", "sglang",
+                              "--budget", "40GiB", "--context", "8k"]).stdout  # fmt: skip
+    assert "block_size 1 token," in out and "1 tokens" not in out
+
+
+def test_sglang_budget_line_has_one_top_level_equals_and_adds_up() -> None:
+    # SGLang's rule (model_runner.py profile_max_num_token): available = free after load −
+    # free before load × (1 − mem_fraction_static); free after load = before − weights.
+    body = plan_json("--model", "meta-llama/Llama-3.1-8B", "--engine", "sglang", "--gpu",
+                     "H100-SXM-80GB", "--context", "8k")  # fmt: skip
+    b = body["capacity"]["budget"]
+    top = b["derivation"].split(" (reserve: ")[0]
+    assert top.count("=") == 1 and top.startswith("free before load ")
+    t = {x["name"]: x["bytes"] for x in b["terms"]}
+    before = b["gpu_memory_bytes"] - t["non_torch_bytes"]  # the CUDA context is not free
+    assert b["kv_budget_bytes"] == before - t["weights_bytes_per_rank"] - t["reserve_bytes"]
+
+
+def test_models_lists_the_decoders_shape_of_multimodal_repos() -> None:
+    # Llama-4 and Gemma-3 repos keep the decoder in text_config (their published config.json).
+    from planner.catalog import get_model
+
+    out = runner.invoke(app, ["models"]).stdout
+    for model_id in ("meta-llama/Llama-4-Scout-17B-16E-Instruct", "google/gemma-3-27b-it"):
+        text = get_model(model_id).config["text_config"]
+        line = next(x for x in out.splitlines() if x.startswith(model_id + " "))
+        assert "?" not in line
+        assert line.split()[-2:] == [
+            str(text["num_hidden_layers"]),
+            f"{text['max_position_embeddings']:,}",
+        ]
