@@ -606,9 +606,10 @@ def register(app: typer.Typer) -> None:
         if as_json:
             typer.echo(json.dumps([g.model_dump() for g in items], indent=1))
             return
-        typer.echo(f"{'gpu id':20} {'memory':>11}  {'bandwidth':>10}  name")
+        # Memory as torch sees it, with where the figure comes from (README "GPU memory").
+        typer.echo(f"{'gpu id':20} {'memory':>12}  {'basis':11} {'bandwidth':>10}  name")
         for g in items:
             typer.echo(
-                f"{g.id:20} {g.usable_memory_bytes / GiB:7.1f} GiB  "
+                f"{g.id:20} {g.usable_memory_bytes / GiB:8.2f} GiB  {g.memory_basis:11} "
                 f"{fmt_tbps(g.bandwidth_bytes_per_s):>10}  {g.name}"
             )
