@@ -236,3 +236,16 @@ def test_models_lists_the_decoders_shape_of_multimodal_repos() -> None:
             str(text["num_hidden_layers"]),
             f"{text['max_position_embeddings']:,}",
         ]
+
+
+def test_readme_says_what_the_tool_says_about_gpt_oss_120b_on_one_h100() -> None:
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    cap = plan_json("--model", "openai/gpt-oss-120b", "--gpu", "H100-SXM-80GB")["capacity"]
+    b = cap["budget"]
+    assert f"{b['weights_bytes_per_rank'] / GiB:.2f} GiB of weights per GPU" in readme
+    assert f"leaves {b['kv_budget_bytes'] / GiB:.2f} GiB for the KV cache" in readme
+    assert f"longest `max_model_len` that starts ({cap['estimated_max_model_len']:,})" in readme
+    old = plan_json("--model", "openai/gpt-oss-120b", "--gpu", "H100-SXM-80GB",
+                    "--engine-version", "0.10.1")["capacity"]["budget"]  # fmt: skip
+    assert f"the budget is −{-old['engine_available_bytes'] / GiB:.2f} GiB" in readme
+    assert "gpt-oss-120b on one H100: no" in readme

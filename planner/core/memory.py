@@ -91,10 +91,11 @@ def _weights_per_rank(inp: Inputs, weights_bytes: int, notes: list[Note]) -> int
 
 def _explicit(inp: Inputs, budget_bytes: int) -> tuple[s.BudgetOut, BudgetTerms | None, list[Note]]:
     """A budget given outright is what the engine allocates, as vLLM does with
-    --kv-cache-memory-bytes (`Worker.determine_available_memory` returns it and skips the memory
-    profile, ignoring gpu_memory_utilization). The KV tensors are allocated after the weights
-    load, so on a named GPU the weights count: more than the GPU's memory on its own is refused
-    (no engine can allocate it); with the weights over it, the engine runs out of memory."""
+    --kv-cache-memory-bytes (from 0.10.2, PR #21489: `Worker.determine_available_memory` returns
+    it and skips the memory profile, ignoring gpu_memory_utilization; v1/worker/gpu_worker.py).
+    The KV tensors are allocated after the weights load, so on a named GPU the weights count:
+    more than the GPU's memory on its own is refused (no engine can allocate it); with the
+    weights over it, the engine runs out of memory."""
     gpu = inp.gpu
     derivation = f"kv_budget_bytes given: {fmt_gib(budget_bytes)}"
     weights: int | None = None

@@ -244,7 +244,7 @@ TEMPLATES: dict[str, str] = {
     ),
     "budget.explicit_with_gpu": (
         "The KV budget is given ({budget}), so the engine allocates it as is after loading the "
-        "weights, as vLLM does with --kv-cache-memory-bytes (no memory profile, "
+        "weights, as vLLM does with --kv-cache-memory-bytes (from 0.10.2: no memory profile, "
         "gpu_memory_utilization ignored): weights {weights} + KV {budget} leave {left} of the "
         "{gpu}'s {memory} for activations, CUDA graphs and the CUDA context, which are not "
         "checked here."
