@@ -229,7 +229,7 @@ def test_summary_says_what_is_missing_and_counts_agree() -> None:
             "8192",
         ],
     )
-    assert r.exit_code == 0 and "0 requests fit" in r.stdout
+    assert r.exit_code == 3 and "0 requests fit" in r.stdout  # 3: it will not start
     assert "a batch of 1 request " in r.stdout
 
 

@@ -22,12 +22,24 @@ def rss_bytes() -> int:
         return int(fh.read().split()[1]) * _PAGE_SIZE
 
 
+def _send(outbox: Connection, message: tuple[Any, ...]) -> bool:
+    """False once the parent has gone (its end of the pipe is closed, e.g. `kvplan serve`
+    exiting on a busy port while this worker warmed up): nobody is left to tell, so the worker
+    ends quietly instead of printing a BrokenPipeError traceback after the parent's error."""
+    try:
+        outbox.send(message)
+    except (BrokenPipeError, ConnectionResetError):
+        return False
+    return True
+
+
 def serve(inbox: Connection, outbox: Connection, memory_bytes: int) -> None:
     # Imported before the cap and before the first job, so jobs start warm.
     from planner.api import jobs
 
     jobs.warm_up()
-    outbox.send(("ready", os.getpid(), rss_bytes()))
+    if not _send(outbox, ("ready", os.getpid(), rss_bytes())):
+        return
     if memory_bytes > 0:
         resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
     while True:
@@ -45,9 +57,13 @@ def serve(inbox: Connection, outbox: Connection, memory_bytes: int) -> None:
         except Exception as exc:  # returned to the caller, which re-raises it
             reply = ("error", exc)
         try:
-            outbox.send((reply[0], reply[1], rss_bytes()))
+            sent = _send(outbox, (reply[0], reply[1], rss_bytes()))
         except Exception as exc:  # an unpicklable result or error
-            outbox.send(("error", RuntimeError(f"job result could not be sent: {exc!r}"), 0))
+            sent = _send(
+                outbox, ("error", RuntimeError(f"job result could not be sent: {exc!r}"), 0)
+            )
+        if not sent:
+            return
 
 
 def main(argv: list[str]) -> None:

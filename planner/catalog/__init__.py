@@ -93,6 +93,10 @@ class GpuEntry(_Frozen):
     name: str
     memory_bytes: int = Field(gt=0)
     visible_memory_bytes: int | None = Field(default=None, gt=0)
+    # Where usable_memory_bytes comes from (the rule: torch's total as vLLM sees it, README
+    # "GPUs"): a vLLM log printing it; the driver's total (nvidia-smi), a few hundred MiB above
+    # torch's; the same memory on a sibling board with a vLLM log; else the vendor's capacity.
+    memory_basis: Literal["vllm_log", "nvidia_smi", "same_memory", "vendor"] = "vendor"
     bandwidth_bytes_per_s: float = Field(gt=0)
     bf16_dense_flops: float | None = Field(default=None, gt=0)
     fp8_dense_flops: float | None = Field(default=None, gt=0)
@@ -111,7 +115,8 @@ class GpuEntry(_Frozen):
 
     @property
     def usable_memory_bytes(self) -> int:
-        """What the driver reports as total (nvidia-smi), else the vendor figure."""
+        """The memory plans use: torch's total as vLLM sees it where a log gives it, else the
+        closest published figure (`memory_basis` says which)."""
         return self.visible_memory_bytes or self.memory_bytes
 
 

@@ -49,13 +49,21 @@ def models_table() -> str:
     return "\n".join(rows)
 
 
+_BASIS = {
+    "vllm_log": "vLLM log",
+    "nvidia_smi": "nvidia-smi",
+    "same_memory": "as its sibling's vLLM log",
+    "vendor": "vendor",
+}
+
+
 def gpus_table() -> str:
     rows = [
-        "| GPU id | Name | Memory | Bandwidth | Link (one way) | Estimated |",
+        "| GPU id | Name | Memory (basis) | Bandwidth | Link (one way) | Estimated |",
         "|---|---|---|---|---|---|",
     ]
     for g in list_gpus():
-        memory = f"{g.usable_memory_bytes / (1 << 30):.0f} GiB"
+        memory = f"{g.usable_memory_bytes / (1 << 30):.2f} GiB ({_BASIS[g.memory_basis]})"
         bandwidth = f"{g.bandwidth_bytes_per_s / 1e12:.2f} TB/s"
         est = "; ".join(g.estimated) or "–"
         link = (

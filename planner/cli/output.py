@@ -33,6 +33,8 @@ from planner.core.config_fields import json_constant
 from planner.core.errors import FieldProblem, PlanError
 
 MAX_INPUT_BYTES = 16 << 20
+# `kvplan plan`: computed, but the engine will not start (2 is bad input, 0 starts).
+EXIT_WONT_START = 3
 M = TypeVar("M", bound=BaseModel)
 
 
@@ -67,13 +69,27 @@ def _flag_of(path: str) -> str:
     return path
 
 
+# The API's way to give what the command line gives otherwise (the core and the resolver word
+# their messages for the API; a person at a shell gives a file to --model).
+_CLI_WORDING = (
+    ("paste the model's config.json as `model` (a JSON object) instead",
+     "give the model's config.json as a file instead: --model ./config.json"),
+    ("paste the model's config.json as `model`",
+     "give the model's config.json as a file: --model ./config.json"),
+    ("GET /api/v1/models or `kvplan models`", "`kvplan models`"),
+)  # fmt: skip
+
+
 def _with_flags(text: str) -> str:
-    """Field names inside a message read as the flags that set them."""
+    """Field names inside a message read as the flags that set them; API wording as the
+    command line's."""
+    for api, cli in _CLI_WORDING:
+        text = text.replace(api, cli)
     for name, flag in sorted(_STYLE.flags.items(), key=lambda kv: -len(kv[0])):
         leaf = name.rsplit(".", 1)[-1]
         if "_" in leaf:  # plain words such as "model" or "engine" stay words
             text = re.sub(rf"(?<![\w.-]){re.escape(leaf)}(?![\w-])", flag, text)
-    return text
+    return re.sub(r"(?<![\w-])(--[a-z][\w-]*)=true\b", r"\1", text)  # a switch takes no value
 
 
 def readable(problem: Mapping[str, Any]) -> str:

@@ -16,6 +16,7 @@ import typer
 from pydantic import TypeAdapter, ValidationError
 
 from planner.cli.output import (
+    EXIT_WONT_START,
     emit_problem,
     error_style,
     fail,
@@ -52,6 +53,8 @@ FLAGS: dict[str, str] = {
     "reserve_bytes": "--reserve",
     "max_num_seqs": "--max-num-seqs",
     "requests": "--mix",
+    "shared_prefix_tokens": "--prefix",
+    "allow_long_max_model_len": "--allow-long-max-model-len",
 }
 
 
@@ -107,35 +110,16 @@ def parse_mix(text: str, prefix_tokens: int = 0) -> list[dict[str, int]]:
     return out
 
 
-def _budget_within_gpu(body: dict[str, Any]) -> None:
-    """A per-GPU budget larger than the GPU named beside it is a mistake, not a plan."""
-    budget, gpu = body.get("kv_budget_bytes"), body.get("gpu")
-    if not isinstance(budget, int) or not isinstance(gpu, str):
-        return
-    from planner.catalog import get_gpu
-
-    try:
-        entry = get_gpu(gpu)
-    except PlanError:
-        return  # the planner names the unknown GPU
-    if budget > entry.usable_memory_bytes:
-        raise FieldError(
-            "kv_budget_bytes",
-            f"{fmt_gib(budget)} is more than the {entry.id} has "
-            f"({fmt_gib(entry.usable_memory_bytes)}): the budget is per GPU; leave it out to "
-            "derive it from the GPU",
-        )
-
-
 def _workload(
     batch: int | None, mix: str | None, prefix: str | None, context: int | None
 ) -> dict[str, Any]:
-    """`requests` from --batch (N × --context) or --mix, each sharing --prefix tokens."""
+    """`requests` from --batch (N × --context) or --mix; --prefix is one prefix that every
+    request shares, across the mix's entries too (`shared_prefix_tokens`)."""
     shared = parse_tokens(prefix, "requests") if prefix is not None else 0
     if batch is not None and mix is not None:
         raise FieldError("requests", "give --batch or --mix, not both")
     if mix is not None:
-        return {"requests": parse_mix(mix, shared)}
+        return {"requests": parse_mix(mix), **({"shared_prefix_tokens": shared} if shared else {})}
     if batch is not None:
         if context is None:
             raise FieldError("requests", "--batch N needs --context: N requests of that length")
@@ -196,13 +180,34 @@ def _from_request_source(source: str) -> NoReturn:
         sys.stdout.write("[" + ",".join(p.model_dump_json() for p in plans) + "]\n")
     else:
         req = parse_body(raw, PlanRequest)
-        sys.stdout.write(_plan_all([req])[0].model_dump_json() + "\n")
-    raise typer.Exit(0)
+        plans = _plan_all([req])
+        sys.stdout.write(plans[0].model_dump_json() + "\n")
+    raise typer.Exit(exit_status(plans))
+
+
+def exit_status(plans: list[Plan]) -> int:
+    """0, or EXIT_WONT_START when any plan's engine would refuse to start (documented in
+    `kvplan plan --help` and the README), so tooling need not parse the JSON."""
+    refused = any(p.capacity is not None and p.capacity.engine_starts is False for p in plans)
+    return EXIT_WONT_START if refused else 0
 
 
 def _n(count: int, noun: str) -> str:
     """`1 request`, `2 requests`: counts in sentences agree with their noun."""
     return f"{count:,} {noun}{'' if count == 1 else 's'}"
+
+
+def _per_gpu(p: Plan) -> str:
+    """ "8 KV heads × 33 layers (32 + 1 draft)": the layers the bytes per token sum over."""
+    r = p.per_rank
+    kv = r.kv_layers if r.kv_layers is not None else r.layers
+    draft = r.draft_kv_layers or 0
+    text = f"{_n(r.kv_heads, 'KV head')} × {kv} layers"
+    if draft:
+        text += f" ({kv - draft} + {draft} draft)"
+    if kv - draft != r.layers:
+        text += f" (the {kv - draft} of the {r.layers} model layers that hold KV per token)"
+    return text
 
 
 def _human(p: Plan, *, context_defaulted: bool = False) -> str:
@@ -214,11 +219,11 @@ def _human(p: Plan, *, context_defaulted: bool = False) -> str:
         f"engine           {p.engine} {p.engine_version}"
         + (", async scheduling" if p.async_scheduling else "")
         + f", kv_cache_dtype {p.kv_cache_dtype} "
-        f"({p.bytes_per_element:g} B/element), block_size {p.block_size} tokens, "
+        f"({p.bytes_per_element:g} B/element), block_size {_n(p.block_size, 'token')}, "
         f"TP {p.tensor_parallel_size} × PP {p.pipeline_parallel_size}",
         f"KV per token     {p.kv_bytes_per_token_formula}",
-        f"per GPU          {_n(p.per_rank.kv_heads, 'KV head')} × {p.per_rank.layers} layers = "
-        f"{p.per_rank.kv_bytes_per_token:,} B/token (replication {p.per_rank.replication}×)",
+        f"per GPU          {_per_gpu(p)} = {p.per_rank.kv_bytes_per_token:,} B/token "
+        f"(replication {p.per_rank.replication}×)",
     ]
     for r in p.requests:
         lines.append(
@@ -287,12 +292,36 @@ def _human(p: Plan, *, context_defaulted: bool = False) -> str:
         lines.append(f"longest context  {c.longest_context_tokens:,} tokens (one request)")
     b = p.bounds
     if b is not None:
-        lines.append(
-            f"decode floor     {b.decode_step_seconds * 1e3:.3f} ms/step for a batch of "
-            f"{_n(b.batch_requests, 'request')} at {fmt_tbps(b.bandwidth_bytes_per_s)} "
-            f"(KV {b.kv_read_seconds * 1e3:.3f} ms + weights {b.weights_read_seconds * 1e3:.3f} "
-            f"ms) → {b.decode_tokens_per_s:,.0f} tokens/s"
+        spec = b.speculative
+        plain = (
+            f"KV {b.kv_read_seconds * 1e3:.3f} ms + weights {b.weights_read_seconds * 1e3:.3f} ms"
         )
+        batch = (
+            f"for a batch of {_n(b.batch_requests, 'request')} at "
+            f"{fmt_tbps(b.bandwidth_bytes_per_s)}"
+        )
+        if spec is None:
+            floor = b.decode_step_seconds
+            lines.append(
+                f"decode floor     {floor * 1e3:.3f} ms/step {batch} ({plain}) → "
+                f"{b.decode_tokens_per_s:,.0f} tokens/s"
+            )
+        else:
+            # The JSON's speculative step: k draft steps, then one target step verifying them.
+            floor = spec.step_seconds
+            k = spec.num_speculative_tokens
+            lines.append(
+                f"decode floor     {floor * 1e3:.3f} ms/step {batch} with {_n(k, 'draft token')}: "
+                f"target {(floor - spec.draft_read_seconds) * 1e3:.3f} ms + {_n(k, 'draft step')} "
+                f"{spec.draft_read_seconds * 1e3:.3f} ms (without drafting "
+                f"{b.decode_step_seconds * 1e3:.3f} ms: {plain})"
+                + (
+                    f" → {spec.tokens_per_step:.2f} tokens per request per step, "
+                    f"{spec.tokens_per_s:,.0f} tokens/s"
+                    if spec.tokens_per_step is not None and spec.tokens_per_s is not None
+                    else "; tokens per step need acceptance_rate"
+                )
+            )
         if b.calibrated is not None:
             lines.append(
                 f"calibrated       {b.calibrated.decode_step_seconds * 1e3:.3f} ms/step "
@@ -308,7 +337,7 @@ def _human(p: Plan, *, context_defaulted: bool = False) -> str:
                 else (f"calibration {e.constants_source}: {', '.join(e.measured_terms)} measured")
             )
             lines.append(
-                f"expected         {step_summary(b.decode_step_seconds, e)} (ms/step; TPOT "
+                f"expected         {step_summary(floor, e)} (ms/step; TPOT "
                 f"{e.tpot_seconds * 1e3:.3f} ms, {e.decode_tokens_per_s:,.0f} tokens/s, "
                 f"{e.dominant}-bound; {source})"
             )
@@ -416,6 +445,15 @@ def register(app: typer.Typer) -> None:
                 "e.g. 2k; engines with prefix caching store them once"
             ),
         ] = None,
+        allow_long: Annotated[
+            bool,
+            typer.Option(
+                "--allow-long-max-model-len",
+                help="plan a context beyond the model's maximum, as vLLM serves it with "
+                "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (SGLang: "
+                "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1)",
+            ),
+        ] = False,
         max_num_seqs: Annotated[
             int | None,
             typer.Option(
@@ -440,8 +478,10 @@ def register(app: typer.Typer) -> None:
         Examples:
         kvplan plan --model meta-llama/Llama-3.1-8B --context 8k --budget 48GiB
         kvplan plan --model ./config.json --gpu H100-SXM-80GB --tp 4 --dtype fp8
-        kvplan plan --model meta-llama/Llama-3.1-8B --gpu L40S-48GB --mix 8k x 10,2k x 30
+        kvplan plan --model meta-llama/Llama-3.1-8B --gpu L40S-48GB --mix 8kx10,2kx30
         Units: GiB = 2^30 bytes (48G = 48GiB), GB = 10^9, TB/s = 10^12 bytes per second.
+        Exit status: 0 planned (and it starts, or nothing to judge); 2 bad input;
+        3 planned, but the engine will not start (capacity.engine_starts false).
         """
         if request is not None:
             _from_request_source(request)
@@ -476,6 +516,8 @@ def register(app: typer.Typer) -> None:
         ):
             if value is not None:
                 body[key] = value
+        if allow_long:
+            body["allow_long_max_model_len"] = True
         if speculative_config is not None:
             body["speculative_config"] = _speculative(speculative_config)
         try:
@@ -495,7 +537,6 @@ def register(app: typer.Typer) -> None:
             if reserve is not None:
                 body["reserve_bytes"] = parse_size(reserve, "reserve_bytes")
             body.update(_workload(batch, mix, prefix, body.get("context_tokens")))
-            _budget_within_gpu(body)
             req = PlanRequest.model_validate(body)
         except PlanError as exc:
             fail(exc)
@@ -507,6 +548,7 @@ def register(app: typer.Typer) -> None:
             if as_json
             else _human(result, context_defaulted=context is None and "requests" not in body)
         )
+        raise typer.Exit(exit_status([result]))
 
     def _speculative(text: str) -> Any:
         """The --speculative-config value: inline JSON or a file; a draft `model` that names a
@@ -539,12 +581,17 @@ def register(app: typer.Typer) -> None:
         if as_json:
             typer.echo(json.dumps([m.model_dump() for m in items], indent=1))
             return
-        typer.echo(f"{'model id':40} {'params (10^9)':>13} {'layers':>6} {'max context':>12}")
+        from planner.core.model import text_config
+
+        width = max(40, *(len(m.id) for m in items))
+        typer.echo(f"{'model id':{width}} {'params (10^9)':>13} {'layers':>6} {'max context':>12}")
         for m in items:
-            ctx = m.config.get("max_position_embeddings")
+            # Multimodal repos (Llama-4, Gemma-3) keep the decoder's shape in text_config.
+            text = text_config(m.config)
+            ctx = text.get("max_position_embeddings")
             typer.echo(
-                f"{m.id:40} {m.num_parameters / 1e9:13.1f} "
-                f"{m.config.get('num_hidden_layers', '?'):>6} "
+                f"{m.id:{width}} {m.num_parameters / 1e9:13.1f} "
+                f"{text.get('num_hidden_layers', '?'):>6} "
                 f"{f'{ctx:,}' if isinstance(ctx, int) else '?':>12}"
             )
 
@@ -559,9 +606,10 @@ def register(app: typer.Typer) -> None:
         if as_json:
             typer.echo(json.dumps([g.model_dump() for g in items], indent=1))
             return
-        typer.echo(f"{'gpu id':20} {'memory':>11}  {'bandwidth':>10}  name")
+        # Memory as torch sees it, with where the figure comes from (README "GPU memory").
+        typer.echo(f"{'gpu id':20} {'memory':>12}  {'basis':11} {'bandwidth':>10}  name")
         for g in items:
             typer.echo(
-                f"{g.id:20} {g.usable_memory_bytes / GiB:7.1f} GiB  "
+                f"{g.id:20} {g.usable_memory_bytes / GiB:8.2f} GiB  {g.memory_basis:11} "
                 f"{fmt_tbps(g.bandwidth_bytes_per_s):>10}  {g.name}"
             )

@@ -106,7 +106,8 @@ def human(r: Recommendation) -> str:
         )
         lines += [
             f"mix        {mix}",
-            f"capacity   {c.usable_blocks:,} usable blocks of {c.block_tokens} tokens per "
+            f"capacity   {c.usable_blocks:,} usable blocks of {c.block_tokens:,} "
+            f"token{'' if c.block_tokens == 1 else 's'} per "
             f"instance: expected {c.expected_concurrency:.1f} requests, "
             f"{c.tail_concurrency} fit {c.tail_quantile:.0%} of the time ({c.method})",
         ]

@@ -65,6 +65,10 @@ class PerRankOut(_Out):
     kv_bytes_per_token: int
     page_bytes: int
     pipeline_stage_layers: list[int]
+    # Layers that hold KV per token on this rank (what kv_bytes_per_token sums): attention
+    # layers only (state layers hold a constant per request), a draft's layers included.
+    kv_layers: int | None = None
+    draft_kv_layers: int | None = None
 
 
 class RequestOut(_Out):

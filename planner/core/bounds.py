@@ -176,9 +176,11 @@ def decode_bounds(
     # Batch: the given workload, else as many requests of ctx as run at once, else one.
     if inp.workload_given:
         batch, batch_shared = list(inp.mixes), list(inp.shared_prefix_tokens)
+        batch_reusers = list(inp.prefix_reusers)
     else:
         n = capacity.max_running_requests if capacity and capacity.max_running_requests else 1
         batch, batch_shared = [s.RequestMix(context_tokens=ctx, count=n)], [0]
+        batch_reusers = [0]
     n_batch = sum(m.count for m in batch)
     tp, pp = inp.tp, inp.pp
     read_bytes, moe_note = _weights_read(inp, n_batch)
@@ -186,9 +188,9 @@ def decode_bounds(
         notes.append(moe_note)
     weights_rank = read_bytes / tp  # one token passes every stage: the stages' reads add up
 
-    def kv_read_bytes(mix: Sequence[s.RequestMix], sh: Sequence[int]) -> int:
+    def kv_read_bytes(mix: Sequence[s.RequestMix], sh: Sequence[int], again: Sequence[int]) -> int:
         """One decode step reads every stage's KV of every request once."""
-        return sum(stage_kv_bytes(lay, dtype, mix, policy, sh) for lay in layouts)
+        return sum(stage_kv_bytes(lay, dtype, mix, policy, sh, again) for lay in layouts)
 
     # Every layer of every stage with its bytes per token, for the sweep's many lengths.
     weighted = [(x, n * x.bytes_per_token(dtype)) for lay in layouts for x, n in lay.stack]
@@ -199,7 +201,7 @@ def decode_bounds(
     def floor_for(kv: int) -> StepFloor:
         return StepFloor(read_seconds(kv, bw), read_seconds(round(weights_rank), bw))
 
-    batch_kv = kv_read_bytes(batch, batch_shared)
+    batch_kv = kv_read_bytes(batch, batch_shared, batch_reusers)
     floor = floor_for(batch_kv)
     if pp > 1:
         notes.append(note("bounds.pipeline_sum"))

@@ -91,13 +91,20 @@ class Pool(ABC):
         whole blocks in every prefix-shareable group (window groups are not shared)."""
         return sum(shared_tokens // g.block_size for g in self.groups if g.spec.prefix_shareable)
 
-    def fits(self, workload: Sequence[tuple[int, int]], shared_tokens: Sequence[int] = ()) -> bool:
+    def fits(
+        self,
+        workload: Sequence[tuple[int, int]],
+        shared_tokens: Sequence[int] = (),
+        reusers: Sequence[int] = (),
+    ) -> bool:
         """Whether (context_tokens, count) pairs can all be resident at once; `shared_tokens`
-        (per pair) are prefix tokens the engine stores once for the whole pair."""
+        (per pair) are prefix tokens the engine stores once, and `reusers` (per pair) the
+        requests that find them held already (default count − 1: a prefix per pair)."""
         shared = list(shared_tokens) or [0] * len(workload)
+        again = list(reusers) or [n - 1 for _, n in workload]
         need = sum(
-            n * self.blocks_per_request(c) - (n - 1) * self.shared_units(sh)
-            for (c, n), sh in zip(workload, shared, strict=True)
+            n * self.blocks_per_request(c) - r * self.shared_units(sh)
+            for (c, n), sh, r in zip(workload, shared, again, strict=True)
         )
         return need <= self.usable_blocks
 
@@ -154,7 +161,12 @@ class BytesBudgetPool(Pool):
         need = self.request_bytes(ctx)
         return self.budget_bytes // need if need else 0
 
-    def fits(self, workload: Sequence[tuple[int, int]], shared_tokens: Sequence[int] = ()) -> bool:
+    def fits(
+        self,
+        workload: Sequence[tuple[int, int]],
+        shared_tokens: Sequence[int] = (),
+        reusers: Sequence[int] = (),
+    ) -> bool:
         return sum(n * self.request_bytes(c) for c, n in workload) <= self.budget_bytes
 
 

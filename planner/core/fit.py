@@ -5,9 +5,10 @@ from __future__ import annotations
 import math
 
 from planner.core import schema as s
-from planner.core.budget.terms import BudgetTerms
+from planner.core.budget.terms import BudgetTerms, StartVerdict
 from planner.core.capacity import Pool
 from planner.core.inputs import Inputs
+from planner.core.memory import explicit_over_memory_text
 from planner.core.notes import Note, note
 from planner.core.parallel import Stages
 
@@ -45,6 +46,10 @@ def capacity(
             )
         )
     verdict = engine.start_check(inp, budget.kv_budget_bytes, terms, pool)
+    over = explicit_over_memory_text(budget) if verdict.starts else None
+    if over is not None:
+        verdict = StartVerdict(False, "explicit_over_memory", over)
+    alone = pool.max_requests(ctx)  # what the null block explains, before prefix sharing
     if not verdict.starts:
         # An engine that refuses to start serves nothing, even where its pool would hold a
         # request (vLLM 0.14–0.16 check the whole model's layers against one PP stage's budget).
@@ -74,7 +79,7 @@ def capacity(
                 default_suffix=", its default" if inp.request.max_num_seqs is None else "",
             )
         )
-    if reported is not None and max_req != math.floor(reported):
+    if reported is not None and alone != math.floor(reported):
         notes.append(
             note(
                 "capacity.null_block",
@@ -82,7 +87,7 @@ def capacity(
                 reported=reported,
                 num_blocks=pool.num_blocks,
                 need=pool.blocks_per_request(ctx),
-                fit=max_req,
+                fit=alone,
             )
         )
     if max_req == 0 and budget.kv_budget_bytes == 0:
@@ -91,7 +96,11 @@ def capacity(
         )
     fits: bool | None = None
     if inp.workload_given:
-        fits = pool.fits([(m.context_tokens, m.count) for m in inp.mixes], inp.shared_prefix_tokens)
+        fits = pool.fits(
+            [(m.context_tokens, m.count) for m in inp.mixes],
+            inp.shared_prefix_tokens,
+            inp.prefix_reusers,
+        )
     longest = pool.longest_context()
     if max_len and longest > max_len:
         notes.append(note("capacity.longest_beyond_max_position", longest=longest, max_len=max_len))

@@ -22,6 +22,7 @@ from planner.core.hardware import Gpu
 from planner.core.model import ModelShape, shape_from_config, with_windows
 from planner.core.notes import Note, note
 from planner.core.params import parameter_counts
+from planner.core.prefix import one_prefix, prefix_reusers
 from planner.core.quant import WeightBytes, weight_bytes
 from planner.core.sharing import layer_form_notes
 from planner.core.specs import WindowPolicy
@@ -78,6 +79,7 @@ class Inputs:
     max_model_len: int | None
     mixes: tuple[s.RequestMix, ...]
     shared_prefix_tokens: tuple[int, ...]  # per mix: prefix tokens the engine stores once
+    prefix_reusers: tuple[int, ...]  # per mix: requests reusing a prefix held (prefix.py)
     prefix_caching: bool
     weights_bytes: int | None  # whole model
     calibration: CalibrationLike | None
@@ -294,6 +296,7 @@ def resolve(
     if max_len and ctx > max_len:
         notes.append(note("context.beyond_max_position", ctx=ctx, max_len=max_len))
     mixes = tuple(request.requests or [s.RequestMix(context_tokens=ctx)])
+    mixes, across = one_prefix(mixes, request.shared_prefix_tokens)
     shared = tuple(_shared_prefix(m.prefix_tokens, block, engine, prefix_on) for m in mixes)
     if any(m.prefix_tokens for m in mixes):
         notes.append(_prefix_notes(engine, prefix_on, block))
@@ -315,6 +318,7 @@ def resolve(
         max_model_len=max_len,
         mixes=mixes,
         shared_prefix_tokens=shared,
+        prefix_reusers=prefix_reusers(mixes, shared, across=across),
         prefix_caching=prefix_on,
         weights_bytes=weights,
         calibration=calibration,

@@ -236,9 +236,26 @@ TEMPLATES: dict[str, str] = {
         "the engine measures these at start-up — take them from its log (kvplan reconcile) for "
         "an exact budget."
     ),
+    # No longer raised (a budget above the GPU's memory is now a kv_budget_bytes field error);
+    # kept because codes are never dropped.
     "budget.exceeds_gpu": (
         "The KV budget given, {budget}, is more than the {gpu}'s whole memory ({memory}): no "
         "engine can allocate it there; the capacity below is what that budget would hold."
+    ),
+    "budget.explicit_with_gpu": (
+        "The KV budget is given ({budget}), so the engine allocates it as is after loading the "
+        "weights, as vLLM does with --kv-cache-memory-bytes (from 0.10.2: no memory profile, "
+        "gpu_memory_utilization ignored): weights {weights} + KV {budget} leave {left} of the "
+        "{gpu}'s {memory} for activations, CUDA graphs and the CUDA context, which are not "
+        "checked here."
+    ),
+    "budget.mxfp4_loaded": (
+        "vLLM holds these MXFP4 experts padded for its kernels: {weights} of weights per GPU, "
+        "more than the checkpoint's files ({how})."
+    ),
+    "budget.explicit_weights_unknown": (
+        "The KV budget is given but the weight size is not known, so whether the weights and "
+        "the KV cache together fit the {gpu} is not checked: set weights_bytes."
     ),
     "capacity.running_cap": (
         "Memory holds {fit:,} requests of {ctx:,} tokens, but {engine} runs at most {cap:,} at "

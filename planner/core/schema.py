@@ -234,6 +234,11 @@ class PlanRequest(_Strict):
         description="A stored probe result (GET /api/v1/calibrations): adds the calibrated "
         "decode-step estimate beside the datasheet floor.",
     )
+    shared_prefix_tokens: Annotated[int, Field(ge=0, le=MAX_TOKENS, strict=True)] = Field(
+        default=0,
+        description="Leading tokens every request of `requests` shares, across all entries (one "
+        "system prompt): stored once for the whole workload. Instead of per-entry prefix_tokens.",
+    )
     enable_prefix_caching: bool | None = Field(
         default=None,
         description="Share requests' common prefix_tokens. Default: the engine's (on for vLLM, "

@@ -28,12 +28,15 @@ def stage_kv_bytes(
     mixes: Sequence[s.RequestMix],
     policy: WindowPolicy,
     shared: Sequence[int],
+    reusers: Sequence[int] = (),
 ) -> int:
-    """One rank of one stage: every request's KV, shared prefixes stored once."""
+    """One rank of one stage: every request's KV, shared prefixes stored once (`reusers`: per
+    mix, the requests that find the prefix held; default count − 1)."""
     total = 0
-    for mix, sh in zip(mixes, shared, strict=True):
+    again = list(reusers) or [m.count - 1 for m in mixes]
+    for mix, sh, r in zip(mixes, shared, again, strict=True):
         total += mix.count * request_kv_bytes(layout.stack, dtype, mix.context_tokens, policy)
-        total -= prefix_saved_bytes(layout.stack, dtype, sh, mix.count - 1)
+        total -= prefix_saved_bytes(layout.stack, dtype, sh, r)
     return total
 
 
@@ -44,12 +47,12 @@ def workload(
     logical = inp.shape.stack  # whole model, one copy, TP=1 heads
     rows: list[s.RequestOut] = []
     kv_total = paged_total = saved_total = 0
-    for mix, sh in zip(inp.mixes, inp.shared_prefix_tokens, strict=True):
+    for mix, sh, again in zip(inp.mixes, inp.shared_prefix_tokens, inp.prefix_reusers, strict=True):
         kv_one = request_kv_bytes(logical, dtype, mix.context_tokens, policy)
         blocks, paged_one = request_paged_kv_bytes(
             logical, dtype, mix.context_tokens, policy, block
         )
-        saved = prefix_saved_bytes(logical, dtype, sh, mix.count - 1)
+        saved = prefix_saved_bytes(logical, dtype, sh, again)
         kv_total += mix.count * kv_one - saved
         paged_total += mix.count * paged_one - saved
         saved_total += saved
@@ -68,7 +71,8 @@ def workload(
     padded_total = n_requests * request_kv_bytes(logical, dtype, longest, policy)
 
     stage_bytes = [
-        stage_kv_bytes(lay, dtype, inp.mixes, policy, inp.shared_prefix_tokens) for lay in layouts
+        stage_kv_bytes(lay, dtype, inp.mixes, policy, inp.shared_prefix_tokens, inp.prefix_reusers)
+        for lay in layouts
     ]
     big = max(range(len(layouts)), key=lambda i: (stage_bytes[i], layouts[i].layers))
     lay = layouts[big]
@@ -94,6 +98,12 @@ def workload(
         kv_bytes_per_token=bytes_per_token(lay.stack, dtype),
         page_bytes=lay.first.page_bytes(dtype, inp.engine.layer_block_size(lay.first, block)),
         pipeline_stage_layers=[x.layers for x in layouts],
+        kv_layers=sum(n for spec, n in lay.stack if spec.bytes_per_token(dtype) > 0),
+        draft_kv_layers=(
+            len(inp.speculation.draft_layers)
+            if inp.speculation is not None and lay is layouts[-1]
+            else 0
+        ),
     )
     totals = s.TotalsOut(
         kv_bytes=kv_total,

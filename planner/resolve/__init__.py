@@ -407,14 +407,14 @@ def resolve_model(
         return cached
     missed = _MISSES.get(key)
     if missed is not None:
-        raise missed
+        raise _hinted(missed, near)
     if not s.offline:
         down = _BREAKER.refusal(s.endpoint_url)
         if down is not None:
             raise HubUnavailableError(
                 "model",
                 f"the Hub at {redact_url(s.endpoint_url)} is failing: {down}; paste the "
-                "model's config.json as `model`, or retry later.",
+                f"model's config.json as `model`, or retry later.{hint}",
             )
 
     from planner.resolve.hub import fetch
@@ -433,13 +433,13 @@ def resolve_model(
                 s.breaker_seconds,
                 retry,
             )
-        raise
+        raise _hinted(exc, near) from cause
     except (ModelNotFoundError, RevisionNotFoundError, ModelFilesError, GatedModelError) as exc:
         if not s.offline:
             _BREAKER.succeeded(s.endpoint_url)
             if not isinstance(exc, GatedModelError):  # access depends on the token sent
                 _MISSES.put(key, exc, s.negative_ttl_seconds)
-        raise
+        raise _hinted(exc, near) from exc.__cause__
     if not s.offline:
         _BREAKER.succeeded(s.endpoint_url)
     weights, served_notes = _served(found.config, found.weights_bytes)
@@ -457,6 +457,23 @@ def resolve_model(
         # Offline answers are not cached: once the network is back, the Hub's answer wins.
         _CACHE.put(key, resolved, s.cache_entries, s.memory_cache_bytes)
     return resolved
+
+
+def _hinted(exc: FieldError, near: list[str]) -> FieldError:
+    """A Hub failure for an id close to catalog ids, with the "did you mean" that a catalog miss
+    gets (planner.catalog.suggest), so every surface offers it: the CLI and API in the message,
+    the page from `suggestions`."""
+    hint = f" Did you mean: {', '.join(near)}?"
+    if not near or hint in exc.detail:
+        return exc
+    msg = (exc.problems[0].msg if exc.problems else exc.detail) + hint
+    if isinstance(exc, ModelNotFoundError):
+        return ModelNotFoundError("model", msg, tuple(near))
+    if isinstance(exc, HubUnavailableError):
+        out = HubUnavailableError("model", msg)
+        out.suggestions = tuple(near)  # the page's "Did you mean" reads it (web/form.py)
+        return out
+    return exc
 
 
 def check_revision(revision: str) -> None:

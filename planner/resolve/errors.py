@@ -22,6 +22,7 @@ class HubUnavailableError(FieldError):
 
     title = "Model hub unavailable"
     type_slug = "hub-unavailable"
+    suggestions: tuple[str, ...] = ()  # catalog ids close to the one asked ("did you mean")
 
 
 class RevisionNotFoundError(FieldError):

@@ -17,7 +17,6 @@ from urllib.parse import parse_qsl, urlencode
 
 from pydantic import ValidationError
 
-from planner.catalog import get_gpu
 from planner.core.config_fields import json_constant
 from planner.core.errors import FieldProblem, ModelConfigError, PlanError, UnknownIdError
 from planner.core.schema import (
@@ -150,6 +149,7 @@ _API_TO_FORM: dict[str, str] = {
     "kv_budget_bytes": "kv_budget_gib",
     "weights_bytes": "weights_gib",
     "bandwidth_bytes_per_s": "bandwidth_tbps",
+    "shared_prefix_tokens": "prefix_tokens",
 }
 _MIX_SPLIT = re.compile(r"\s*[x×*]\s*", re.IGNORECASE)
 
@@ -446,13 +446,13 @@ def _texts(values: Mapping[str, str], state: FormState, _: Gettext) -> dict[str,
 def _assemble(
     numbers: dict[str, Any], values: Mapping[str, str], state: FormState, _: Gettext
 ) -> None:
-    """The form's parts of API fields: the shared prefix goes into every entry of the mix,
+    """The form's parts of API fields: the shared prefix is one prefix across the mix,
     the speculative fields make `speculative_config`."""
     prefix = numbers.pop("prefix_tokens", None)
     tokens = numbers.pop("speculative_tokens", None)
     if prefix is not None:
         if "requests" in numbers:
-            numbers["requests"] = [{**m, "prefix_tokens": prefix} for m in numbers["requests"]]
+            numbers["shared_prefix_tokens"] = prefix  # one prefix across the entries (--prefix)
         elif "requests" not in state.errors:
             message = _("A shared prefix needs a request mix: the requests that share it.")
             state.add("prefix_tokens", FieldMessage(message))
@@ -541,25 +541,6 @@ def core_message(
     return FieldMessage(_("This value cannot be planned."), problem.msg)
 
 
-def _budget_above_memory(body: Mapping[str, Any], state: FormState, _: Gettext) -> None:
-    """A per-GPU KV budget larger than the GPU itself is a typo, not a plan."""
-    budget, gpu = body.get("kv_budget_bytes"), body.get("gpu")
-    if not isinstance(budget, int) or not isinstance(gpu, str):
-        return
-    try:
-        entry = get_gpu(gpu)
-    except PlanError:
-        return  # the core names the unknown GPU
-    if budget > entry.usable_memory_bytes:
-        state.add(
-            "kv_budget_gib",
-            FieldMessage(
-                _("More than the %(gpu)s has (%(memory)s GiB): the budget is per GPU.")
-                % {"gpu": entry.id, "memory": f"{entry.usable_memory_bytes / GiB:,.1f}"}
-            ),
-        )
-
-
 def _validate(body: dict[str, Any], state: FormState, _: Gettext) -> PlanRequest | None:
     try:
         return PlanRequest.model_validate(body)
@@ -592,7 +573,6 @@ def parse(values: Mapping[str, str], _: Gettext) -> FormState:
             body["model"] = config
     elif "model" not in body and "model" not in state.errors:
         state.add("model", FieldMessage(_("Choose a model from the list, or paste a config.json.")))
-    _budget_above_memory(body, state, _)
     if not state.errors:
         state.request = _validate(body, state, _)
     elif "model" in body:

@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import pytest
+
+from planner.core.errors import FieldError
 from tests.core.conftest import GiB, run
 
 # vllm#34076 (vLLM 0.15): Qwen3-Coder-30B-A3B-FP8, PP 2, max_model_len 262,144, 3.18 GiB
@@ -96,11 +99,26 @@ def test_terms_can_be_overridden() -> None:
     assert b.kv_budget_bytes == b.requested_bytes - 16 * GiB - 2 * GiB - GiB // 4 - graphs
 
 
-def test_a_budget_larger_than_the_gpu_is_called_out() -> None:
-    # An L40S holds 44.42 GiB as torch sees it; 48 GiB of KV cannot be allocated there.
-    p = run(model="meta-llama/Llama-3.1-8B", gpu="L40S-48GB", kv_budget_bytes=48 * GiB,
+def test_a_budget_larger_than_the_gpu_is_refused() -> None:
+    # An L40S holds 44.42 GiB as torch sees it; 48 GiB of KV cannot be allocated there by any
+    # engine, so it is a field error, not a plan.
+    with pytest.raises(FieldError) as e:
+        run(model="meta-llama/Llama-3.1-8B", gpu="L40S-48GB", kv_budget_bytes=48 * GiB,
             context_tokens=8192)  # fmt: skip
-    assert any(n.code == "budget.exceeds_gpu" for n in p.notes_detail)
+    assert e.value.problems[0].loc == ("kv_budget_bytes",)
+
+
+def test_a_given_budget_counts_the_weights_on_the_gpu() -> None:
+    # Weights are allocated before the KV tensors (vLLM skips the profile for a given budget):
+    # 16 GiB of weights + 30 GiB of KV do not fit 44.42 GiB; 16 + 20 do.
+    over = run(model="meta-llama/Llama-3.1-8B", gpu="L40S-48GB", kv_budget_bytes=30 * GiB,
+               weights_bytes=16 * GiB, context_tokens=8192)  # fmt: skip
+    assert over.capacity is not None and over.capacity.engine_starts is False
+    assert over.capacity.budget.weights_bytes_per_rank == 16 * GiB
     fits = run(model="meta-llama/Llama-3.1-8B", gpu="L40S-48GB", kv_budget_bytes=20 * GiB,
-               context_tokens=8192)  # fmt: skip
-    assert not any(n.code == "budget.exceeds_gpu" for n in fits.notes_detail)
+               weights_bytes=16 * GiB, context_tokens=8192)  # fmt: skip
+    assert fits.capacity is not None and fits.capacity.engine_starts is True
+    # TP 2 halves the weights per GPU: 8 + 30 fit.
+    tp2 = run(model="meta-llama/Llama-3.1-8B", gpu="L40S-48GB", kv_budget_bytes=30 * GiB,
+              weights_bytes=16 * GiB, tensor_parallel_size=2, context_tokens=8192)  # fmt: skip
+    assert tp2.capacity is not None and tp2.capacity.engine_starts is True

@@ -191,10 +191,11 @@ def test_with_a_mistake_the_usable_fields_still_make_a_partial_request() -> None
     assert state.partial is not None and state.partial.tensor_parallel_size == 3
 
 
-def test_budget_above_the_gpu_is_refused() -> None:
+def test_budget_above_the_gpu_is_left_to_the_core() -> None:
+    # One rule for API, CLI and page: the core refuses it (tests/api/test_explicit_budget.py);
+    # the form only reads the number.
     state = form.parse({"model": "m", "gpu": "H100-SXM-80GB", "kv_budget_gib": "200"}, _)
-    assert state.request is None
-    assert "per GPU" in state.errors["kv_budget_gib"][0].text
+    assert state.request is not None and state.request.kv_budget_bytes == 200 * (1 << 30)
 
 
 LLAMA = "meta-llama/Llama-3.1-8B"
@@ -204,14 +205,13 @@ def test_the_shared_prefix_goes_into_every_entry_of_the_mix() -> None:
     # The CLI's `--mix 8192x10,2048x30 --prefix 1k`: each entry shares 1,024 leading tokens.
     state = form.parse({"model": LLAMA, "requests": "8192x10, 2048x30", "prefix_tokens": "1k"}, _)
     assert state.errors == {} and state.request is not None and state.request.requests
-    assert [(m.context_tokens, m.count, m.prefix_tokens) for m in state.request.requests] == [
-        (8192, 10, 1024),
-        (2048, 30, 1024),
-    ]
+    # One prefix across the mix's entries, as the CLI's --prefix sends it.
+    assert [(m.context_tokens, m.count) for m in state.request.requests] == [(8192, 10), (2048, 30)]
+    assert state.request.shared_prefix_tokens == 1024
     alone = form.parse({"model": LLAMA, "context_tokens": "8k", "prefix_tokens": "1k"}, _)
     assert list(alone.errors) == ["prefix_tokens"] and alone.request is None
-    longer = form.parse({"model": LLAMA, "requests": "512x4", "prefix_tokens": "1k"}, _)
-    assert list(longer.errors) == ["prefix_tokens"]  # a prefix longer than its requests
+    # The core's own check of the prefix (longer than a request, …) is shown at the field.
+    assert form.form_field(("shared_prefix_tokens",), has_config=False) == "prefix_tokens"
 
 
 def test_the_speculative_fields_make_the_speculative_config() -> None:

@@ -49,7 +49,12 @@ class BudgetTerms:
 
 
 StartStage = Literal[
-    "starts", "init_free_memory", "no_kv_memory", "max_model_len", "unsupported_version"
+    "starts",
+    "init_free_memory",
+    "no_kv_memory",
+    "max_model_len",
+    "unsupported_version",
+    "explicit_over_memory",  # a budget given outright that, with the weights, overflows the GPU
 ]
 
 

@@ -268,6 +268,11 @@ class Engine(EngineFlags):
         return False
 
     # -- the memory budget -------------------------------------------------------------------
+    def loaded_weights(self, inp: PlanInputs, num_parameters: int) -> tuple[int, Note] | None:
+        """Weights one rank holds where the engine loads a checkpoint larger than its files
+        (vLLM pads MXFP4 experts), with the note that says so; None: the checkpoint's size."""
+        return None
+
     def derive_budget(self, inp: PlanInputs, weights_per_rank: int) -> BudgetTerms:
         """The KV budget per GPU the engine computes from the GPU (engines without a modelled
         start-up profile: the fraction of memory less weights and a flat reserve)."""

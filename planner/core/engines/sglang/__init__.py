@@ -77,7 +77,12 @@ class SwaTokenPool(TokenPool):
         swa_fit = self.swa_pool_tokens // swa_need if swa_need else full_fit
         return min(full_fit, swa_fit)
 
-    def fits(self, workload: Sequence[tuple[int, int]], shared_tokens: Sequence[int] = ()) -> bool:
+    def fits(
+        self,
+        workload: Sequence[tuple[int, int]],
+        shared: Sequence[int] = (),
+        again: Sequence[int] = (),
+    ) -> bool:
         full = sum(n * cdiv(c, self.unit_tokens) for c, n in workload)
         swa_need = sum(n * self._swa_tokens_needed(c) for c, n in workload)
         return full <= self.num_blocks and swa_need <= self.swa_pool_tokens

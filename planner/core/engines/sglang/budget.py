@@ -154,9 +154,11 @@ def sglang_budget(
         cuda_graph_subtracted=False,
         reserve_bytes=reserve,
         kv_budget_bytes=budget,
+        # One "=" at the top level: the reserve's own arithmetic stays in its parentheses.
         derivation=(
-            f"free after load {after_load / GiB:.2f} GiB − {reserve.derivation} = "
-            f"{budget / GiB:.2f} GiB per GPU"
+            f"free before load {pre / GiB:.2f} GiB − weights {weights_bytes_per_rank / GiB:.2f} "
+            f"GiB − reserve {reserve.bytes / GiB:.2f} GiB = {budget / GiB:.2f} GiB per GPU "
+            f"(reserve: {reserve.derivation})"
         ),
         headroom_bytes=reserve.bytes,
     )

@@ -16,11 +16,7 @@ from planner.core.engines.reads import LaunchSettings, PlanInputs, Scheduling
 from planner.core.engines.versions import Releases, since
 from planner.core.engines.vllm.budget import vllm_budget
 from planner.core.engines.vllm.drafts import speculation_at
-from planner.core.engines.vllm.groups import (
-    VllmPool,
-    vllm_groups,
-    vllm_pipeline_pool,
-)
+from planner.core.engines.vllm.groups import VllmPool, vllm_groups, vllm_pipeline_pool
 from planner.core.engines.vllm.hybrid import VllmStateLayers
 from planner.core.engines.vllm.launch import big_gpu, vllm_serve_command
 from planner.core.engines.vllm.layer_rules import (
@@ -67,6 +63,7 @@ from planner.core.engines.vllm.start import (
     vllm_estimate_max_model_len,
     vllm_start_check,
 )
+from planner.core.engines.vllm.terms import vllm_loaded_weights
 from planner.core.errors import FieldError
 from planner.core.hardware import Gpu
 from planner.core.model import ModelShape
@@ -293,6 +290,9 @@ class Vllm(VllmStateLayers, VllmLayerBlocks, Engine):
         return speculation_at(self.version, sp)
 
     # -- the memory budget -------------------------------------------------------------------
+    def loaded_weights(self, inp: PlanInputs, num_parameters: int) -> tuple[int, Note] | None:
+        return vllm_loaded_weights(inp, num_parameters)
+
     def derive_budget(self, inp: PlanInputs, weights_per_rank: int) -> BudgetTerms:
         assert inp.gpu is not None
         req = inp.request

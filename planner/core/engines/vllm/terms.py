@@ -6,10 +6,12 @@ from __future__ import annotations
 
 from typing import Literal
 
-from planner.core.budget.facts import ModelFacts
+from planner.core.budget.facts import ModelFacts, model_facts
 from planner.core.budget.terms import Term
+from planner.core.engines.reads import PlanInputs
 from planner.core.engines.vllm.rules import VllmRules
 from planner.core.errors import FieldError
+from planner.core.notes import Note, note
 from planner.core.units import GiB, MiB
 
 # ---------------------------------------------------------------------------------------------
@@ -164,3 +166,25 @@ def vllm_mxfp4_weights_bytes_per_rank(
         f"{e} experts × {layers} layers × {per_expert} B (MXFP4, {backend} padding I→{i}, "
         f"H→{hp}) + non-expert {_gib(rest)}/{tp} = {_gib(total)} per rank",
     )
+
+
+def vllm_loaded_weights(inp: PlanInputs, num_parameters: int) -> tuple[int, Note] | None:
+    """gpt-oss's MXFP4 experts as vLLM holds them on one rank (None for other checkpoints).
+
+    Hopper and Ampere have no native FP4, so vLLM runs the experts through Marlin ("Your GPU does
+    not have native support for FP4 computation ... leveraging the Marlin kernel") with its
+    padding; Blackwell (compute capability 10.x) takes FlashInfer TRT-LLM's. Evidence:
+    gpt-oss-120b on one H100, "Model loading took 65.9651 GiB" (vLLM 0.10.1, vllm#23278), where
+    the checkpoint files hold 60.8 GiB. With PP the padded total is split over the stages."""
+    if inp.shape.quant_method != "mxfp4":
+        return None
+    facts = model_facts(inp.model_dtype, inp.model.config, inp.shape)
+    if not facts.is_moe:
+        return None
+    cc = inp.gpu.compute_capability if inp.gpu is not None else None
+    backend: Mxfp4Backend = "flashinfer_trtllm" if cc is not None and cc >= 100 else "marlin"
+    term = vllm_mxfp4_weights_bytes_per_rank(
+        facts, num_parameters=num_parameters, tensor_parallel_size=inp.tp, backend=backend
+    )
+    per_rank = -(-term.bytes // inp.pp)
+    return per_rank, note("budget.mxfp4_loaded", weights=_gib(per_rank), how=term.derivation)
