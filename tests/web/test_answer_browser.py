@@ -213,9 +213,10 @@ def test_speculative_decoding_and_a_shared_prefix_are_on_the_form(session: Sessi
                 "num_speculative_tokens": 3,
             },
             "requests": [
-                {"context_tokens": 8192, "count": 10, "prefix_tokens": 1024},
-                {"context_tokens": 2048, "count": 30, "prefix_tokens": 1024},
+                {"context_tokens": 8192, "count": 10},
+                {"context_tokens": 2048, "count": 30},
             ],
+            "shared_prefix_tokens": 1024,  # one prefix across the mix, as the CLI's --prefix
         },
     )
     shown = page.locator("#answer dt:has-text('Saved by sharing prefixes') + dd").inner_text()
