@@ -79,6 +79,21 @@ VARIANTS: tuple[dict[str, Any], ...] = (
         "context_tokens": 4096,
         "speculative_config": {"method": "ngram", "num_speculative_tokens": 4},
     },
+    {
+        "gpu": "H100-SXM-80GB",
+        "context_tokens": 4096,
+        "speculative_config": {
+            "method": "draft_model",
+            "model": "meta-llama/Llama-3.2-1B",
+            "num_speculative_tokens": 3,
+            "acceptance_rate": 0.7,
+        },
+    },
+    {
+        "gpu": "H200-141GB",
+        "context_tokens": 8192,
+        "speculative_config": {"method": "mtp", "num_speculative_tokens": 1},
+    },
     {"gpu": "A10-24GB", "kv_cache_dtype": "int8", "bandwidth_bytes_per_s": 6e11},
     {"context_tokens": 4096},
 )
