@@ -100,7 +100,7 @@ def step_terms(work: StepWork, rates: StepRates) -> list[StepTermOut]:
     def term(
         code: str, seconds: float, group: str, counted: bool, **params: float | int
     ) -> StepTermOut:
-        return StepTermOut(
+        return StepTermOut.model_construct(
             code=code,
             seconds=seconds,
             group=group,
@@ -193,15 +193,16 @@ def expected_step(
     terms = step_terms(work, rates)
     if draft_seconds > 0:
         terms.append(
-            StepTermOut(code="draft_steps", seconds=draft_seconds, group="memory", counted=True,
-                        measured=False, params={"tokens_per_step": tokens_per_step})
+            StepTermOut.model_construct(code="draft_steps", seconds=draft_seconds,
+                                        group="memory", counted=True, measured=False,
+                                        params={"tokens_per_step": tokens_per_step})
         )  # fmt: skip
     step = sum(t.seconds for t in terms if t.counted)
     step = max(step, floor_seconds)
     per_request_tokens = tokens_per_step or 1.0
     compute = sum(t.seconds for t in terms if t.group == "compute")
     memory = sum(t.seconds for t in terms if t.group == "memory")
-    return ExpectedOut(
+    return ExpectedOut.model_construct(
         decode_step_seconds=step,
         tpot_seconds=step / per_request_tokens,
         decode_tokens_per_s=requests * per_request_tokens / step if step > 0 else 0.0,

@@ -55,7 +55,7 @@ def plan_inputs(inp: Inputs) -> s.Plan:
     ctx = inp.context_tokens
     if inp.request.output_tokens is not None:
         without, with_cache = positions_processed(ctx, inp.request.output_tokens)
-        generation = s.GenerationOut(
+        generation = s.GenerationOut.model_construct(
             prompt_tokens=ctx,
             output_tokens=inp.request.output_tokens,
             positions_without_cache=without,
@@ -64,7 +64,8 @@ def plan_inputs(inp: Inputs) -> s.Plan:
         )
     per_token = bytes_per_token(inp.shape.stack, inp.kv_dtype)
     engine = inp.engine
-    return s.Plan(
+    details = notes.details()  # each note's text formatted once, for both lists
+    return s.Plan.model_construct(
         engine=engine.name,
         engine_version=engine.version_text,
         async_scheduling=inp.sched.async_scheduling,
@@ -87,8 +88,8 @@ def plan_inputs(inp: Inputs) -> s.Plan:
         capacity=cap,
         bounds=bounds,
         generation=generation,
-        notes=notes.texts(),
-        notes_detail=[s.NoteOut.model_validate(d) for d in notes.details()],
+        notes=[d["text"] for d in details],
+        notes_detail=[s.NoteOut.model_construct(**d) for d in details],
     )
 
 
@@ -137,7 +138,7 @@ def _formula(shape: ModelShape, dtype: KVDtype, per_token: int) -> str:
 
 def _model_out(inp: Inputs) -> s.ModelOut:
     shape = inp.shape
-    return s.ModelOut(
+    return s.ModelOut.model_construct(
         id=shape.id,
         model_type=shape.model_type,
         num_hidden_layers=shape.num_hidden_layers,
@@ -154,7 +155,7 @@ def _model_out(inp: Inputs) -> s.ModelOut:
         num_parameters=inp.model.num_parameters,
         active_parameters=inp.model.active_parameters,
         groups=[
-            s.GroupOut(
+            s.GroupOut.model_construct(
                 kind=g.spec.kind,
                 layers=g.layers,
                 layer_indices=list(g.layer_indices),
@@ -178,7 +179,7 @@ def _draft_out(inp: Inputs) -> DraftOut | None:
     sp = inp.speculation
     if sp is None:
         return None
-    return DraftOut(
+    return DraftOut.model_construct(
         method=sp.method,
         model=sp.model_label,
         num_speculative_tokens=sp.num_speculative_tokens,

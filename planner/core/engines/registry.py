@@ -3,6 +3,8 @@ line here."""
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from planner.core.engines.base import Engine
 from planner.core.engines.sglang import Sglang
 from planner.core.engines.transformers import Transformers
@@ -27,7 +29,12 @@ def engine_class(name: str) -> type[Engine]:
 
 def get_engine(name: str, version: str | None = None) -> Engine:
     """The engine object for `name` at `version` (default: the newest verified release)."""
-    cls = engine_class(name)
+    return _engine(engine_class(name), version)
+
+
+@lru_cache(maxsize=256)
+def _engine(cls: type[Engine], version: str | None) -> Engine:
+    # Engines are frozen: one object per class and version text serves every plan.
     return cls(cls.releases.resolve(version, label=cls.label))
 
 
