@@ -339,7 +339,7 @@ def decode_bounds(
             speculative=speculative,
         )
         notes.extend(more)
-    out = s.BoundsOut.model_construct(
+    out = s.BoundsOut(
         bandwidth_bytes_per_s=bw,
         source=source,
         bandwidth_source=bandwidth_source,

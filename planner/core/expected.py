@@ -100,7 +100,7 @@ def step_terms(work: StepWork, rates: StepRates) -> list[StepTermOut]:
     def term(
         code: str, seconds: float, group: str, counted: bool, **params: float | int
     ) -> StepTermOut:
-        return StepTermOut.model_construct(
+        return StepTermOut(
             code=code,
             seconds=seconds,
             group=group,
@@ -193,8 +193,8 @@ def expected_step(
     terms = step_terms(work, rates)
     if draft_seconds > 0:
         terms.append(
-            StepTermOut.model_construct(code="draft_steps", seconds=draft_seconds,
-                                        group="memory", counted=True, measured=False,
+            StepTermOut.model_construct(code="draft_steps", seconds=draft_seconds, group="memory",
+                                        counted=True, measured=False,
                                         params={"tokens_per_step": tokens_per_step})
         )  # fmt: skip
     step = sum(t.seconds for t in terms if t.counted)

@@ -155,7 +155,7 @@ def _model_out(inp: Inputs) -> s.ModelOut:
         num_parameters=inp.model.num_parameters,
         active_parameters=inp.model.active_parameters,
         groups=[
-            s.GroupOut.model_construct(
+            s.GroupOut(
                 kind=g.spec.kind,
                 layers=g.layers,
                 layer_indices=list(g.layer_indices),
