@@ -2,7 +2,7 @@
 # Loopback throughput of the REST service against a bare FastAPI app, side by side in one run
 # (issue 26; issue 3 before it).
 #
-#   bash bench/api_throughput.sh                  # 3 rounds, 5 s per endpoint per round
+#   bash bench/api_throughput.sh                  # 6 rounds, 3 s per endpoint per round
 #   ROUNDS=5 DURATION=10 CONNECTIONS=16 bash bench/api_throughput.sh
 #
 # Servers, all started before the first measurement and all on the same uvicorn, uvloop and
@@ -10,24 +10,28 @@
 #   bare     bench/bare_app.py: FastAPI, one async route returning a small dict, no middleware;
 #   kvplan   `kvplan serve` as deployed (one worker, JSON access log on, its log to a file);
 #   quiet    `kvplan serve` with KVPLAN_LOG_LEVEL=warning: the same app without access-log lines,
-#            so the line's cost is the difference (QUIET=0 skips it).
+#            so the line's cost is the difference (QUIET=0 skips it);
+#   before   with VS_PYTHONPATH=DIR, `kvplan serve` of another checkout's `planner` (e.g. a
+#            `git worktree add` of an older commit): the same app before a change, same run.
 # Endpoints: bare GET /item/{id}; kvplan GET /api/v1/gpus/{id} (the cheapest route through the
 # whole app); POST /api/v1/plan with a distinct body on every request (context varies, so the
 # answer memo rarely hits) and with one body repeated (the memo); GET /healthz (answered by the
 # HTTP protocol itself: it measures no route, so the yardstick is the bare app).
-# Rounds interleave the endpoints so drift hits all alike; each figure is the median over rounds.
+# Rounds interleave the endpoints so drift hits all alike; rates are medians over rounds, ratios
+# the median over rounds of each endpoint's rate over the bare app's in the same round.
 # Prints req/s, p50, p99 per endpoint and each one's ratio to the bare app (goals: the GPU
 # route >= 0.8x, distinct plans >= 0.5x). Needs wrk (Debian: `apt-get install -y wrk`). Absolute
 # figures depend on the machine and on what else runs on it; the ratios are the figures.
 set -euo pipefail
 
 source "$(dirname "$0")/_server.sh"
-DURATION=${DURATION:-5}
-ROUNDS=${ROUNDS:-3}
+DURATION=${DURATION:-3}
+ROUNDS=${ROUNDS:-6}
 CONNECTIONS=${CONNECTIONS:-16}
 THREADS=${THREADS:-1}
 WARMUP=${WARMUP:-2}
 QUIET=${QUIET:-1}
+VS_PYTHONPATH=${VS_PYTHONPATH:-}
 need_wrk
 
 cat > "$WORK/plan.lua" <<'LUA'
@@ -82,6 +86,15 @@ if [ "$QUIET" = 1 ]; then
   wait_ready "$QUIET_BASE/readyz" "${EXTRA_PIDS[-1]}" "$WORK/quiet.log"
 fi
 
+if [ -n "$VS_PYTHONPATH" ]; then
+  VS_PORT=$(free_port)
+  env KVPLAN_DATA_DIR="$WORK/data-vs" PYTHONPATH="$VS_PYTHONPATH" \
+    "$PY" -m planner serve --host 127.0.0.1 --port "$VS_PORT" >"$WORK/vs.log" 2>&1 &
+  EXTRA_PIDS+=($!)
+  VS_BASE="http://127.0.0.1:$VS_PORT"
+  wait_ready "$VS_BASE/readyz" "${EXTRA_PIDS[-1]}" "$WORK/vs.log"
+fi
+
 # One wrk run; prints "req_per_s p50_ms p99_ms non2xx".
 run_wrk() {
   local seconds=$1; shift
@@ -113,6 +126,13 @@ if [ "$QUIET" = 1 ]; then
   )
 fi
 
+if [ -n "$VS_PYTHONPATH" ]; then
+  ENDPOINTS+=(
+    "before: gpus/{id}|$VS_BASE/api/v1/gpus/H100-SXM-80GB"
+    "before: plan distinct|-s $WORK/plan_fresh.lua $VS_BASE/api/v1/plan"
+  )
+fi
+
 for entry in "${ENDPOINTS[@]}"; do
   # shellcheck disable=SC2086  # the wrk arguments are split on purpose
   run_wrk "$WARMUP" ${entry#*|} >/dev/null
@@ -131,25 +151,30 @@ for round in $(seq 1 "$ROUNDS"); do
   done
 done
 
-echo "wrk -t$THREADS -c$CONNECTIONS -d${DURATION}s x $ROUNDS rounds (median), one uvicorn worker each, $(nproc) CPUs, Python $("$PY" -c 'import platform; print(platform.python_version())'), $(date -u +%Y-%m-%dT%H:%MZ)"
+echo "wrk -t$THREADS -c$CONNECTIONS -d${DURATION}s x $ROUNDS rounds, one uvicorn worker each, $(nproc) CPUs, Python $("$PY" -c 'import platform; print(platform.python_version())'), $(date -u +%Y-%m-%dT%H:%MZ)"
 "$PY" - "$WORK/results" <<'PY'
 import statistics, sys
-rows: dict[str, list[tuple[float, float, float]]] = {}
+rows: dict[str, dict[int, tuple[float, float, float]]] = {}
 for line in open(sys.argv[1]):
-    name, _, rps, p50, p99 = line.rstrip("\n").split("|")
-    rows.setdefault(name, []).append((float(rps), float(p50), float(p99)))
-med = {k: tuple(statistics.median(x[i] for x in v) for i in range(3)) for k, v in rows.items()}
-bare = med["bare GET /item/{id}"][0]
+    name, rnd, rps, p50, p99 = line.rstrip("\n").split("|")
+    rows.setdefault(name, {})[int(rnd)] = (float(rps), float(p50), float(p99))
+BARE = "bare GET /item/{id}"
+bare = rows[BARE]
+med = statistics.median
+# Each endpoint against the bare app of the same round (measured seconds apart), then the
+# median over rounds: drift and other jobs on the box hit both sides of a ratio alike.
+ratio = {k: med(v[r][0] / bare[r][0] for r in v) for k, v in rows.items()}
 print(f"{'endpoint':28} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'vs bare':>8}  rounds (req/s)")
-for name, (rps, p50, p99) in med.items():
-    each = " ".join(f"{x[0]:.0f}" for x in rows[name])
-    print(f"{name:28} {rps:9.0f} {p50:8.3f} {p99:8.3f} {rps / bare:7.2f}x  {each}")
-gpu = med["GET /api/v1/gpus/{id}"][0]
-fresh = med["POST plan, distinct"][0]
-print(f"trivial route / bare: {gpu / bare:.2f}x (goal >= 0.8); "
-      f"distinct plan / bare: {fresh / bare:.2f}x (goal >= 0.5)")
-if "gpus/{id}, no access log" in med:
-    quiet = med["gpus/{id}, no access log"][0]
-    print(f"access log line: {1e6 / gpu - 1e6 / quiet:.1f} us per request "
-          "(1/rate with the log minus without it, on the GPU route)")
+for name, v in rows.items():
+    rps, p50, p99 = (med(x[i] for x in v.values()) for i in range(3))
+    each = " ".join(f"{v[r][0]:.0f}" for r in sorted(v))
+    print(f"{name:28} {rps:9.0f} {p50:8.3f} {p99:8.3f} {ratio[name]:7.2f}x  {each}")
+print(f"trivial route / bare: {ratio['GET /api/v1/gpus/{id}']:.2f}x (goal >= 0.8); "
+      f"distinct plan / bare: {ratio['POST plan, distinct']:.2f}x (goal >= 0.5); "
+      "medians of per-round ratios")
+if "gpus/{id}, no access log" in rows:
+    gpu, quiet = rows["GET /api/v1/gpus/{id}"], rows["gpus/{id}, no access log"]
+    cost = med(1e6 / gpu[r][0] - 1e6 / quiet[r][0] for r in gpu)
+    print(f"access log line: {cost:.1f} us per request (median over rounds of 1/rate with the "
+          "log minus without it, GPU route; at 16 connections, so an estimate)")
 PY

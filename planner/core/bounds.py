@@ -251,7 +251,7 @@ def decode_bounds(
         if flops and pf_params:
             matmul = 2.0 * pf_params / tp * n_batch / flops
             est += max(0.0, matmul - weights_seconds)
-        calibrated = s.CalibratedOut.model_construct(
+        calibrated = s.CalibratedOut(
             calibration_id=str(calibration.id),
             device_name=calibration.device_name,
             measured_at=_iso(calibration.measured_at),
@@ -299,7 +299,7 @@ def decode_bounds(
     while length <= min(top, 1 << 20) and len(sweep) < 12:
         pt = floor_for(kv_at(length, n_batch))
         sweep.append(
-            s.SweepPointOut.model_construct(
+            s.SweepPointOut(
                 context_tokens=length,
                 kv_read_seconds=pt.kv_read_seconds,
                 weights_read_seconds=pt.weights_read_seconds,
@@ -314,7 +314,7 @@ def decode_bounds(
     if pool is not None and capacity is not None:
         scaled = build_pool(inp, int(capacity.kv_budget_bytes / ratio))
         what_if_max = scaled.max_requests(ctx)
-    what_if = s.WhatIfOut.model_construct(
+    what_if = s.WhatIfOut(
         kv_compression_ratio=ratio,
         attention_share=share,
         decode_step_seconds=floor.weights_read_seconds + floor.kv_read_seconds * ratio,
@@ -390,7 +390,7 @@ def _speculative_bound(
     if tokens is not None and sp.acceptance_rate is not None:
         notes.append(note("speculative.bound", k=k, rate=sp.acceptance_rate, tokens=tokens))
     return (
-        SpeculativeBoundsOut.model_construct(
+        SpeculativeBoundsOut(
             num_speculative_tokens=k,
             acceptance_rate=sp.acceptance_rate,
             tokens_per_step=tokens,

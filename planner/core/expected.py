@@ -193,16 +193,15 @@ def expected_step(
     terms = step_terms(work, rates)
     if draft_seconds > 0:
         terms.append(
-            StepTermOut.model_construct(code="draft_steps", seconds=draft_seconds, group="memory",
-                                        counted=True, measured=False,
-                                        params={"tokens_per_step": tokens_per_step})
+            StepTermOut(code="draft_steps", seconds=draft_seconds, group="memory", counted=True,
+                        measured=False, params={"tokens_per_step": tokens_per_step})
         )  # fmt: skip
     step = sum(t.seconds for t in terms if t.counted)
     step = max(step, floor_seconds)
     per_request_tokens = tokens_per_step or 1.0
     compute = sum(t.seconds for t in terms if t.group == "compute")
     memory = sum(t.seconds for t in terms if t.group == "memory")
-    return ExpectedOut.model_construct(
+    return ExpectedOut(
         decode_step_seconds=step,
         tpot_seconds=step / per_request_tokens,
         decode_tokens_per_s=requests * per_request_tokens / step if step > 0 else 0.0,

@@ -104,7 +104,7 @@ def capacity(
     pad = sum(g.padding_layers for g in pool.groups)
     if pad:
         notes.append(note("capacity.padding_layers", padding=pad))
-    out = s.CapacityOut.model_construct(
+    out = s.CapacityOut(
         kv_budget_bytes=budget.kv_budget_bytes,
         num_blocks=pool.num_blocks,
         reserved_blocks=pool.reserved_blocks,
@@ -119,7 +119,7 @@ def capacity(
         limited_by=limited,
         longest_context_tokens=longest,
         kv_groups=[
-            s.KVGroupOut.model_construct(
+            s.KVGroupOut(
                 kind=g.kind,
                 layers=g.layers,
                 padding_layers=g.padding_layers,

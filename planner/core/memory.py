@@ -15,7 +15,7 @@ from planner.core.units import fmt_gib
 def kv_budget(inp: Inputs) -> tuple[s.BudgetOut | None, BudgetTerms | None, list[Note]]:
     request, engine, gpu = inp.request, inp.engine, inp.gpu
     if request.kv_budget_bytes is not None:
-        out = s.BudgetOut.model_construct(
+        out = s.BudgetOut(
             source="explicit",
             gpu=gpu.id or gpu.name if gpu else None,
             gpu_memory_bytes=gpu.memory_bytes if gpu else None,
@@ -73,7 +73,7 @@ def kv_budget(inp: Inputs) -> tuple[s.BudgetOut | None, BudgetTerms | None, list
         ("reserve_bytes", terms.reserve_bytes),
     )
     applicable = terms.activation_peak_bytes.source != "not_applicable"
-    out = s.BudgetOut.model_construct(
+    out = s.BudgetOut(
         source="gpu",
         gpu=gpu.id or gpu.name,
         gpu_memory_bytes=gpu.memory_bytes,
@@ -89,9 +89,7 @@ def kv_budget(inp: Inputs) -> tuple[s.BudgetOut | None, BudgetTerms | None, list
         requested_bytes=terms.requested_bytes,
         engine_available_bytes=terms.kv_budget_bytes,
         terms=[
-            s.BudgetTermOut.model_construct(
-                name=name, bytes=t.bytes, derivation=t.derivation, source=t.source
-            )
+            s.BudgetTermOut(name=name, bytes=t.bytes, derivation=t.derivation, source=t.source)
             for name, t in named
         ],
     )

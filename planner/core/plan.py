@@ -55,7 +55,7 @@ def plan_inputs(inp: Inputs) -> s.Plan:
     ctx = inp.context_tokens
     if inp.request.output_tokens is not None:
         without, with_cache = positions_processed(ctx, inp.request.output_tokens)
-        generation = s.GenerationOut.model_construct(
+        generation = s.GenerationOut(
             prompt_tokens=ctx,
             output_tokens=inp.request.output_tokens,
             positions_without_cache=without,
@@ -65,7 +65,7 @@ def plan_inputs(inp: Inputs) -> s.Plan:
     per_token = bytes_per_token(inp.shape.stack, inp.kv_dtype)
     engine = inp.engine
     details = notes.details()  # each note's text formatted once, for both lists
-    return s.Plan.model_construct(
+    return s.Plan(
         engine=engine.name,
         engine_version=engine.version_text,
         async_scheduling=inp.sched.async_scheduling,
@@ -89,7 +89,7 @@ def plan_inputs(inp: Inputs) -> s.Plan:
         bounds=bounds,
         generation=generation,
         notes=[d["text"] for d in details],
-        notes_detail=[s.NoteOut.model_construct(**d) for d in details],
+        notes_detail=[s.NoteOut.model_validate(d) for d in details],
     )
 
 
@@ -138,7 +138,7 @@ def _formula(shape: ModelShape, dtype: KVDtype, per_token: int) -> str:
 
 def _model_out(inp: Inputs) -> s.ModelOut:
     shape = inp.shape
-    return s.ModelOut.model_construct(
+    return s.ModelOut(
         id=shape.id,
         model_type=shape.model_type,
         num_hidden_layers=shape.num_hidden_layers,
@@ -179,7 +179,7 @@ def _draft_out(inp: Inputs) -> DraftOut | None:
     sp = inp.speculation
     if sp is None:
         return None
-    return DraftOut.model_construct(
+    return DraftOut(
         method=sp.method,
         model=sp.model_label,
         num_speculative_tokens=sp.num_speculative_tokens,

@@ -54,7 +54,7 @@ def workload(
         paged_total += mix.count * paged_one - saved
         saved_total += saved
         rows.append(
-            s.RequestOut.model_construct(
+            s.RequestOut(
                 context_tokens=mix.context_tokens,
                 count=mix.count,
                 prefix_tokens=mix.prefix_tokens,
@@ -87,7 +87,7 @@ def workload(
                 )
             )
     notes.extend(inp.engine.parallel_notes(shape, inp.tp, dtype))
-    per_rank = s.PerRankOut.model_construct(
+    per_rank = s.PerRankOut(
         kv_heads=lay.kv_heads,
         replication=lay.replication,
         layers=lay.layers,
@@ -95,7 +95,7 @@ def workload(
         page_bytes=lay.first.page_bytes(dtype, inp.engine.layer_block_size(lay.first, block)),
         pipeline_stage_layers=[x.layers for x in layouts],
     )
-    totals = s.TotalsOut.model_construct(
+    totals = s.TotalsOut(
         kv_bytes=kv_total,
         paged_kv_bytes=paged_total,
         padded_kv_bytes=padded_total,
