@@ -100,7 +100,7 @@ async def main(args: argparse.Namespace) -> None:
 
     app = create_app()
     access = logging.getLogger("planner.access")
-    sink = logging.StreamHandler(open(os.devnull, "w"))  # noqa: SIM115 - for the whole run
+    sink = logging.StreamHandler(open(os.devnull, "w"))  # open for the whole run
     sink.setFormatter(JsonFormatter())
     none = b""
     cases: dict[str, tuple[Any, str, str, Callable[[], bytes]]] = {
