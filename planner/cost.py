@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from planner.core.schema import PlanRequest
@@ -106,8 +107,13 @@ def config_layers(config: Mapping[str, Any]) -> tuple[int, int]:
 def is_hub_id(model: object) -> bool:
     """A model id that is not in the bundled catalog but could be on the Hub: its size is
     unknown until the Hub is asked (which never happens on the event loop)."""
-    if not isinstance(model, str):
-        return False
+    return isinstance(model, str) and _is_hub_id(model)
+
+
+# The catalog is static package data and the id rules are pure: what an id costs is read once
+# per id (bounded), not per request.
+@lru_cache(maxsize=4096)
+def _is_hub_id(model: str) -> bool:
     from planner.catalog import find_model  # static package data, loaded once
     from planner.resolve import hub_id
 
@@ -128,6 +134,11 @@ def model_layers(
         return known
     if isinstance(model, Mapping):
         return config_layers(model)
+    return _id_layers(model)
+
+
+@lru_cache(maxsize=4096)
+def _id_layers(model: str) -> tuple[int, int]:
     from planner.catalog import get_model  # static package data, loaded once
 
     try:

@@ -31,6 +31,20 @@ def _not_found(exc: UnknownIdError, param: str) -> ProblemException:
 
 _MODELS = TypeAdapter(list[CatalogModel])
 _GPUS = TypeAdapter(list[GpuEntry])
+_MODEL = TypeAdapter(CatalogModel)
+_GPU = TypeAdapter(GpuEntry)
+
+
+@cache
+def _model_json(served_id: str) -> bytes:
+    """One entry's answer, the bytes FastAPI's response model would write (its adapter's
+    `dump_json`, by alias), made once per entry: the catalog is static."""
+    return _MODEL.dump_json(catalog.get_model(served_id), by_alias=True)
+
+
+@cache
+def _gpu_json(gpu_id: str) -> bytes:
+    return _GPU.dump_json(catalog.get_gpu(gpu_id), by_alias=True)
 
 
 @cache
@@ -58,13 +72,15 @@ async def list_models() -> Response:
     "/models/{model_id:path}",
     operation_id="get_model",
     summary="One catalog model by id (ids contain a slash)",
+    response_model=CatalogModel,
     responses=problem_responses(404, 422),
 )
-async def get_model(model_id: _Id) -> CatalogModel:
+async def get_model(model_id: _Id) -> Response:
     try:
-        return catalog.get_model(model_id)
+        served = catalog.get_model(model_id)
     except UnknownIdError as exc:
         raise _not_found(exc, "model_id") from None
+    return Response(content=_model_json(served.id), media_type="application/json")
 
 
 @router.get(
@@ -78,10 +94,12 @@ async def list_gpus() -> Response:
     "/gpus/{gpu_id}",
     operation_id="get_gpu",
     summary="One catalog GPU by id",
+    response_model=GpuEntry,
     responses=problem_responses(404, 422),
 )
-async def get_gpu(gpu_id: _Id) -> GpuEntry:
+async def get_gpu(gpu_id: _Id) -> Response:
     try:
-        return catalog.get_gpu(gpu_id)
+        found = catalog.get_gpu(gpu_id)
     except UnknownIdError as exc:
         raise _not_found(exc, "gpu_id") from None
+    return Response(content=_gpu_json(found.id), media_type="application/json")

@@ -79,7 +79,7 @@ def plan_job(
         result = plan(request, calibration=calibration, catalog=catalog)
     except PlanError as exc:
         return problem_answer(problem_from_plan_error(exc), unplannable=1)
-    body = result.model_dump_json().encode()
+    body = result.__pydantic_serializer__.to_json(result)  # model_dump_json's bytes, once
     if len(body) > max_response_bytes:
         return too_big(len(body), max_response_bytes)
     return Answer(200, body, planned=1)

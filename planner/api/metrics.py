@@ -7,7 +7,7 @@ worker (or run one worker per container, the documented deployment).
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram
 from prometheus_client import generate_latest as _generate_latest
@@ -45,8 +45,11 @@ class Metrics:
             ("outcome",),
             registry=self.registry,
         )
-        for outcome in ("ok", "invalid", "unplannable"):
-            self.plans.labels(outcome)  # export zeros, so rates work from the first scrape
+        # Exported as zeros, so rates work from the first scrape; kept for count_plan.
+        self._plan_children = {
+            outcome: self.plans.labels(outcome) for outcome in ("ok", "invalid", "unplannable")
+        }
+        self._request_children: dict[tuple[str, str, int], tuple[Any, Any]] = {}
         self.refused = Counter(
             "kvplan_work_refused",
             "Requests refused or stopped by the work limits, by reason: cost (over "
@@ -71,11 +74,20 @@ class Metrics:
 
     def observe_request(self, method: str, route: str, status: int, seconds: float) -> None:
         method = method if method in _METHODS else "OTHER"
-        self.requests.labels(method, route, str(status)).inc()
-        self.latency.labels(method, route).observe(seconds)
+        # The labelled children, looked up once per label set (`labels()` takes a lock and
+        # builds its key every call); the label sets are bounded (module docstring).
+        key = (method, route, status)
+        found = self._request_children.get(key)
+        if found is None:
+            found = self._request_children[key] = (
+                self.requests.labels(method, route, str(status)),
+                self.latency.labels(method, route),
+            )
+        found[0].inc()
+        found[1].observe(seconds)
 
     def count_plan(self, outcome: PlanOutcome, n: int = 1) -> None:
-        self.plans.labels(outcome).inc(n)
+        self._plan_children[outcome].inc(n)
 
     def exposition(self) -> bytes:
         return _generate_latest(self.registry)

@@ -1,4 +1,5 @@
-"""Per-request observation: request id, access log line, metrics. A pure ASGI middleware.
+"""Per-request observation: request id, access log line, metrics, and the security headers
+(`planner.api.security`), in one pure ASGI layer with one `send` wrapper per request.
 
 The request id comes from `X-Request-ID` when it is a sane token (else a fresh one), is echoed on
 the response, and tags every log line of the request. Health probes and scrapes are neither
@@ -18,6 +19,7 @@ from starlette.routing import BaseRoute, compile_path
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from planner.api.metrics import Metrics
+from planner.api.security import ENCODED_HEADERS
 from planner.logs import request_id_var
 
 access_log = logging.getLogger("planner.access")
@@ -25,6 +27,9 @@ access_log = logging.getLogger("planner.access")
 _REQUEST_ID = re.compile(r"[A-Za-z0-9._:\-]{1,128}")
 QUIET_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
 UNMATCHED_ROUTE = "<unmatched>"
+# Response headers this layer owns: the app's own are dropped (uvicorn runs with
+# server_header=False; an app layer might add one) and the request id is set here.
+_DROPPED = frozenset({b"x-request-id", b"server"})
 
 
 class RouteTemplates:
@@ -95,9 +100,11 @@ class ObserveMiddleware:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = int(message["status"])
-                headers = [
-                    (n, v) for n, v in message.get("headers", []) if n.lower() != b"x-request-id"
-                ]
+                given = message.get("headers", [])
+                # A security header the route already set (a page's own CSP) is left alone.
+                present = {n.lower() for n, _ in given}
+                headers = [(n, v) for n, v in given if n.lower() not in _DROPPED]
+                headers.extend(item for item in ENCODED_HEADERS if item[0] not in present)
                 headers.append((b"x-request-id", request_id.encode("latin-1")))
                 message = {**message, "headers": headers}
             await send(message)

@@ -7,12 +7,14 @@ response points at) to `components`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from pydantic import BaseModel
 from pydantic.json_schema import JsonSchemaMode, models_json_schema
+from starlette.routing import BaseRoute
 
 _REF = "#/components/schemas/{model}"
 
@@ -47,14 +49,20 @@ def require_non_empty(components: dict[str, Any]) -> None:
                 branch.setdefault("minLength", 1)
 
 
-def install_openapi(app: FastAPI, extra: list[tuple[type[BaseModel], JsonSchemaMode]]) -> None:
+def install_openapi(
+    app: FastAPI,
+    extra: list[tuple[type[BaseModel], JsonSchemaMode]],
+    routes: Sequence[BaseRoute] | None = None,
+) -> None:
+    """`routes`: the operations in the order the document lists them (default: matching's)."""
+
     def build() -> dict[str, Any]:
         if app.openapi_schema is None:
             schema = get_openapi(
                 title=app.title,
                 version=app.version,
                 description=app.description,
-                routes=app.routes,
+                routes=list(routes) if routes is not None else app.routes,
             )
             _, top = models_json_schema(extra, ref_template=_REF)
             components = schema.setdefault("components", {}).setdefault("schemas", {})

@@ -1,4 +1,5 @@
-"""Security headers on every response, as a pure ASGI middleware.
+"""Security headers on every response, as a pure ASGI middleware (the app applies them in its
+observation layer, `planner.api.observe`, one `send` wrapper for both).
 
 Pure ASGI rather than `BaseHTTPMiddleware`, which breaks contextvars and buffers streaming
 responses. A header the route already set (e.g. a page with its own CSP) is left alone.
@@ -23,7 +24,9 @@ SECURITY_HEADERS: dict[str, str] = {
     "Cross-Origin-Opener-Policy": "same-origin",
 }
 
-_ENCODED = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in SECURITY_HEADERS.items()]
+ENCODED_HEADERS: tuple[tuple[bytes, bytes], ...] = tuple(
+    (k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in SECURITY_HEADERS.items()
+)
 
 
 class SecurityHeadersMiddleware:
@@ -39,7 +42,7 @@ class SecurityHeadersMiddleware:
             if message["type"] == "http.response.start":
                 headers = list(message.get("headers", []))
                 present = {name.lower() for name, _ in headers}
-                headers.extend(item for item in _ENCODED if item[0] not in present)
+                headers.extend(item for item in ENCODED_HEADERS if item[0] not in present)
                 # uvicorn runs with server_header=False; drop one an app layer might add.
                 headers = [(n, v) for n, v in headers if n.lower() != b"server"]
                 message = {**message, "headers": headers}

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+from functools import cache
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
@@ -32,7 +33,13 @@ from planner.core.units import GiB, fmt_gib, fmt_tbps
 from planner.quantities import QuantityError, read_rate, read_size, read_tokens
 from planner.service import default_catalog, plan
 
-_LIST = TypeAdapter(list[PlanRequest])
+
+@cache
+def _list_adapter() -> TypeAdapter[list[PlanRequest]]:
+    """Built when a `--request` list is read, not at every start-up."""
+    return TypeAdapter(list[PlanRequest])
+
+
 # A bare number is bytes (the API's unit); below this it is surely a forgotten unit ("48").
 _BARE_BUDGET_MIN_BYTES = 1 << 20
 # Request fields → the flags that set them, for error messages.
@@ -168,7 +175,7 @@ def _plan_all(requests: list[PlanRequest]) -> list[Plan]:
 def _from_request_source(source: str) -> NoReturn:
     raw = read_source_bytes(source)
     if raw.lstrip()[:1] == b"[":
-        reqs = parse_body_list(raw, _LIST)
+        reqs = parse_body_list(raw, _list_adapter())
         if not reqs:
             fail(
                 PlanError(

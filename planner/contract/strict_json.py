@@ -25,6 +25,10 @@ from planner.contract.problems import (
 M = TypeVar("M", bound=BaseModel)
 
 _LINE_COLUMN = re.compile(r"line (\d+) column (\d+)")
+# Where a body could hold a number that is not finite in a double: an exponent (1e400), a
+# literal of 300 digits or more, or NaN/Infinity spelled out (refused by the parser). A body
+# without any of them is validated straight from its bytes, parsed once.
+_MAYBE_NON_FINITE = re.compile(rb"\d[eE]|\d{300}|NaN|Inf")
 
 
 def is_json_media_type(content_type: str | None) -> bool:
@@ -99,12 +103,16 @@ def parse_json_tree(raw: bytes) -> Any:
 
 def parse_json_body(raw: bytes, model: type[M]) -> M:
     """Strict JSON → `model`, or a `ProblemException` (400 malformed, 422 invalid)."""
-    tree = parse_json_tree(raw)
+    # The tree (a second parse) is needed only to refuse a non-finite number before
+    # validating, and to locate a validation error; the usual body needs neither.
+    tree = parse_json_tree(raw) if _MAYBE_NON_FINITE.search(raw) else None
     try:
         # strict: no bool→number or str→number coercion in any body model (not only the
         # ones declared strict); JSON strings still parse as datetimes.
         return model.model_validate_json(raw, strict=True)
     except ValidationError as exc:
+        if tree is None:
+            tree = parse_json_tree(raw)  # not JSON at all: 400, as before validating
         raise ProblemException(
             validation_problem(exc.errors(include_url=False, include_input=False), tree)
         ) from None

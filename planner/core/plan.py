@@ -64,6 +64,7 @@ def plan_inputs(inp: Inputs) -> s.Plan:
         )
     per_token = bytes_per_token(inp.shape.stack, inp.kv_dtype)
     engine = inp.engine
+    details = notes.details()  # each note's text formatted once, for both lists
     return s.Plan(
         engine=engine.name,
         engine_version=engine.version_text,
@@ -87,8 +88,8 @@ def plan_inputs(inp: Inputs) -> s.Plan:
         capacity=cap,
         bounds=bounds,
         generation=generation,
-        notes=notes.texts(),
-        notes_detail=[s.NoteOut.model_validate(d) for d in notes.details()],
+        notes=[d["text"] for d in details],
+        notes_detail=[s.NoteOut.model_validate(d) for d in details],
     )
 
 

@@ -3,6 +3,8 @@ line here."""
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from planner.core.engines.base import Engine
 from planner.core.engines.sglang import Sglang
 from planner.core.engines.transformers import Transformers
@@ -27,6 +29,17 @@ def engine_class(name: str) -> type[Engine]:
 
 def get_engine(name: str, version: str | None = None) -> Engine:
     """The engine object for `name` at `version` (default: the newest verified release)."""
+    cls = engine_class(name)  # an unknown (or unregistered) name is refused every time
+    found = _engine(name, version)
+    if type(found) is not cls:  # the registry changed under this name
+        _engine.cache_clear()
+        found = _engine(name, version)
+    return found
+
+
+@lru_cache(maxsize=256)
+def _engine(name: str, version: str | None) -> Engine:
+    # Engines are frozen: one object per engine and version text serves every plan.
     cls = engine_class(name)
     return cls(cls.releases.resolve(version, label=cls.label))
 
@@ -52,6 +65,7 @@ def engine_labels() -> dict[str, str]:
 def register(cls: type[Engine]) -> type[Engine]:
     """Add an engine (tests add a toy fifth one this way)."""
     ENGINES[cls.name] = cls
+    _engine.cache_clear()
     return cls
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from planner.core.errors import FieldError
 
@@ -30,6 +31,9 @@ _VERSION_RE = re.compile(
 )
 
 
+# The rules ask the same few versions many times a plan: each answer is kept (pure functions of
+# small hashable values).
+@lru_cache(maxsize=1024)
 def parse_version(text: str) -> Version | None:
     """ "0.19" → (0, 19, 0); "v0.10.1" → (0, 10, 1); "0.20.1rc1" → (0, 20, 1, rc1's rank);
     "0.15.2rc1.dev93+g11a4c9d" → rc1 (a build past rc1 is ordered with it); "0.9.1.dev705" →
@@ -55,6 +59,7 @@ def release_order(version: Version) -> tuple[int, ...]:
     return (*version[:3], 1, 0)
 
 
+@lru_cache(maxsize=1024)
 def version_text(version: Version) -> str:
     major, minor, patch = version[:3]
     if is_prerelease(version):
@@ -112,6 +117,7 @@ class Releases:
         return out
 
 
+@lru_cache(maxsize=4096)
 def since(version: Version, first: tuple[int, ...]) -> bool:
     """Whether `version` has a rule whose first release is `first`: a minor line ((0, 26), or
     (0, 11, 0)) holds for every build of that line, its x.y.0 pre-releases included (they are

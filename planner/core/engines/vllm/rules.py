@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
 
 from planner.core.engines.versions import Version, parse_version, since, version_text
@@ -111,6 +112,7 @@ def _formula(v: Version) -> Formula:
     return "increase_nccl_charged" if since(v, PROFILE_INCREASE_SINCE) else "peak_all"
 
 
+@lru_cache(maxsize=256)  # a frozen answer per release text, asked several times a plan
 def vllm_rules(engine_version: str) -> VllmRules:
     """The memory rules of one release, each from the release that first had it (the one table
     of vLLM's release facts, releases.py)."""
