@@ -60,7 +60,7 @@ def parse_tokens(text: str, field: str = "context_tokens") -> int:
     try:
         return read_tokens(text)
     except QuantityError as exc:
-        raise FieldError(field, f"{exc}; write tokens, e.g. 8192 or 8k (k = 1024)") from None
+        raise FieldError(field, "cli.tokens_unreadable", reason=exc.message) from None
 
 
 def parse_size(text: str, field: str, *, bare_min_bytes: int = _BARE_BUDGET_MIN_BYTES) -> int:
@@ -69,14 +69,12 @@ def parse_size(text: str, field: str, *, bare_min_bytes: int = _BARE_BUDGET_MIN_
     stripped = text.strip()
     if stripped.isdigit() and 0 < int(stripped) < bare_min_bytes:
         raise FieldError(
-            field,
-            f"{stripped!r} has no unit, so it would be {int(stripped):,} bytes; "
-            f"write e.g. {stripped}GiB or {stripped}GB",
+            field, "cli.unit_so_would_bytes", stripped=stripped, stripped_2=int(stripped)
         )
     try:
         return read_size(text, default_unit="B")
     except QuantityError as exc:
-        raise FieldError(field, f"{exc}; write e.g. 48GiB, 48G (= GiB) or 80GB") from None
+        raise FieldError(field, "cli.size_unreadable", reason=exc.message) from None
 
 
 def parse_budget(text: str) -> int:
@@ -88,16 +86,13 @@ def parse_mix(text: str, prefix_tokens: int = 0) -> list[dict[str, int]]:
     items = [item for item in text.split(",") if item.strip()]
     if not items or len(items) > MAX_REQUEST_ENTRIES:
         raise FieldError(
-            "requests", f"give 1 to {MAX_REQUEST_ENTRIES} entries, e.g. 8192x10,2048x30"
+            "requests", "cli.give_1_entries_8192x10", MAX_REQUEST_ENTRIES=MAX_REQUEST_ENTRIES
         )
     out: list[dict[str, int]] = []
     for item in items:
         parts = re.split(r"\s*[x×*]\s*", item.strip(), flags=re.IGNORECASE)
         if len(parts) > 2 or not all(parts):
-            raise FieldError(
-                "requests",
-                f"cannot read {item.strip()!r}; write tokens x count, e.g. 8192x10,2048x30",
-            )
+            raise FieldError("requests", "cli.cannot_read_write_tokens", item_strip=item.strip())
         tokens = parse_tokens(parts[0], "requests")
         count = parse_tokens(parts[1], "requests") if len(parts) == 2 else 1
         entry = {"context_tokens": tokens, "count": count}
@@ -121,9 +116,10 @@ def _budget_within_gpu(body: dict[str, Any]) -> None:
     if budget > entry.usable_memory_bytes:
         raise FieldError(
             "kv_budget_bytes",
-            f"{fmt_gib(budget)} is more than the {entry.id} has "
-            f"({fmt_gib(entry.usable_memory_bytes)}): the budget is per GPU; leave it out to "
-            "derive it from the GPU",
+            "cli.more_budget_per_gpu",
+            fmt_gib_budget=fmt_gib(budget),
+            entry_id=entry.id,
+            fmt_gib_entry_usable_memory_byte=fmt_gib(entry.usable_memory_bytes),
         )
 
 
@@ -133,18 +129,18 @@ def _workload(
     """`requests` from --batch (N × --context) or --mix, each sharing --prefix tokens."""
     shared = parse_tokens(prefix, "requests") if prefix is not None else 0
     if batch is not None and mix is not None:
-        raise FieldError("requests", "give --batch or --mix, not both")
+        raise FieldError("requests", "cli.give_batch_mix_both")
     if mix is not None:
         return {"requests": parse_mix(mix, shared)}
     if batch is not None:
         if context is None:
-            raise FieldError("requests", "--batch N needs --context: N requests of that length")
+            raise FieldError("requests", "cli.batch_n_needs_context")
         if batch < 1:
-            raise FieldError("requests", "--batch needs at least 1 request")
+            raise FieldError("requests", "cli.batch_needs_least_1")
         entry = {"context_tokens": context, "count": batch}
         return {"requests": [{**entry, "prefix_tokens": shared} if shared else entry]}
     if prefix is not None:
-        raise FieldError("requests", "--prefix needs --batch or --mix: requests that share it")
+        raise FieldError("requests", "cli.prefix_needs_batch_mix")
     return {}
 
 
@@ -172,10 +168,11 @@ def _plan_all(requests: list[PlanRequest]) -> list[Plan]:
         except PlanError as exc:
             first = first or exc
             prefix: tuple[str | int, ...] = (i,) if many else ()
-            problems.extend(FieldProblem(prefix + p.loc, p.msg) for p in exc.problems)
+            problems.extend(p.at(prefix + p.loc) for p in exc.problems)
     if first is not None:
         if many:
-            first = PlanError("; ".join(p.field + ": " + p.msg for p in problems[:5]), problems)
+            joined = "; ".join(p.field + ": " + p.msg for p in problems[:5])
+            first = PlanError("cli.requests_problems", problems, problems=joined)
             first.title = "Request cannot be planned"
         fail(first)
     return plans
@@ -188,8 +185,8 @@ def _from_request_source(source: str) -> NoReturn:
         if not reqs:
             fail(
                 PlanError(
-                    "the request list is empty",
-                    [FieldProblem((), "give at least one request object")],
+                    "cli.request_list_empty",
+                    [FieldProblem.of((), "cli.give_least_request_object")],
                 )
             )
         plans = _plan_all(reqs)
@@ -449,11 +446,11 @@ def register(app: typer.Typer) -> None:
         if model is None:
             fail(
                 PlanError(
-                    "give --request FILE or --model",
+                    "cli.give_request_file_model",
                     [
-                        FieldProblem(
+                        FieldProblem.of(
                             ("model",),
-                            "required: a catalog id (kvplan models) or a config.json path",
+                            "cli.required_catalog_id_kvplan",
                         )
                     ],
                 )
@@ -488,7 +485,7 @@ def register(app: typer.Typer) -> None:
                     body["bandwidth_bytes_per_s"] = read_rate(bandwidth)
                 except QuantityError as exc:
                     raise FieldError(
-                        "bandwidth_bytes_per_s", f"{exc}; write e.g. 3.35TB/s"
+                        "bandwidth_bytes_per_s", "cli.bandwidth_unreadable", reason=exc.message
                     ) from None
             if weights is not None:
                 body["weights_bytes"] = parse_size(weights, "weights_bytes")
@@ -517,8 +514,14 @@ def register(app: typer.Typer) -> None:
             except ValueError as exc:
                 fail(
                     PlanError(
-                        "--speculative-config is not JSON",
-                        [FieldProblem(("speculative_config",), f"invalid JSON: {exc}")],
+                        "cli.speculative_config_json",
+                        [
+                            FieldProblem.of(
+                                ("speculative_config",),
+                                "cli.speculative_config_invalid_json",
+                                reason=str(exc),
+                            )
+                        ],
                     )
                 )
         else:

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from planner.core.errors import FieldProblem, PlanError
+from planner.core.errors import PlanError, dotted
 
 PROBLEM_MEDIA_TYPE = "application/problem+json"
 
@@ -53,7 +53,7 @@ def problem_type(slug: str) -> str:
 
 def field_of(loc: Sequence[str | int]) -> str:
     """`("requests", 3, "count")` → `requests[3].count` (same rule as the CLI's errors)."""
-    return FieldProblem(tuple(loc), "").field
+    return dotted(tuple(loc))
 
 
 def field_error(loc: Sequence[str | int], msg: str) -> ProblemError:

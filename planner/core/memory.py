@@ -41,16 +41,18 @@ def kv_budget(inp: Inputs) -> tuple[s.BudgetOut | None, BudgetTerms | None, list
     if inp.weights_bytes is None:
         raise FieldError(
             "weights_bytes",
-            "cannot derive a KV budget from the GPU without the weight size; set weights_bytes "
-            "(0 for KV only) or kv_budget_bytes",
+            "input.cannot_derive_kv_budget",
         )
     util = request.gpu_memory_utilization
     if engine.memory_base == "free_after_load" and util is not None and util >= 1:
         # KVCacheManager.calculate_max_num_blocks asserts free_mem_fraction < 1.0.
         raise FieldError(
             "gpu_memory_utilization",
-            f"{engine.label}'s {engine.memory_fraction_flag} must be below 1.0 (got {util:g}); "
-            f"its default is {engine.default_memory_utilization():g}",
+            "input.memory_fraction_below_1",
+            engine_label=engine.label,
+            engine_memory_fraction_flag=engine.memory_fraction_flag,
+            util=util,
+            engine_default_memory_utilizatio=engine.default_memory_utilization(),
         )
     weights = -(-inp.weights_bytes // (inp.tp * inp.pp))
     sp = inp.speculation

@@ -49,15 +49,19 @@ def _engine(claimed: str | None, log: ParsedLog, text: str) -> str:
         seen = f" (it mentions {ENGINE_LABELS[hint]})" if hint else ""
         raise FieldError(
             "log",
-            f"no KV-cache start-up line was recognised in {log.lines_read:,} lines{seen}; paste "
-            f"the engine's start-up output, e.g. {_examples()}",
+            "reconcile.no_startup_line",
+            log_lines_read=log.lines_read,
+            seen=seen,
+            examples=_examples(),
         )
     if claimed is not None and counts.get(claimed, 0) == 0:
         raise FieldError(
             "engine",
-            f"the log is a {ENGINE_LABELS[detected]} log ({counts[detected]} of its KV-cache "
-            f"lines recognised, none of {ENGINE_LABELS[claimed]}'s); set engine to {detected} "
-            "or paste the log of the engine you meant",
+            "reconcile.other_engine_log",
+            engine_labels_detected=ENGINE_LABELS[detected],
+            counts_detected=counts[detected],
+            engine_labels_claimed=ENGINE_LABELS[claimed],
+            detected=detected,
         )
     return claimed or detected
 
@@ -269,7 +273,7 @@ def reconcile(req: ReconcileRequest, *, catalog: Catalog) -> ReconcileResult:
     except FieldError as exc:
         loc = exc.problems[0].loc if exc.problems else ("settings",)
         if loc and loc[0] not in ("settings", "model"):
-            raise FieldError(("settings", *loc), exc.problems[0].msg) from None
+            raise FieldError.at(("settings", *loc), exc.problems[0]) from None
         raise
     if shape is not None and dtype is not None and shape.has_state:
         shape, why = _bind_state(engine, shape, dtype, settings, req, notes)

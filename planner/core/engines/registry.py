@@ -21,7 +21,7 @@ def engine_class(name: str) -> type[Engine]:
         return ENGINES[name]
     except KeyError:
         raise FieldError(
-            "engine", f"unknown engine {name!r}; use one of: {', '.join(ENGINES)}"
+            "engine", "engine.unknown", name=name, ENGINES=", ".join(ENGINES)
         ) from None
 
 

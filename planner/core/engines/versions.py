@@ -79,8 +79,11 @@ class Releases:
         if version is None or not self.covers(version):
             raise FieldError(
                 "engine_version",
-                f"{label} {text!r} is not a supported release; kvplan follows {label} "
-                f"{self.describe()} (e.g. {version_text(self.default)!r})",
+                "engine.release_unsupported",
+                label=label,
+                text=text,
+                describe=self.describe(),
+                version_text_self_default=version_text(self.default),
             )
         return version
 

@@ -223,8 +223,7 @@ class Sglang(Engine):
         """The model files' head checks run at the attention TP (TP / D with DP attention)."""
         if tp % self.attn_dp:
             raise FieldError(
-                "data_parallel_size",
-                f"--dp-size {self.attn_dp} with --enable-dp-attention must divide --tp {tp}",
+                "data_parallel_size", "sglang.dp_size_enable_dp", attn_dp=self.attn_dp, tp=tp
             )
         super().validate_parallel(shape, tp // self.attn_dp, pp)
 
@@ -265,9 +264,10 @@ class Sglang(Engine):
         if derived is not None and requested > derived and not allow_long:
             raise FieldError(
                 "context_length",
-                f"User-specified context_length ({requested}) is greater than the derived "
-                f"context_length ({derived}); SGLang refuses it unless "
-                f"{self.long_context_override} is set (allow_long_max_model_len=true)",
+                "sglang.user_specified_context_length",
+                requested=requested,
+                derived=derived,
+                long_context_override=self.long_context_override,
             )
         return requested
 

@@ -134,7 +134,10 @@ def stage_sizes(ctx: Ctx, pp: int) -> list[int]:
         if sum(part) != layers or len(part) != pp:
             raise FieldError(
                 ("settings", "pipeline_layer_partition"),
-                f"must list {pp} stage sizes summing to {layers} layers (got {part})",
+                "vllm.list_stage_sizes_summing",
+                pp=pp,
+                layers=layers,
+                part=part,
             )
         return list(part)
     return [len(x) for x in pipeline_stage_layers(layers, pp)]

@@ -1,0 +1,223 @@
+"""Error templates for the edges: CLI flags, model resolution, the catalog, the page and the API.
+
+Part of `planner.core.errors.ERROR_TEMPLATES` (code → English template). Codes are a contract:
+add new ones, never rename one."""
+
+from __future__ import annotations
+
+EDGE_ERRORS: dict[str, str] = {
+    "api.calibration_store_open_server": (
+        "no calibration store is open on this server; omit the field"
+    ),
+    "api.hub_did_answer_within": (
+        "the Hub did not answer within {s_timeout_seconds:g} s for {repo_id!r} "
+        "(KVPLAN_HUB_TIMEOUT_SECONDS); paste the model's config.json as `model`."
+    ),
+    "catalog.refused": "{typed}: {entry_refused}",
+    "cli.batch_n_needs_context": "--batch N needs --context: N requests of that length",
+    "cli.batch_needs_least_1": "--batch needs at least 1 request",
+    "cli.file_unreadable": "cannot read {source}: {exc_strerror}",
+    "cli.cannot_read_write_share": (
+        "cannot read {item_strip!r}; write share:length, e.g. 70%:2k,20%:8k,10%:32k"
+    ),
+    "cli.cannot_read_write_tokens": (
+        "cannot read {item_strip!r}; write tokens x count, e.g. 8192x10,2048x30"
+    ),
+    "cli.chunks_sum_tokens_keep": (
+        "chunks sum to {sum_chunks} tokens; keep the total <= {MAX_TOTAL_TOKENS}"
+    ),
+    "cli.comma_separated_list_integers": (
+        "{text!r} is not a comma-separated list of integers; e.g. 1,3,2,5"
+    ),
+    "cli.each_chunk_length_1": "each chunk length must be 1..{MAX_CHUNK_TOKENS}; got {text!r}",
+    "cli.file_utf_8_text": "the file is not UTF-8 text (binary?); pass the engine's text log",
+    "cli.give_1_entries_8192x10": "give 1 to {MAX_REQUEST_ENTRIES} entries, e.g. 8192x10,2048x30",
+    "cli.give_2_chunk_lengths": (
+        "give 2 to {MAX_CHUNKS} chunk lengths (got {n_chunks}); a chunk must follow cached tokens "
+        "for the mask check to mean anything, e.g. 1,3,2,5"
+    ),
+    "cli.give_batch_mix_both": "give --batch or --mix, not both",
+    "cli.give_least_request_object": "give at least one request object",
+    "cli.give_request_file_model": "give --request FILE or --model",
+    "cli.http_url_http_planner": "{url!r} is not an http(s) URL; e.g. http://planner:8000",
+    "cli.seed_invalid": "{text!r} is not an integer in 0..{v_2_32_1}; e.g. --seed 7",
+    "cli.speculative_config_invalid_json": "invalid JSON: {reason}",
+    "cli.log_larger_mib_keep": (
+        "the log is larger than {max_log_bytes_20} MiB; keep only the start-up lines (e.g. `head "
+        "-n 2000 server.log > startup.log`)"
+    ),
+    "cli.more_budget_per_gpu": (
+        "{fmt_gib_budget} is more than the {entry_id} has ({fmt_gib_entry_usable_memory_byte}): "
+        "the budget is per GPU; leave it out to derive it from the GPU"
+    ),
+    "cli.most_length_classes": "at most {MAX_MIX_CLASSES} length classes",
+    "cli.prefix_needs_batch_mix": "--prefix needs --batch or --mix: requests that share it",
+    "cli.report_needs_token_kvplan": (
+        "--report needs --token (or KVPLAN_ADMIN_TOKEN): the service's admin token"
+    ),
+    "cli.request_list_empty": "the request list is empty",
+    "cli.required_catalog_id_kvplan": (
+        "required: a catalog id (kvplan models) or a config.json path"
+    ),
+    "cli.settings_file_hold_json": "the settings file must hold a JSON object",
+    "cli.speculative_config_json": "--speculative-config is not JSON",
+    "cli.no_such_file": "no such file: {source}",
+    "cli.unit_so_would_bytes": (
+        "{stripped!r} has no unit, so it would be {stripped_2:,} bytes; write e.g. {stripped}GiB "
+        "or {stripped}GB"
+    ),
+    "cli.validate_probes_validation_model": (
+        "--validate probes the validation model's own shape and dtype (CPU: 16 q / 4 KV heads, d "
+        "64, fp32; CUDA: 32 / 8 / 128, bf16); drop --num-q-heads, --num-kv-heads, --head-dim and "
+        "--dtype"
+    ),
+    "cli.max_model_len_unreadable": "{reason}; write e.g. 32768 or 32k",
+    "cli.bandwidth_unreadable": "{reason}; write e.g. 3.35TB/s",
+    "cli.size_unreadable": "{reason}; write e.g. 48GiB, 48G (= GiB) or 80GB",
+    "cli.duration_unreadable": "{reason}; write e.g. 50ms or 0.05s",
+    "cli.tokens_unreadable_32k": "{reason}; write tokens, e.g. 32768 or 32k (k = 1024)",
+    "cli.tokens_unreadable": "{reason}; write tokens, e.g. 8192 or 8k (k = 1024)",
+    "resolve.branch_tag_commit_name": (
+        "{revision_120!r} is not a branch, tag or commit name (letters, digits, `-`, `_`, `.` and "
+        "`/` between non-empty parts; no `..`)"
+    ),
+    "resolve.hub_off": (
+        "{typed!r} is not in the bundled catalog and Hub access is turned off "
+        "(KVPLAN_HUB_ENABLED=false); paste the model's config.json as `model`, or use a bundled id "
+        "(GET /api/v1/models or `kvplan models`).{hint}"
+    ),
+    "resolve.config_json_json_object": "{repo_id!r}: config.json is not a JSON object",
+    "resolve.directory_config_json_point": (
+        "directory {path!r} has no config.json; point `model` at a downloaded model directory, a "
+        "Hub id, or paste the config.json"
+    ),
+    "resolve.index_empty": "{repo_id!r}: {INDEX_NAME} is empty",
+    "resolve.empty_object_paste_model": "is an empty object; paste the model's config.json",
+    "resolve.hub_answered_rate_limited": (
+        "the Hub at {where} answered {exc_detail} for {repo_id!r} (rate limited or down); {later}, "
+        "or paste the model's config.json as `model` (a JSON object) instead."
+    ),
+    "resolve.hub_answered_try_again": (
+        "the Hub at {where} answered {status_or_an_error} for {repo_id!r}; try again later, or "
+        "paste the model's config.json as `model` (a JSON object) instead."
+    ),
+    "resolve.hub_did_answer_within": (
+        "the Hub at {where} did not answer within {s_timeout_seconds:g} s for {repo_id!r} "
+        "(KVPLAN_HUB_TIMEOUT_SECONDS); paste the model's config.json as `model` (a JSON object) "
+        "instead."
+    ),
+    "resolve.hub_did_answer_within_2": (
+        "the Hub at {where} did not answer within {s_timeout_seconds:g} s for {repo_id!r} "
+        "(KVPLAN_HUB_TIMEOUT_SECONDS, all requests of one lookup together); paste the model's "
+        "config.json as `model` (a JSON object) instead."
+    ),
+    "resolve.hub_failing_paste_model": (
+        "the Hub at {redact_url_s_endpoint_url} is failing: {down}; paste the model's config.json "
+        "as `model`, or retry later."
+    ),
+    "resolve.hub_sent_which_hub": (
+        "the Hub at {where} sent {exc_detail} for {repo_id!r}, which is not the Hub's protocol; "
+        "check HF_ENDPOINT, or paste the model's config.json as `model` (a JSON object) instead."
+    ),
+    "resolve.hub_set_hf_endpoint": (
+        "{exc_detail} to the Hub at {where} for {repo_id!r}; set HF_ENDPOINT to a reachable "
+        "mirror, or paste the model's config.json as `model` (a JSON object) instead."
+    ),
+    "resolve.hugging_face_cache_cannot": (
+        "the Hugging Face cache at {s_cache_dir!r} cannot be written "
+        "({exc_strerror_or_type_exc___name}), so {repo_id!r} cannot be fetched; set HF_HOME to a "
+        "writable directory (the Deployment mounts one), or paste the model's config.json as "
+        "`model` (a JSON object) instead."
+    ),
+    "resolve.file_not_json": "{repo_id!r}: {what} is not JSON ({exc})",
+    "resolve.config_not_object": "{cfg_path!r} is not a JSON object",
+    "resolve.index_not_object": "{repo_id!r}: {INDEX_NAME} is not a JSON object",
+    "resolve.config_too_large": "{cfg_path_name} is larger than {MAX_CONFIG_BYTES} bytes",
+    "resolve.file_too_large": "{repo_id!r}: {what} is larger than {limit} bytes",
+    "resolve.model_id_meta_llama": "must be a model id (e.g. meta-llama/Llama-3.1-8B) or a config",
+    "resolve.network_path_hub_set": (
+        "no network path to the Hub at {where} ({type_exc___name}) for {repo_id!r}; set "
+        "HF_ENDPOINT to a reachable mirror, or paste the model's config.json as `model` (a JSON "
+        "object) instead."
+    ),
+    "resolve.offered_refused_before_reading": (
+        "{repo_id!r} on {where} offered {exc_detail}; refused before reading it"
+    ),
+    "resolve.index_too_large": "{repo_id!r}: {INDEX_NAME} is over {MAX_INDEX_BYTES} bytes",
+    "resolve.config_unreadable_json": "{cfg_path!r} is not readable JSON ({exc})",
+    "resolve.rejected_token_hf_token": (
+        "{where} rejected the token in HF_TOKEN (401); set a valid token, unset it for public "
+        "repos, or paste the model's config.json as `model` (a JSON object) instead."
+    ),
+    "resolve.revision_use_branch_tag": (
+        "{repo_id!r} has no revision {revision!r} on {where}; use a branch, tag or commit that "
+        "exists, or leave revision unset for main."
+    ),
+    "resolve.unknown_model_typo": (
+        "unknown model {typed!r}: not in the bundled catalog, and a misspelling of the catalog's "
+        "{typo!r} (the Hub was not asked).{hint}"
+    ),
+    "resolve.unknown_model_not_hub_id": (
+        "unknown model {typed!r}: not in the bundled catalog, and not a Hub id of the form "
+        "owner/name. List bundled ids with GET /api/v1/models or `kvplan models`, or paste the "
+        "model's config.json as `model`.{hint}"
+    ),
+    # An unknown id's suggestions, appended to its message.
+    "id.did_you_mean": " Did you mean: {ids}?",
+    "catalog.unknown_model": (
+        "unknown model {model_id!r}; list them with GET /api/v1/models or `kvplan models`.{hint}"
+    ),
+    "catalog.unknown_id": (
+        "unknown {kind} {key!r}; list them with GET /api/v1/{kind}s or `kvplan {kind}s`.{hint}"
+    ),
+    "resolve.gated_token_no_access": (
+        "{repo_id!r} is gated on {where}: the token in HF_TOKEN has no access; accept the licence "
+        "on the model page with that account, or paste the model's config.json as `model` (a JSON "
+        "object) instead."
+    ),
+    "resolve.gated_token_not_used": (
+        "{repo_id!r} is gated on {where}: this server's HF_TOKEN is not used for it "
+        "(KVPLAN_HUB_TOKEN_REPOS), or paste the model's config.json as `model` (a JSON object) "
+        "instead."
+    ),
+    "resolve.gated_no_token": (
+        "{repo_id!r} is gated on {where}: set HF_TOKEN to a Hugging Face token whose account "
+        "accepted its licence, or paste the model's config.json as `model` (a JSON object) instead."
+    ),
+    "resolve.no_such_repo": (
+        "unknown model {repo_id!r}: not in the bundled catalog and no such repo on {where}. Check "
+        "the spelling in `model` (list bundled ids with GET /api/v1/models or `kvplan models`); "
+        "for a private repo set HF_TOKEN; or paste the model's config.json as `model` (a JSON "
+        "object) instead."
+    ),
+    "resolve.repo_without_config": (
+        "{repo_id!r} on {where} has no config.json (not a transformers model repo); paste the "
+        "model's config.json as `model` (a JSON object) instead."
+    ),
+    "resolve.offline_not_cached": (
+        "{repo_id!r} is not in the bundled catalog and not in the Hugging Face cache, and the Hub "
+        "cannot be asked (HF_HUB_OFFLINE is set or the network is unreachable); paste the model's "
+        "config.json as `model` (a JSON object) instead, or run once with network access to fill "
+        "the cache."
+    ),
+    "resolve.retry_after": "retry after {seconds:g} s",
+    "resolve.try_again_later": "try again later",
+    # What a typed quantity (planner.quantities) could not be read as.
+    "quantity.not_a_number": "cannot read {text!r} as a number",
+    "quantity.decimal_comma": (
+        "{text!r} is ambiguous: write a dot for decimals ({dotted}) or whole groups of three "
+        "digits (1,500)"
+    ),
+    "quantity.unknown_unit": "unknown unit in {text!r}; use one of: {units}",
+    "quantity.needs_unit": "{text!r} has no unit; write it with one of: {units}",
+    "quantity.not_whole": "{text!r} is not a whole number of tokens",
+    "quantity.too_large": "{text!r} is too large",
+    "quantity.unreadable": "cannot read {text!r}",
+    # Pass-through wordings: their one param is English from outside the registry (a device
+    # probe's own reason, the API's work limits, several requests' problems joined).
+    "cli.requests_problems": "{problems}",
+    "probe.unavailable": "{reason}",
+    "probe.failed": "{reason}",
+    "page.too_expensive": "{reason}",
+    "page.busy": "{reason}",
+}
