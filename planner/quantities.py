@@ -13,7 +13,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from planner.core.errors import ERROR_TEMPLATES, Message
+from planner.core.errors import Message
 
 KiB = 1 << 10
 GiB = 1 << 30
@@ -63,9 +63,15 @@ class QuantityError(ValueError):
     def message(self) -> Message:
         """The error as a registered message (`quantity.<code>`), for a FieldError's reason."""
         t = self.text.strip()
-        code = f"quantity.{self.code}" if f"quantity.{self.code}" in ERROR_TEMPLATES else ""
         return Message.of(
-            code or "quantity.unreadable",
+            {
+                "not_a_number": "quantity.not_a_number",
+                "decimal_comma": "quantity.decimal_comma",
+                "unknown_unit": "quantity.unknown_unit",
+                "needs_unit": "quantity.needs_unit",
+                "not_whole": "quantity.not_whole",
+                "too_large": "quantity.too_large",
+            }.get(self.code, "quantity.unreadable"),
             text=t,
             units=", ".join(self.units),
             dotted=t.replace(",", "."),

@@ -19,7 +19,15 @@ from pydantic import ValidationError
 
 from planner.catalog import get_gpu
 from planner.core.config_fields import json_constant
-from planner.core.errors import FieldProblem, ModelConfigError, PlanError, UnknownIdError
+from planner.core.errors import (
+    FieldProblem,
+    Message,
+    ModelConfigError,
+    PlanError,
+    UnknownIdError,
+    did_you_mean,
+    dotted,
+)
 from planner.core.schema import (
     ENGINES,
     MAX_BANDWIDTH_BYTES_PER_S,
@@ -32,6 +40,7 @@ from planner.core.schema import (
 )
 from planner.quantities import QuantityError, read_number, read_rate, read_size, read_tokens
 from planner.resolve.errors import HubUnavailableError
+from planner.web.i18n import message_text
 
 Gettext = Callable[[str], str]
 
@@ -96,10 +105,20 @@ _MIX_SPLIT = re.compile(r"\s*[x×*]\s*", re.IGNORECASE)
 @dataclass(frozen=True, slots=True)
 class FieldMessage:
     """An error shown next to a field: `text` in the user's language, `detail` from the core
-    (English, shown as such) when the core said more than the form layer knows."""
+    when the core said more than the form layer knows, in the user's language where the
+    catalog translates its code (`detail_lang` None), else English (`detail_lang` "en")."""
 
     text: str
     detail: str | None = None
+    detail_lang: str | None = "en"
+
+
+def core_detail(lead: str, message: Message, _: Gettext, prefix: str = "") -> FieldMessage:
+    """A lead and the core's message as its detail, translated where the catalog has it."""
+    shown = message_text(message, _)
+    if shown is None:
+        return FieldMessage(lead, f"{prefix} {message.text}" if prefix else message.text)
+    return FieldMessage(lead, f"{prefix} {shown}" if prefix else shown, None)
 
 
 @dataclass
@@ -372,24 +391,20 @@ def core_message(
     chosen by id (nothing pasted) is never called "this config.json"."""
     head = str(problem.loc[0]) if problem.loc else ""
     if isinstance(error, ModelConfigError) and not has_config and head == "model":
-        return FieldMessage(_("This value cannot be planned."), problem.msg)
+        return core_detail(_("This value cannot be planned."), problem.message, _)
     if isinstance(error, ModelConfigError):
-        inner = FieldProblem(problem.loc[1:], problem.msg).field if head == "model" else ""
-        return FieldMessage(
-            _("This config.json cannot be used:"),
-            f"{inner} {problem.msg}" if inner else problem.msg,
-        )
+        inner = dotted(problem.loc[1:]) if head == "model" else ""
+        return core_detail(_("This config.json cannot be used:"), problem.message, _, inner)
     if isinstance(error, UnknownIdError | HubUnavailableError):
         if head == "model":
             near = getattr(error, "suggestions", ())
-            return FieldMessage(
-                _("Not in the catalog: pick a model from the list, or paste its config.json."),
-                f"Did you mean: {', '.join(near)}?" if near else None,
-            )
+            lead = _("Not in the catalog: pick a model from the list, or paste its config.json.")
+            hint = did_you_mean(near)
+            return core_detail(lead, hint, _) if isinstance(hint, Message) else FieldMessage(lead)
         if head == "gpu":
             return FieldMessage(_("Not in the catalog: pick a GPU from the list."))
-        return FieldMessage(_("Not found."), problem.msg)
-    return FieldMessage(_("This value cannot be planned."), problem.msg)
+        return core_detail(_("Not found."), problem.message, _)
+    return core_detail(_("This value cannot be planned."), problem.message, _)
 
 
 def _budget_above_memory(body: Mapping[str, Any], state: FormState, _: Gettext) -> None:

@@ -14,16 +14,18 @@ from __future__ import annotations
 import gettext
 import math
 import string
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
 from io import BytesIO
+from typing import Any
 
 from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po
 from babel.numbers import format_decimal, format_scientific
 from babel.support import Translations
 
+from planner.core.errors import ERROR_TEMPLATES, UNCODED, Message
 from planner.core.notes import TEMPLATES
 from planner.core.schema import NoteOut
 from planner.web.paths import locale_dir
@@ -38,6 +40,7 @@ HTML_LANG: dict[str, str] = {"en": "en", "zh": "zh-Hans"}
 _BABEL_LOCALE: dict[str, str] = {"en": "en_US", "zh": "zh_Hans_CN"}
 
 GiB = 1 << 30
+Gettext = Callable[[str], str]
 TB = 10**12
 
 
@@ -166,22 +169,87 @@ def _is_data(template: str) -> bool:
     return len(fields) == 1 and template.strip() == "{" + fields[0] + "}"
 
 
+def _param_text(value: str, gettext: Gettext) -> str:
+    """A str param in the page's language where the catalog has it (a catalog entry's remark,
+    an English phrase the core passes); ids, names and numbers stay as they are."""
+    return gettext(value) if value.strip() else value
+
+
+def _translate(template: str, params: Mapping[str, Any], gettext: Gettext) -> str | None:
+    """`template` with `params` in the catalog's language; None where the catalog has no
+    translation (the caller shows the English, marked as such)."""
+    translated = template if _is_data(template) else gettext(template)
+    if translated == template and not _is_data(template):
+        return None
+    shown: dict[str, Any] = {}
+    changed = False
+    for k, v in params.items():
+        if isinstance(v, Message):
+            inner = message_text(v, gettext)
+            if inner is None:
+                return None
+            shown[k], changed = inner, True
+        elif isinstance(v, str):
+            shown[k] = _param_text(v, gettext)
+            changed = changed or shown[k] != v
+        else:
+            shown[k] = v
+    if _is_data(template) and not changed:
+        return None  # data with no translation of its own: still English
+    try:
+        return translated.format(**shown)
+    except (KeyError, IndexError, ValueError):
+        # A catalog entry out of step with its template: the English text is still right.
+        return None
+
+
+def message_text(message: Message, gettext: Gettext) -> str | None:
+    """An error message (planner.core.errors) in the catalog's language, formatted from its
+    code's translated template and its own params; None where there is no translation."""
+    template = ERROR_TEMPLATES.get(message.code)
+    if message.code == UNCODED or template is None:
+        return None
+    if not template.strip("{} "):
+        return None
+    return _translate(template, message.params, gettext)
+
+
 def show_note(item: NoteOut, lang: str) -> ShownNote:
     if lang == DEFAULT_LANGUAGE:
         return ShownNote(item.code, item.text, None)
     template = TEMPLATES.get(item.code)
-    if template is None or _is_data(template):
+    if template is None:
         return ShownNote(item.code, item.text, HTML_LANG[DEFAULT_LANGUAGE])
-    tr = translations(lang)
-    translated = tr.gettext(template)
-    if translated == template:
+    text = _translate(template, item.params, translations(lang).gettext)
+    if text is None:
         return ShownNote(item.code, item.text, HTML_LANG[DEFAULT_LANGUAGE])
-    params = {k: tr.gettext(v) if isinstance(v, str) else v for k, v in item.params.items()}
-    try:
-        return ShownNote(item.code, translated.format(**params), None)
-    except (KeyError, IndexError, ValueError):
-        # A catalog entry out of step with its template: the English text is still right.
-        return ShownNote(item.code, item.text, HTML_LANG[DEFAULT_LANGUAGE])
+    return ShownNote(item.code, text, None)
+
+
+def catalog_texts() -> list[str]:
+    """The catalog's own English: each entry's remarks and refusal reasons (shown as note and
+    error params), translated like messages."""
+    from planner.catalog import list_models, list_refused
+
+    out: list[str] = []
+    for entry in [*list_models(), *list_refused()]:
+        alias_notes = [n for alias in entry.aliases for n in alias.notes]
+        for text in (*entry.notes, *alias_notes, entry.refused or ""):
+            if text and text not in out:
+                out.append(text)
+    return out
+
+
+def extract_errors(
+    fileobj: object, keywords: object, comment_tags: object, options: object
+) -> Iterator[tuple[int, None, str, list[str]]]:
+    """Babel extractor (planner/locale/babel.cfg): every error template (planner.core.errors)
+    and the catalog's remarks and refusals, as messages."""
+    for template in ERROR_TEMPLATES.values():
+        if not _is_data(template):
+            yield 0, None, template, []
+    for text in catalog_texts():
+        yield 0, None, text, []
 
 
 def extract_notes(

@@ -32,7 +32,7 @@ from planner.core.engines.registry import (
     get_engine,
     serving_engines,
 )
-from planner.core.errors import FieldError, FieldProblem, PlanError
+from planner.core.errors import FieldError, PlanError
 from planner.core.inputs import CalibrationLike
 from planner.core.recommend_schema import Recommendation, RecommendRequest
 from planner.core.schema import ENGINES, Plan, PlanRequest
@@ -231,12 +231,12 @@ async def answer_for(
     cost = page_cost(question)
     reason = budget_of(request.app).refusal(cost)
     if reason is not None:
-        raise FieldError(("model",), reason)
+        raise FieldError(("model",), "page.too_expensive", reason=reason)
     portable = CalibrationSnapshot.of(calibration) if calibration is not None else None
     try:
         found = await run_job(request, cost, compute_or_error, question, portable, lang)
     except ProblemException as exc:  # busy or past the deadline: said next to the form
-        raise PlanError(exc.problem.detail) from None
+        raise PlanError("page.busy", reason=exc.problem.detail) from None
     if isinstance(found, CarriedPlanError):
         raise found.rebuild()
     return found
@@ -269,7 +269,7 @@ def _add_core_errors(state: form.FormState, error: PlanError, _: form.Gettext) -
     """The planner's objections, each next to its field; a field already marked keeps the
     form's own message (the planner saw its default, not what was typed)."""
     marked = set(state.errors)
-    for problem in error.problems or [FieldProblem((), error.detail)]:
+    for problem in error.problems or [error.whole()]:
         name = form.form_field(problem.loc, has_config=state.has_config)
         if name not in marked:
             state.add(name, form.core_message(error, problem, _, has_config=state.has_config))

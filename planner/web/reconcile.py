@@ -32,7 +32,7 @@ from planner.core.schema import PlanRequest
 from planner.cost import Cost
 from planner.resolve.errors import HubUnavailableError
 from planner.service import plan, reconcile
-from planner.web.form import FieldMessage, Gettext, core_message
+from planner.web.form import FieldMessage, Gettext, core_detail, core_message
 from planner.web.i18n import Numbers, translations
 from planner.web.page import language_of, remember_language, render_page, toggled_language
 
@@ -182,7 +182,7 @@ def _message(error: PlanError, problem: FieldProblem, _: Gettext) -> FieldMessag
     log's own otherwise; the core's detail."""
     if isinstance(error, ModelConfigError | UnknownIdError | HubUnavailableError):
         return core_message(error, problem, _)
-    return FieldMessage(_("This log cannot be reconciled as given."), problem.msg)
+    return core_detail(_("This log cannot be reconciled as given."), problem.message, _)
 
 
 def plan_link(result: ReconcileResult) -> str | None:
@@ -268,7 +268,7 @@ async def _reconciled(
     try:
         found = await run_job(request, cost, reconcile_and_fit_job, req, inline=False)
     except ProblemException as exc:  # busy or past the deadline: said next to the form
-        raise PlanError(exc.problem.detail) from None
+        raise PlanError("page.busy", reason=exc.problem.detail) from None
     if isinstance(found, CarriedPlanError):
         raise found.rebuild()
     return found
@@ -287,7 +287,7 @@ async def render(
             try:
                 result, fit = await _reconciled(request, req)
             except PlanError as error:
-                for problem in error.problems or [FieldProblem((), error.detail)]:
+                for problem in error.problems or [error.whole()]:
                     errors.setdefault(_form_field(problem.loc), []).append(
                         _message(error, problem, _)
                     )

@@ -109,13 +109,15 @@ def _catalog() -> dict[object, object]:
 
 
 def test_catalog_covers_every_message_in_the_sources() -> None:
-    """Every `_()`/`ngettext` in templates and planner/web, and every note template, has a
+    """Every `_()`/`ngettext` in templates and planner/web, every note and error template and
+    the catalog's remarks, has a
     Chinese translation, and the catalog holds nothing the sources no longer use (the mapping of
     planner/locale/babel.cfg; `python scripts/update_locale.py` refreshes the catalog)."""
     method_map = [
         ("planner/web/**.py", "python"),
         ("templates/**.html", "jinja2"),
         ("planner/core/notes.py", "planner.web.i18n:extract_notes"),
+        ("planner/core/errors.py", "planner.web.i18n:extract_errors"),
     ]
     options = {"templates/**.html": {"extensions": "jinja2.ext.i18n"}}
     extracted = {
