@@ -98,8 +98,8 @@ class HubLookups:
         except TimeoutError:
             raise HubUnavailableError(
                 "model",
-                "api.hub_did_answer_within",
-                s_timeout_seconds=s.timeout_seconds,
+                "api.hub_timeout",
+                seconds=s.timeout_seconds,
                 repo_id=repo_id,
             ) from None
 

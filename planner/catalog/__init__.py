@@ -236,7 +236,7 @@ def find_model(text: str) -> tuple[CatalogModel, CatalogAlias | None] | None:
 
 def _refuse(entry: CatalogModel, field: str, typed: str) -> ModelConfigError:
     """The refusal names the id or alias the user typed, not the entry it is served from."""
-    return ModelConfigError(field, "catalog.refused", typed=typed, entry_refused=entry.refused)
+    return ModelConfigError(field, "catalog.refused", typed=typed, reason=entry.refused)
 
 
 def _as_alias(entry: CatalogModel, alias: CatalogAlias) -> CatalogModel:

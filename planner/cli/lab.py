@@ -29,29 +29,25 @@ def parse_chunks(text: str) -> tuple[int, ...]:
     """ "1,3,2,5" -> (1, 3, 2, 5); at least two chunks so one follows cached tokens."""
     parts = [p.strip() for p in text.split(",")]
     if not all(_DIGITS.fullmatch(p) for p in parts):
-        raise FieldError("chunks", "cli.comma_separated_list_integers", text=text)
+        raise FieldError("chunks", "cli.chunks_not_integers", text=text)
     chunks = tuple(int(p) for p in parts)
     if not 2 <= len(chunks) <= MAX_CHUNKS:
-        raise FieldError(
-            "chunks", "cli.give_2_chunk_lengths", MAX_CHUNKS=MAX_CHUNKS, n_chunks=len(chunks)
-        )
+        raise FieldError("chunks", "cli.chunks_count", most=MAX_CHUNKS, n_chunks=len(chunks))
     if any(not 1 <= c <= MAX_CHUNK_TOKENS for c in chunks):
-        raise FieldError(
-            "chunks", "cli.each_chunk_length_1", MAX_CHUNK_TOKENS=MAX_CHUNK_TOKENS, text=text
-        )
+        raise FieldError("chunks", "cli.chunk_length", most=MAX_CHUNK_TOKENS, text=text)
     if sum(chunks) > MAX_TOTAL_TOKENS:
         raise FieldError(
             "chunks",
-            "cli.chunks_sum_tokens_keep",
-            sum_chunks=sum(chunks),
-            MAX_TOTAL_TOKENS=MAX_TOTAL_TOKENS,
+            "cli.chunks_total",
+            total=sum(chunks),
+            most=MAX_TOTAL_TOKENS,
         )
     return chunks
 
 
 def parse_seed(text: str) -> int:
     if not _DIGITS.fullmatch(text.strip()) or int(text) >= 2**32:
-        raise FieldError("seed", "cli.seed_invalid", text=text, v_2_32_1=2**32 - 1)
+        raise FieldError("seed", "cli.seed_invalid", text=text, most=2**32 - 1)
     return int(text)
 
 

@@ -68,9 +68,7 @@ def parse_size(text: str, field: str, *, bare_min_bytes: int = _BARE_BUDGET_MIN_
     API's unit), but a small one is a forgotten unit and refused."""
     stripped = text.strip()
     if stripped.isdigit() and 0 < int(stripped) < bare_min_bytes:
-        raise FieldError(
-            field, "cli.unit_so_would_bytes", stripped=stripped, stripped_2=int(stripped)
-        )
+        raise FieldError(field, "cli.size_without_unit", stripped=stripped, n_bytes=int(stripped))
     try:
         return read_size(text, default_unit="B")
     except QuantityError as exc:
@@ -85,14 +83,12 @@ def parse_mix(text: str, prefix_tokens: int = 0) -> list[dict[str, int]]:
     """ "8192x10,2k x 30" → requests: tokens × count, comma-separated (count 1 if omitted)."""
     items = [item for item in text.split(",") if item.strip()]
     if not items or len(items) > MAX_REQUEST_ENTRIES:
-        raise FieldError(
-            "requests", "cli.give_1_entries_8192x10", MAX_REQUEST_ENTRIES=MAX_REQUEST_ENTRIES
-        )
+        raise FieldError("requests", "cli.mix_entries", most=MAX_REQUEST_ENTRIES)
     out: list[dict[str, int]] = []
     for item in items:
         parts = re.split(r"\s*[x×*]\s*", item.strip(), flags=re.IGNORECASE)
         if len(parts) > 2 or not all(parts):
-            raise FieldError("requests", "cli.cannot_read_write_tokens", item_strip=item.strip())
+            raise FieldError("requests", "cli.mix_unreadable", item=item.strip())
         tokens = parse_tokens(parts[0], "requests")
         count = parse_tokens(parts[1], "requests") if len(parts) == 2 else 1
         entry = {"context_tokens": tokens, "count": count}
@@ -116,10 +112,10 @@ def _budget_within_gpu(body: dict[str, Any]) -> None:
     if budget > entry.usable_memory_bytes:
         raise FieldError(
             "kv_budget_bytes",
-            "cli.more_budget_per_gpu",
-            fmt_gib_budget=fmt_gib(budget),
-            entry_id=entry.id,
-            fmt_gib_entry_usable_memory_byte=fmt_gib(entry.usable_memory_bytes),
+            "cli.budget_above_gpu",
+            budget=fmt_gib(budget),
+            gpu=entry.id,
+            memory=fmt_gib(entry.usable_memory_bytes),
         )
 
 
@@ -129,18 +125,18 @@ def _workload(
     """`requests` from --batch (N × --context) or --mix, each sharing --prefix tokens."""
     shared = parse_tokens(prefix, "requests") if prefix is not None else 0
     if batch is not None and mix is not None:
-        raise FieldError("requests", "cli.give_batch_mix_both")
+        raise FieldError("requests", "cli.batch_and_mix")
     if mix is not None:
         return {"requests": parse_mix(mix, shared)}
     if batch is not None:
         if context is None:
-            raise FieldError("requests", "cli.batch_n_needs_context")
+            raise FieldError("requests", "cli.batch_needs_context")
         if batch < 1:
-            raise FieldError("requests", "cli.batch_needs_least_1")
+            raise FieldError("requests", "cli.batch_below_1")
         entry = {"context_tokens": context, "count": batch}
         return {"requests": [{**entry, "prefix_tokens": shared} if shared else entry]}
     if prefix is not None:
-        raise FieldError("requests", "cli.prefix_needs_batch_mix")
+        raise FieldError("requests", "cli.prefix_needs_requests")
     return {}
 
 
@@ -186,7 +182,7 @@ def _from_request_source(source: str) -> NoReturn:
             fail(
                 PlanError(
                     "cli.request_list_empty",
-                    [FieldProblem.of((), "cli.give_least_request_object")],
+                    [FieldProblem.of((), "cli.request_object_required")],
                 )
             )
         plans = _plan_all(reqs)
@@ -446,11 +442,11 @@ def register(app: typer.Typer) -> None:
         if model is None:
             fail(
                 PlanError(
-                    "cli.give_request_file_model",
+                    "cli.request_or_model",
                     [
                         FieldProblem.of(
                             ("model",),
-                            "cli.required_catalog_id_kvplan",
+                            "cli.model_required",
                         )
                     ],
                 )
@@ -514,7 +510,7 @@ def register(app: typer.Typer) -> None:
             except ValueError as exc:
                 fail(
                     PlanError(
-                        "cli.speculative_config_json",
+                        "cli.speculative_config_not_json",
                         [
                             FieldProblem.of(
                                 ("speculative_config",),

@@ -124,9 +124,9 @@ def _report_failed(detail: str, status: int = 502) -> NoReturn:
 def _check_report_target(url: str, token: str | None) -> str:
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise FieldError("report", "cli.http_url_http_planner", url=url)
+        raise FieldError("report", "cli.report_url_invalid", url=url)
     if not token:
-        raise FieldError("token", "cli.report_needs_token_kvplan")
+        raise FieldError("token", "cli.report_needs_token")
     return url.rstrip("/") + CALIBRATIONS_PATH
 
 
@@ -240,7 +240,7 @@ def probe(
         fail(
             FieldError(
                 "attention_shape",
-                "cli.validate_probes_validation_model",
+                "cli.validate_shape_flags",
             )
         )
     try:

@@ -28,12 +28,12 @@ def parse_mix(text: str) -> list[dict[str, Any]]:
     """ "70%:2k,20%:8k,10%:32k" or "0.7:2048,0.3:8192" → context_mix entries."""
     items = text.split(",")
     if len(items) > MAX_MIX_CLASSES:
-        raise FieldError("context_mix", "cli.most_length_classes", MAX_MIX_CLASSES=MAX_MIX_CLASSES)
+        raise FieldError("context_mix", "cli.context_mix_classes", most=MAX_MIX_CLASSES)
     out: list[dict[str, Any]] = []
     for item in items:
         m = _ITEM.fullmatch(item)
         if not m:
-            raise FieldError("context_mix", "cli.cannot_read_write_share", item_strip=item.strip())
+            raise FieldError("context_mix", "cli.context_mix_unreadable", item=item.strip())
         share = float(m.group(1)) / (100 if m.group(2) else 1)
         scale = {"": 1, "k": 1024, "m": 1 << 20}[m.group(4).lower()]
         out.append({"context_tokens": int(m.group(3)) * scale, "share": share})

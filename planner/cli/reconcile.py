@@ -51,15 +51,13 @@ def read_log(source: str) -> str:
             with path.open("rb") as fh:
                 data = fh.read(MAX_LOG_BYTES + 1)
     except OSError as exc:
-        raise FieldError(
-            "log", "cli.file_unreadable", source=source, exc_strerror=exc.strerror
-        ) from None
+        raise FieldError("log", "cli.file_unreadable", source=source, reason=exc.strerror) from None
     if len(data) > MAX_LOG_BYTES:
-        raise FieldError("log", "cli.log_larger_mib_keep", max_log_bytes_20=MAX_LOG_BYTES >> 20)
+        raise FieldError("log", "cli.log_too_large", mib=MAX_LOG_BYTES >> 20)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
-        raise FieldError("log", "cli.file_utf_8_text") from None
+        raise FieldError("log", "cli.log_not_utf8") from None
 
 
 def _tokens(text: str | None) -> int | None:
@@ -166,7 +164,7 @@ def register(app: typer.Typer) -> None:
             if settings is not None:
                 loaded = read_json_source(settings)
                 if not isinstance(loaded, dict):
-                    raise FieldError("settings", "cli.settings_file_hold_json")
+                    raise FieldError("settings", "cli.settings_not_object")
                 st.update(loaded)
             fraction_key = engine_class(
                 engine if engine in log_engines() else DEFAULT_ENGINE

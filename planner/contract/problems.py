@@ -2,7 +2,9 @@
 
 Plain Pydantic (no FastAPI), so `planner.client` and the CLI import it without the server stack.
 `type`, `title`, `status`, `detail`, and `errors[]`, each with `loc`, `field` and `msg` (and, for
-a JSON syntax error, `line` and `column`).
+a JSON syntax error, `line` and `column`). A planner error's item also carries `code` and
+`params`: `msg` is the English template of `code` (planner.core.errors) formatted with `params`,
+so a client can word it in its own language.
 """
 
 from __future__ import annotations
@@ -28,6 +30,18 @@ class ProblemError(BaseModel):
     msg: str
     line: int | None = Field(default=None, description="JSON syntax errors: 1-based line.")
     column: int | None = Field(default=None, description="JSON syntax errors: 1-based column.")
+    code: str | None = Field(
+        default=None,
+        description="Planner errors: the stable code of `msg` (its English template).",
+        examples=["engine.tp_divides_heads"],
+    )
+    params: dict[str, Any] | None = Field(
+        default=None,
+        description=(
+            "Planner errors: the values `msg` is formatted from; a nested reason is an object "
+            "with its own `code` and `params`."
+        ),
+    )
 
 
 class Problem(BaseModel):
@@ -175,7 +189,13 @@ def problem_from_plan_error(
     """The problem for a core error; `prefix` re-roots its locations (a sweep's `base`)."""
     pre = list(prefix)
     errors = [
-        ProblemError(loc=[*pre, *p.loc], field=field_of([*pre, *p.loc]), msg=p.msg)
+        ProblemError(
+            loc=[*pre, *p.loc],
+            field=field_of([*pre, *p.loc]),
+            msg=p.msg,
+            code=p.code,
+            params=p.message.as_json(),
+        )
         for p in exc.problems
     ]
     detail = exc.detail
@@ -185,8 +205,15 @@ def problem_from_plan_error(
         if own and detail.startswith(own):
             detail = field_of([*pre, *exc.problems[0].loc]) + detail[len(own) :]
     if not errors:
+        whole = exc.message
         errors = [
-            ProblemError(loc=pre or ["request"], field=field_of(pre) or "request", msg=detail)
+            ProblemError(
+                loc=pre or ["request"],
+                field=field_of(pre) or "request",
+                msg=detail,
+                code=whole.code,
+                params=whole.as_json(),
+            )
         ]
     problem = make_problem(status, detail, title=exc.title, slug=exc.type_slug, errors=errors)
     suggestions = list(getattr(exc, "suggestions", ()))

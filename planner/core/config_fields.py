@@ -16,7 +16,7 @@ def int_field(cfg: Mapping[str, Any], key: str, *, lo: int = 1, hi: int = 1 << 4
         raise ModelConfigError(
             ("model", key),
             "model.not_integer_typed",
-            type_value___name=type(value).__name__,
+            type=type(value).__name__,
             value=value,
         )
     if not lo <= value <= hi:

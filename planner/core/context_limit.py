@@ -16,7 +16,7 @@ def long_context_refusal(
     field = "context_tokens" if request.context_tokens is not None else "requests"
     return FieldError(
         field,
-        "input.tokens_more_model_maximum",
+        "input.context_above_model_maximum",
         ctx=ctx,
         max_len=max_len,
         label=label,

@@ -9,7 +9,7 @@ template) and formatting the same params. Raise one as
 
 and register the code's template in one of the `errors_*` modules. Codes are a contract: add
 new ones, never rename one. A param is a str, int, float or bool, or a nested `Message` (a
-reason worded by another registered template).
+reason worded by another registered template); a list of scalars is shown as Python prints it.
 """
 
 from __future__ import annotations
@@ -32,8 +32,13 @@ UNCODED = "uncoded"
 
 
 def _param(value: Any) -> Any:
-    """Params are plain data (they travel in problem+json and across worker processes)."""
+    """Params are plain data (they travel in problem+json and across worker processes): a
+    scalar, a list of scalars (as the message shows it), or a nested message."""
     if isinstance(value, bool | int | float | str | Message):
+        return value
+    if isinstance(value, list | tuple) and all(
+        isinstance(v, bool | int | float | str) for v in value
+    ):
         return value
     return str(value)
 

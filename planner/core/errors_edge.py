@@ -6,67 +6,57 @@ add new ones, never rename one."""
 from __future__ import annotations
 
 EDGE_ERRORS: dict[str, str] = {
-    "api.calibration_store_open_server": (
-        "no calibration store is open on this server; omit the field"
-    ),
-    "api.hub_did_answer_within": (
+    "api.no_calibration_store": "no calibration store is open on this server; omit the field",
+    "api.hub_timeout": (
         "the Hub did not answer within {s_timeout_seconds:g} s for {repo_id!r} "
         "(KVPLAN_HUB_TIMEOUT_SECONDS); paste the model's config.json as `model`."
     ),
-    "catalog.refused": "{typed}: {entry_refused}",
-    "cli.batch_n_needs_context": "--batch N needs --context: N requests of that length",
-    "cli.batch_needs_least_1": "--batch needs at least 1 request",
-    "cli.file_unreadable": "cannot read {source}: {exc_strerror}",
-    "cli.cannot_read_write_share": (
+    "catalog.refused": "{typed}: {reason}",
+    "cli.batch_needs_context": "--batch N needs --context: N requests of that length",
+    "cli.batch_below_1": "--batch needs at least 1 request",
+    "cli.file_unreadable": "cannot read {source}: {reason}",
+    "cli.context_mix_unreadable": (
         "cannot read {item_strip!r}; write share:length, e.g. 70%:2k,20%:8k,10%:32k"
     ),
-    "cli.cannot_read_write_tokens": (
-        "cannot read {item_strip!r}; write tokens x count, e.g. 8192x10,2048x30"
-    ),
-    "cli.chunks_sum_tokens_keep": (
-        "chunks sum to {sum_chunks} tokens; keep the total <= {MAX_TOTAL_TOKENS}"
-    ),
-    "cli.comma_separated_list_integers": (
-        "{text!r} is not a comma-separated list of integers; e.g. 1,3,2,5"
-    ),
-    "cli.each_chunk_length_1": "each chunk length must be 1..{MAX_CHUNK_TOKENS}; got {text!r}",
-    "cli.file_utf_8_text": "the file is not UTF-8 text (binary?); pass the engine's text log",
-    "cli.give_1_entries_8192x10": "give 1 to {MAX_REQUEST_ENTRIES} entries, e.g. 8192x10,2048x30",
-    "cli.give_2_chunk_lengths": (
+    "cli.mix_unreadable": "cannot read {item_strip!r}; write tokens x count, e.g. 8192x10,2048x30",
+    "cli.chunks_total": "chunks sum to {sum_chunks} tokens; keep the total <= {MAX_TOTAL_TOKENS}",
+    "cli.chunks_not_integers": "{text!r} is not a comma-separated list of integers; e.g. 1,3,2,5",
+    "cli.chunk_length": "each chunk length must be 1..{MAX_CHUNK_TOKENS}; got {text!r}",
+    "cli.log_not_utf8": "the file is not UTF-8 text (binary?); pass the engine's text log",
+    "cli.mix_entries": "give 1 to {MAX_REQUEST_ENTRIES} entries, e.g. 8192x10,2048x30",
+    "cli.chunks_count": (
         "give 2 to {MAX_CHUNKS} chunk lengths (got {n_chunks}); a chunk must follow cached tokens "
         "for the mask check to mean anything, e.g. 1,3,2,5"
     ),
-    "cli.give_batch_mix_both": "give --batch or --mix, not both",
-    "cli.give_least_request_object": "give at least one request object",
-    "cli.give_request_file_model": "give --request FILE or --model",
-    "cli.http_url_http_planner": "{url!r} is not an http(s) URL; e.g. http://planner:8000",
-    "cli.seed_invalid": "{text!r} is not an integer in 0..{v_2_32_1}; e.g. --seed 7",
+    "cli.batch_and_mix": "give --batch or --mix, not both",
+    "cli.request_object_required": "give at least one request object",
+    "cli.request_or_model": "give --request FILE or --model",
+    "cli.report_url_invalid": "{url!r} is not an http(s) URL; e.g. http://planner:8000",
+    "cli.seed_invalid": "{text!r} is not an integer in 0..{most}; e.g. --seed 7",
     "cli.speculative_config_invalid_json": "invalid JSON: {reason}",
-    "cli.log_larger_mib_keep": (
+    "cli.log_too_large": (
         "the log is larger than {max_log_bytes_20} MiB; keep only the start-up lines (e.g. `head "
         "-n 2000 server.log > startup.log`)"
     ),
-    "cli.more_budget_per_gpu": (
+    "cli.budget_above_gpu": (
         "{fmt_gib_budget} is more than the {entry_id} has ({fmt_gib_entry_usable_memory_byte}): "
         "the budget is per GPU; leave it out to derive it from the GPU"
     ),
-    "cli.most_length_classes": "at most {MAX_MIX_CLASSES} length classes",
-    "cli.prefix_needs_batch_mix": "--prefix needs --batch or --mix: requests that share it",
-    "cli.report_needs_token_kvplan": (
+    "cli.context_mix_classes": "at most {MAX_MIX_CLASSES} length classes",
+    "cli.prefix_needs_requests": "--prefix needs --batch or --mix: requests that share it",
+    "cli.report_needs_token": (
         "--report needs --token (or KVPLAN_ADMIN_TOKEN): the service's admin token"
     ),
     "cli.request_list_empty": "the request list is empty",
-    "cli.required_catalog_id_kvplan": (
-        "required: a catalog id (kvplan models) or a config.json path"
-    ),
-    "cli.settings_file_hold_json": "the settings file must hold a JSON object",
-    "cli.speculative_config_json": "--speculative-config is not JSON",
+    "cli.model_required": "required: a catalog id (kvplan models) or a config.json path",
+    "cli.settings_not_object": "the settings file must hold a JSON object",
+    "cli.speculative_config_not_json": "--speculative-config is not JSON",
     "cli.no_such_file": "no such file: {source}",
-    "cli.unit_so_would_bytes": (
+    "cli.size_without_unit": (
         "{stripped!r} has no unit, so it would be {stripped_2:,} bytes; write e.g. {stripped}GiB "
         "or {stripped}GB"
     ),
-    "cli.validate_probes_validation_model": (
+    "cli.validate_shape_flags": (
         "--validate probes the validation model's own shape and dtype (CPU: 16 q / 4 KV heads, d "
         "64, fp32; CUDA: 32 / 8 / 128, bf16); drop --num-q-heads, --num-kv-heads, --head-dim and "
         "--dtype"
@@ -77,7 +67,7 @@ EDGE_ERRORS: dict[str, str] = {
     "cli.duration_unreadable": "{reason}; write e.g. 50ms or 0.05s",
     "cli.tokens_unreadable_32k": "{reason}; write tokens, e.g. 32768 or 32k (k = 1024)",
     "cli.tokens_unreadable": "{reason}; write tokens, e.g. 8192 or 8k (k = 1024)",
-    "resolve.branch_tag_commit_name": (
+    "resolve.revision_invalid": (
         "{revision_120!r} is not a branch, tag or commit name (letters, digits, `-`, `_`, `.` and "
         "`/` between non-empty parts; no `..`)"
     ),
@@ -86,44 +76,44 @@ EDGE_ERRORS: dict[str, str] = {
         "(KVPLAN_HUB_ENABLED=false); paste the model's config.json as `model`, or use a bundled id "
         "(GET /api/v1/models or `kvplan models`).{hint}"
     ),
-    "resolve.config_json_json_object": "{repo_id!r}: config.json is not a JSON object",
-    "resolve.directory_config_json_point": (
+    "resolve.repo_config_not_object": "{repo_id!r}: config.json is not a JSON object",
+    "resolve.directory_without_config": (
         "directory {path!r} has no config.json; point `model` at a downloaded model directory, a "
         "Hub id, or paste the config.json"
     ),
-    "resolve.index_empty": "{repo_id!r}: {INDEX_NAME} is empty",
-    "resolve.empty_object_paste_model": "is an empty object; paste the model's config.json",
-    "resolve.hub_answered_rate_limited": (
+    "resolve.index_empty": "{repo_id!r}: {name} is empty",
+    "resolve.config_empty": "is an empty object; paste the model's config.json",
+    "resolve.hub_busy": (
         "the Hub at {where} answered {exc_detail} for {repo_id!r} (rate limited or down); {later}, "
         "or paste the model's config.json as `model` (a JSON object) instead."
     ),
-    "resolve.hub_answered_try_again": (
+    "resolve.hub_error_status": (
         "the Hub at {where} answered {status_or_an_error} for {repo_id!r}; try again later, or "
         "paste the model's config.json as `model` (a JSON object) instead."
     ),
-    "resolve.hub_did_answer_within": (
+    "resolve.hub_timeout": (
         "the Hub at {where} did not answer within {s_timeout_seconds:g} s for {repo_id!r} "
         "(KVPLAN_HUB_TIMEOUT_SECONDS); paste the model's config.json as `model` (a JSON object) "
         "instead."
     ),
-    "resolve.hub_did_answer_within_2": (
+    "resolve.hub_deadline": (
         "the Hub at {where} did not answer within {s_timeout_seconds:g} s for {repo_id!r} "
         "(KVPLAN_HUB_TIMEOUT_SECONDS, all requests of one lookup together); paste the model's "
         "config.json as `model` (a JSON object) instead."
     ),
-    "resolve.hub_failing_paste_model": (
+    "resolve.hub_circuit_open": (
         "the Hub at {redact_url_s_endpoint_url} is failing: {down}; paste the model's config.json "
         "as `model`, or retry later."
     ),
-    "resolve.hub_sent_which_hub": (
+    "resolve.hub_not_protocol": (
         "the Hub at {where} sent {exc_detail} for {repo_id!r}, which is not the Hub's protocol; "
         "check HF_ENDPOINT, or paste the model's config.json as `model` (a JSON object) instead."
     ),
-    "resolve.hub_set_hf_endpoint": (
+    "resolve.hub_transport_error": (
         "{exc_detail} to the Hub at {where} for {repo_id!r}; set HF_ENDPOINT to a reachable "
         "mirror, or paste the model's config.json as `model` (a JSON object) instead."
     ),
-    "resolve.hugging_face_cache_cannot": (
+    "resolve.cache_not_writable": (
         "the Hugging Face cache at {s_cache_dir!r} cannot be written "
         "({exc_strerror_or_type_exc___name}), so {repo_id!r} cannot be fetched; set HF_HOME to a "
         "writable directory (the Deployment mounts one), or paste the model's config.json as "
@@ -131,25 +121,27 @@ EDGE_ERRORS: dict[str, str] = {
     ),
     "resolve.file_not_json": "{repo_id!r}: {what} is not JSON ({exc})",
     "resolve.config_not_object": "{cfg_path!r} is not a JSON object",
-    "resolve.index_not_object": "{repo_id!r}: {INDEX_NAME} is not a JSON object",
-    "resolve.config_too_large": "{cfg_path_name} is larger than {MAX_CONFIG_BYTES} bytes",
+    "resolve.index_not_object": "{repo_id!r}: {name} is not a JSON object",
+    "resolve.config_too_large": "{name} is larger than {limit} bytes",
     "resolve.file_too_large": "{repo_id!r}: {what} is larger than {limit} bytes",
-    "resolve.model_id_meta_llama": "must be a model id (e.g. meta-llama/Llama-3.1-8B) or a config",
-    "resolve.network_path_hub_set": (
+    "resolve.model_not_id_or_config": (
+        "must be a model id (e.g. meta-llama/Llama-3.1-8B) or a config"
+    ),
+    "resolve.hub_unreachable": (
         "no network path to the Hub at {where} ({type_exc___name}) for {repo_id!r}; set "
         "HF_ENDPOINT to a reachable mirror, or paste the model's config.json as `model` (a JSON "
         "object) instead."
     ),
-    "resolve.offered_refused_before_reading": (
+    "resolve.file_offered_too_large": (
         "{repo_id!r} on {where} offered {exc_detail}; refused before reading it"
     ),
-    "resolve.index_too_large": "{repo_id!r}: {INDEX_NAME} is over {MAX_INDEX_BYTES} bytes",
+    "resolve.index_too_large": "{repo_id!r}: {name} is over {limit} bytes",
     "resolve.config_unreadable_json": "{cfg_path!r} is not readable JSON ({exc})",
-    "resolve.rejected_token_hf_token": (
+    "resolve.token_rejected": (
         "{where} rejected the token in HF_TOKEN (401); set a valid token, unset it for public "
         "repos, or paste the model's config.json as `model` (a JSON object) instead."
     ),
-    "resolve.revision_use_branch_tag": (
+    "resolve.no_such_revision": (
         "{repo_id!r} has no revision {revision!r} on {where}; use a branch, tag or commit that "
         "exists, or leave revision unset for main."
     ),

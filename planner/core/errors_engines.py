@@ -18,157 +18,154 @@ ENGINE_ERRORS: dict[str, str] = {
         "{arch} (its own state pool); use engine vllm or transformers"
     ),
     "engine.kv_sharing_unmodelled": (
-        "kvplan does not model how {label} caches layers that share KV ({n_shared} of "
-        "{layers} layers here); plan it for vllm or transformers, which give "
-        "those layers no cache"
+        "kvplan does not model how {label} caches layers that share KV ({n_shared} of {layers} "
+        "layers here); plan it for vllm or transformers, which give those layers no cache"
     ),
-    "engine.logs_unread": "kvplan does not read {ctx_engine_label} logs",
+    "engine.logs_unread": "kvplan does not read {label} logs",
     "engine.no_launch_command": "{label} has no launch command to recommend",
-    "engine.needs_num_key_value": (
+    "engine.tp_divides_kv_heads": (
         "{label} needs num_key_value_heads ({hkv}) divisible by tensor_parallel_size ({tp}) when "
         "heads >= ranks; sizes that work: {ok}"
     ),
-    "engine.replicates_kv_heads_when": (
+    "engine.tp_multiple_of_kv_heads": (
         "{label} replicates KV heads when tensor_parallel_size ({tp}) > num_key_value_heads "
         "({hkv}); it must then be a multiple of {hkv}; sizes that work: {ok}"
     ),
-    "engine.requires_num_attention_heads": (
+    "engine.tp_divides_heads": (
         "{label} requires num_attention_heads ({hq}) divisible by tensor_parallel_size ({tp}); "
         "sizes that work: {ok}"
     ),
-    "engine.shards_state_layers_over": (
+    "engine.tp_divides_state": (
         "{label} shards the state layers' {what} ({value}) over tensor_parallel_size ({tp}), which "
         "must divide it; sizes that work: {ok}"
     ),
-    "engine.too_many_stages": ("{pp} stages for {layers} layers; use at most {layers}"),
+    "engine.too_many_stages": "{pp} stages for {layers} layers; use at most {layers}",
     "engine.release_unsupported": (
-        "{label} {text!r} is not a supported release; kvplan follows {label} {describe} (e.g. "
-        "{version_text_self_default!r})"
+        "{label} {text!r} is not a supported release; kvplan follows {label} {releases} (e.g. "
+        "{example!r})"
     ),
-    "engine.transformers_tp_plan_shards": (
+    "engine.transformers_tp_kv_heads": (
         "transformers' tp_plan shards KV heads: num_key_value_heads ({hkv}) must be divisible by "
         "tensor_parallel_size ({tp})"
     ),
-    "engine.unknown": "unknown engine {name!r}; use one of: {ENGINES}",
-    "sglang.dp_size_enable_dp": (
+    "engine.unknown": "unknown engine {name!r}; use one of: {engines}",
+    "sglang.dp_attention_divides_tp": (
         "--dp-size {attn_dp} with --enable-dp-attention must divide --tp {tp}"
     ),
-    "sglang.mem_fraction_static_0": (
+    "sglang.memory_fraction_range": (
         "mem_fraction_static must be in (0, 1) (got {mem_fraction_static:g})"
     ),
-    "sglang.needs_positive_gpu_memory": "needs a positive GPU memory and weights ≥ 0",
-    "sglang.user_specified_context_length": (
+    "sglang.memory_not_positive": "needs a positive GPU memory and weights ≥ 0",
+    "sglang.context_length_above_derived": (
         "User-specified context_length ({requested}) is greater than the derived context_length "
         "({derived}); SGLang refuses it unless {long_context_override} is set "
         "(allow_long_max_model_len=true)"
     ),
-    "trtllm.free_gpu_memory_fraction": (
+    "trtllm.memory_fraction_below_1": (
         "{label}'s free_gpu_memory_fraction must be below 1.0 (got {fraction:g}); its default is "
         "0.9"
     ),
-    "trtllm.free_gpu_memory_fraction_2": (
+    "trtllm.memory_fraction_range": (
         "free_gpu_memory_fraction must be in (0, 1) (got {f:g}); its default is 0.9"
     ),
-    "trtllm.needs_positive_gpu_memory": "needs a positive GPU memory, weights ≥ 0, activation ≥ 0",
+    "trtllm.memory_not_positive": "needs a positive GPU memory, weights ≥ 0, activation ≥ 0",
     "vllm.negative": "must be ≥ 0",
     "vllm.memory_fraction_range": "must be in (0, 1] (got {util:g})",
     "vllm.below_1": "must be ≥ 1 (got {value})",
-    "vllm.attention_free_models_every": (
+    "vllm.attention_free_unmodelled": (
         "attention-free models (every layer a state layer) are not modelled for vLLM: it sizes "
         "them without an attention page to align to"
     ),
-    "vllm.kvplan_does_model_vllm": (
+    "vllm.state_with_sliding_unmodelled": (
         "kvplan does not model vLLM hybrids that mix state layers with sliding-window attention"
     ),
-    "vllm.kvplan_does_yet_split": (
+    "vllm.hybrid_pipeline_unmodelled": (
         "kvplan does not yet split a hybrid (state + attention) model across vLLM pipeline stages; "
         "use pipeline_parallel_size 1"
     ),
-    "vllm.kvplan_knows_vllm_sizing": (
+    "vllm.state_release_unmodelled": (
         "kvplan knows vLLM's sizing of state (Mamba / linear-attention) layers for 0.11 and "
         "0.29–0.33, not for {map_str_version_2}: the block-size alignment and state blocks per "
         "request changed in between; use engine_version 0.29 or later, or 0.11"
     ),
-    "vllm.kvplan_sized_mtp_drafts": (
+    "vllm.mtp_hybrid_release": (
         "kvplan has sized MTP drafts on gated-delta-net hybrids as vLLM 0.33 does (checked against "
         "its own code), not 0.11's; use engine_version 0.33"
     ),
-    "vllm.list_stage_sizes_summing": (
-        "must list {pp} stage sizes summing to {layers} layers (got {part})"
-    ),
-    "vllm.mxfp4_expert_weights_need": "MXFP4 expert weights need an MoE config (experts, top-k)",
-    "vllm.vllm_0_11_qwen3": (
+    "vllm.pp_layer_partition": "must list {pp} stage sizes summing to {layers} layers (got {part})",
+    "vllm.mxfp4_needs_moe": "MXFP4 expert weights need an MoE config (experts, top-k)",
+    "vllm.qwen3_5_not_in_0_11": (
         "vLLM 0.11 has no Qwen3.5 model (its registry lists no Qwen3_5 architecture); use "
         "engine_version 0.33"
     ),
-    "vllm.vllm_async_scheduling_supported": (
+    "vllm.async_scheduling_with_pp": (
         "vLLM {version_text}: Async scheduling is not supported with pipeline-parallel-size > 1 "
         "(from vLLM 0.15 it is); set async_scheduling=false or pipeline_parallel_size=1"
     ),
-    "vllm.vllm_backend_hopper_lists": (
+    "vllm.bf16_kv_on_hopper": (
         "vLLM {version_label}: no {kind} backend on Hopper lists a bfloat16 KV cache (bfloat16 "
         "joins their lists in 0.15); use kv_cache_dtype auto"
     ),
-    "vllm.vllm_cannot_unify_page": (
+    "vllm.page_sizes_not_unified": (
         "vLLM cannot unify the page sizes of this hybrid model ({p} vs {page_max} bytes); try "
         "hybrid_kv_cache_manager=false"
     ),
-    "vllm.vllm_divides_num_key": (
+    "vllm.kv_heads_below_tp": (
         "vLLM's {arch} divides num_key_value_heads ({shape_num_key_value_heads}) by "
         "tensor_parallel_size ({tp}) without replication, leaving 0 KV heads per rank; use at most "
         "{shape_num_key_value_heads}"
     ),
-    "vllm.vllm_does_run_checkpoint": (
+    "vllm.quantized_float32": (
         "vLLM does not run a {shape_quant_method} checkpoint in float32 (its quantization method "
         "supports 16-bit activations only); use dtype auto or bfloat16"
     ),
-    "vllm.vllm_does_run_float16": (
+    "vllm.float16_unstable": (
         "vLLM does not run {arch} in float16 (numerical instability); use dtype bfloat16 or auto"
     ),
-    "vllm.vllm_kv_cache_dtype": (
+    "vllm.kv_dtype_incompatible": (
         'vLLM {version_label}: kv_cache_dtype="{cache}" is incompatible with dtype="{model}". '
         "Please set `--kv-cache-dtype` to {allowed}."
     ),
-    "vllm.vllm_mla_attention_backend": (
+    "vllm.mla_float32": (
         "no vLLM MLA attention backend on CUDA runs float32 (FlashMLA, FlashAttention-MLA, Triton "
         "MLA take float16 and bfloat16); use dtype auto or bfloat16"
     ),
-    "vllm.vllm_mla_attention_backend_2": (
+    "vllm.mla_kv_dtype": (
         "no vLLM MLA attention backend on CUDA supports a {kv_dtype_name} KV cache; use one of: "
         "{_MLA_KV_DTYPES}"
     ),
-    "vllm.vllm_mxfp4_quantization_gpt": (
+    "vllm.mxfp4_bfloat16_only": (
         "vLLM's mxfp4 quantization (gpt-oss) supports bfloat16 only; use dtype auto or bfloat16"
     ),
-    "vllm.vllm_outside_releases_whose": (
+    "vllm.release_outside_rules": (
         "vLLM {text} is outside the releases whose memory profiling is modelled "
         "({version_text_releases_first}.0–{version_text_releases_last}.x)"
     ),
-    "vllm.vllm_quantization_method_supported": (
+    "vllm.quantization_capability": (
         "vLLM {version_text_version}: the quantization method {method} is not supported for the "
         "current GPU. Minimum capability: {need}. Current capability: {cap} ({gpu_name}); choose a "
         "GPU of compute capability {need_10}.{need_10_2} or newer, or a checkpoint in another "
         "format"
     ),
-    "vllm.vllm_runs_layers_sharing": (
+    "vllm.kv_sharing_pipeline": (
         "vLLM runs {shape_model_type_or_this_model} (layers sharing KV) without pipeline "
         "parallelism; use pipeline_parallel_size 1"
     ),
-    "vllm.vllm_sparse_mla_backend": (
+    "vllm.sparse_mla_block_size": (
         "vLLM's sparse MLA backend (DeepSeek-V3.2 indexer) needs block_size a multiple of "
         "{SPARSE_MLA_BLOCK}; got {requested}"
     ),
-    "vllm.vllm_sparse_mla_backends": (
+    "vllm.sparse_mla_hopper_dtype": (
         "vLLM's sparse MLA backends (DeepSeek-V3.2 indexer) on Hopper run an {kv_dtype_name} KV "
         "cache with a bfloat16 model only (FlashMLA-sparse, FlashInfer-MLA-sparse), and "
         "FlashAttention-MLA-sparse takes no fp8 cache; use dtype auto or bfloat16, or "
         "kv_cache_dtype auto"
     ),
-    "vllm.vllm_speculative_method_dflash": (
+    "vllm.dflash_release": (
         "vLLM {version_text_version} has no speculative method 'dflash' (SpeculativeConfig takes "
         "it from vLLM 0.20); use eagle3, or plan for vLLM 0.20 or later"
     ),
-    "vllm.vllm_version_give_such": "{text!r} is not a vLLM version; give one such as '0.19.0'",
+    "vllm.version_unreadable": "{text!r} is not a vLLM version; give one such as '0.19.0'",
     "engine.sglang_flag_elsewhere": "{flag} is an SGLang setting; {label} has none (omit it)",
     "engine.context_length_elsewhere": (
         "context_length is SGLang's; {label} takes the length as context_tokens"

@@ -35,10 +35,10 @@ def engine_dtype(engine: Engine, dtype: str, model_dtype: str) -> str:
     if key not in table:
         raise FieldError(
             "kv_cache_dtype",
-            "input.kv_cache_dtype_recommend",
-            engine_label=engine.label,
+            "input.kv_dtype_not_recommendable",
+            label=engine.label,
             dtype=dtype,
-            join_sorted_table_or_none=", ".join(sorted(table)) or "none",
+            names=", ".join(sorted(table)) or "none",
         )
     return table[key]
 

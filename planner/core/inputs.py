@@ -149,7 +149,7 @@ def _context(request: s.PlanRequest, max_model_len: int | None) -> int:
         return min(max_model_len, s.MAX_TOKENS)
     raise FieldError(
         "context_tokens",
-        "input.config_max_position_embeddings",
+        "input.context_needed",
     )
 
 
@@ -230,8 +230,8 @@ def resolve(
     ):
         raise UnknownIdError(
             "calibration_id",
-            "input.calibration_list_them_get",
-            request_calibration_id=request.calibration_id,
+            "input.unknown_calibration",
+            calibration_id=request.calibration_id,
         )
     notes.extend(engine.rule_notes())
     notes.extend(dtype_notes)
@@ -239,9 +239,7 @@ def resolve(
         notes.append(note(kv.note_code))
 
     if request.async_scheduling is not None and not engine.takes_async_scheduling:
-        raise FieldError(
-            "async_scheduling", "input.async_scheduling_setting_vllm", engine_label=engine.label
-        )
+        raise FieldError("async_scheduling", "input.async_scheduling_not_vllm", label=engine.label)
     prefix_on = (
         request.enable_prefix_caching
         if request.enable_prefix_caching is not None
@@ -267,7 +265,7 @@ def resolve(
     if explicit_windows:
         if not engine.takes_max_attention_window:
             raise FieldError(
-                "max_attention_window", "input.does_take_max_attention", engine_label=engine.label
+                "max_attention_window", "input.max_attention_window_not_trtllm", label=engine.label
             )
         # The list (repeated over the layers) decides which layers keep a cyclic window;
         # max_seq_len is the longest request planned here.
@@ -332,8 +330,8 @@ def resolve_draft(
     if not engine.speculative_drafts:
         raise FieldError(
             "speculative_config",
-            "input.kvplan_models_speculative_decoding",
-            engine_label=engine.label,
+            "input.speculative_not_vllm",
+            label=engine.label,
         )
     notes: list[Note] = []
     draft_shape = None

@@ -107,7 +107,7 @@ def _int(cfg: Mapping[str, Any], *keys: str, lo: int = 0, hi: int = 1 << 40) -> 
 def _need(cfg: Mapping[str, Any], *keys: str, hi: int = 1 << 24) -> int:
     value = _int(cfg, *keys, lo=1, hi=hi)
     if value is None:
-        raise ModelConfigError(("model", keys[0]), "input.required_count_model_parameters")
+        raise ModelConfigError(("model", keys[0]), "input.required_for_parameters")
     return value
 
 
@@ -118,7 +118,7 @@ def _int_list(cfg: Mapping[str, Any], key: str) -> list[int] | None:
     if not isinstance(value, list) or not all(
         isinstance(v, int) and not isinstance(v, bool) for v in value
     ):
-        raise ModelConfigError(("model", key), "input.list_layer_indices")
+        raise ModelConfigError(("model", key), "input.not_layer_indices")
     return list(value)
 
 
@@ -139,7 +139,7 @@ def _moe_layers(
         # MiniMax-M3 / MiMo-V2 publish one 0/1 flag per layer.
         if len(flags) != num_layers:
             raise ModelConfigError(
-                ("model", "moe_layer_freq"), "input.integer_list_flags", num_layers=num_layers
+                ("model", "moe_layer_freq"), "input.not_integer_or_flags", num_layers=num_layers
             )
         return [i for i, flag in enumerate(flags) if flag]
     first_dense = _int(cfg, "first_k_dense_replace", hi=num_layers)
@@ -172,9 +172,7 @@ def decoder(config: Mapping[str, Any]) -> Decoder:
     experts = _int(cfg, "num_local_experts", "num_experts", "n_routed_experts", hi=1 << 16) or 0
     top_k = _int(cfg, "num_experts_per_tok", "experts_per_token", "moe_topk", hi=1 << 16) or 0
     if experts and not top_k:
-        raise ModelConfigError(
-            ("model", "num_experts_per_tok"), "input.required_mixture_experts_config"
-        )
+        raise ModelConfigError(("model", "num_experts_per_tok"), "input.required_for_moe")
     moe_idx = _moe_layers(cfg, model_type, num_layers, experts)
     # Hybrids whose layers hold a state mixer or no feed-forward (planner.core.layout_state).
     blocks = layer_blocks(cfg, model_type, num_layers)
@@ -331,9 +329,7 @@ def _moe_linears(
     shared_width: int,
 ) -> list[Linear]:
     if not width:
-        raise ModelConfigError(
-            ("model", "moe_intermediate_size"), "input.required_size_experts_moe"
-        )
+        raise ModelConfigError(("model", "moe_intermediate_size"), "input.required_for_experts")
     if model_type in ("mixtral", "minimax_m2", "minimax"):
         moe, names, router = f"model.layers.{i}.block_sparse_moe", ("w1", "w3", "w2"), "gate"
     elif model_type in ("llama4", "llama4_text"):

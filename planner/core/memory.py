@@ -41,7 +41,7 @@ def kv_budget(inp: Inputs) -> tuple[s.BudgetOut | None, BudgetTerms | None, list
     if inp.weights_bytes is None:
         raise FieldError(
             "weights_bytes",
-            "input.cannot_derive_kv_budget",
+            "input.budget_needs_weights",
         )
     util = request.gpu_memory_utilization
     if engine.memory_base == "free_after_load" and util is not None and util >= 1:
@@ -49,10 +49,10 @@ def kv_budget(inp: Inputs) -> tuple[s.BudgetOut | None, BudgetTerms | None, list
         raise FieldError(
             "gpu_memory_utilization",
             "input.memory_fraction_below_1",
-            engine_label=engine.label,
-            engine_memory_fraction_flag=engine.memory_fraction_flag,
+            label=engine.label,
+            flag=engine.memory_fraction_flag,
             util=util,
-            engine_default_memory_utilizatio=engine.default_memory_utilization(),
+            default=engine.default_memory_utilization(),
         )
     weights = -(-inp.weights_bytes // (inp.tp * inp.pp))
     sp = inp.speculation

@@ -122,7 +122,7 @@ class ModelShape:
 def _required(cfg: Mapping[str, Any], key: str, *, hi: int) -> int:
     value = _int_field(cfg, key, hi=hi)
     if value is None:
-        raise ModelConfigError(("model", key), "model.required_size_kv_cache")
+        raise ModelConfigError(("model", key), "model.required_for_kv_cache")
     return value
 
 
@@ -186,12 +186,12 @@ def shape_from_config(
         if hidden is None:
             raise ModelConfigError(
                 ("model", "head_dim"),
-                "model.set_head_dim_hidden",
+                "model.head_dim_needed",
             )
         if hidden % num_heads:
             raise ModelConfigError(
                 ("model", "hidden_size"),
-                "model.hidden_size_divisible_num",
+                "model.hidden_size_not_divisible",
                 hidden=hidden,
                 num_heads=num_heads,
             )
@@ -217,7 +217,7 @@ def shape_from_config(
         if num_heads % kv_heads:
             raise ModelConfigError(
                 ("model", "num_key_value_heads"),
-                "model.num_attention_heads_multiple",
+                "model.heads_not_multiple_of_kv_heads",
                 num_heads=num_heads,
                 kv_heads=kv_heads,
             )

@@ -97,13 +97,11 @@ def _int(cfg: Mapping[str, Any], key: str, *, lo: int = 1, loc: tuple[str, ...] 
     value = cfg.get(key)
     where = ("model", *loc, key)
     if value is None:
-        raise ModelConfigError(where, "model.required_size_model_state")
+        raise ModelConfigError(where, "model.required_for_state")
     if isinstance(value, bool) or not isinstance(value, int | float) or int(value) != value:
         raise ModelConfigError(where, "model.not_integer", value=value)
     if not lo <= int(value) <= 1 << 24:
-        raise ModelConfigError(
-            where, "model.value_out_of_range_2", lo=lo, v_1_24=1 << 24, value=value
-        )
+        raise ModelConfigError(where, "model.value_out_of_range", lo=lo, hi=1 << 24, value=value)
     return int(value)
 
 
@@ -191,7 +189,7 @@ def _mixer_spec(mixer: str, cfg: Mapping[str, Any], model_type: str | None) -> S
         # LFM2: conv_dim channels (vLLM's ShortConv(dim=config.conv_dim)), kernel conv_L_cache.
         channels = _int(cfg, "conv_dim") if "conv_dim" in cfg else hidden
         if not isinstance(channels, int):
-            raise ModelConfigError(("model", "conv_dim"), "model.required_lfm2_conv_layers")
+            raise ModelConfigError(("model", "conv_dim"), "model.required_for_lfm2")
         return ShortConvSpec(0, 0, 0, channels=channels, conv_kernel=_int(cfg, "conv_L_cache"))
     raise AssertionError(mixer)  # pragma: no cover - callers only pass known mixers
 
@@ -218,7 +216,7 @@ def _number(cfg: Mapping[str, Any], key: str) -> float:
 def _refuse(loc: tuple[str | int, ...], word: object, i: int, model_type: str | None) -> None:
     arch = model_type or "this architecture"
     raise ModelConfigError(
-        ("model", *loc), "model.layer_type_which_kvplan", i=i, word=word, arch=arch
+        ("model", *loc), "model.layer_type_unmodelled", i=i, word=word, arch=arch
     )
 
 
@@ -264,7 +262,7 @@ def _slots(cfg: Mapping[str, Any], n: int, model_type: str | None) -> list[list[
         if words is None:
             continue
         if not isinstance(words, list) or len(words) != n:
-            raise ModelConfigError(("model", field), "model.list_strings_per_layer", n=n)
+            raise ModelConfigError(("model", field), "model.layer_strings_invalid", n=n)
         result: list[list[str]] = []
         for i, w in enumerate(words):
             slot = _word_slot(w, i, model_type, field)
@@ -274,12 +272,14 @@ def _slots(cfg: Mapping[str, Any], n: int, model_type: str | None) -> list[list[
         idx = cfg.get("attn_layer_indices")
         if not isinstance(idx, list) or not all(isinstance(i, int) and 0 <= i < n for i in idx):
             raise ModelConfigError(
-                ("model", "attn_layer_indices"), "model.list_layer_indices_below", n=n
+                ("model", "attn_layer_indices"), "model.layer_indices_invalid", n=n
             )
         mixer = _MAMBA_MIXER.get(model_type or "")
         if mixer is None:
             raise ModelConfigError(
-                ("model", "model_type"), "model.attn_layer_indices_given", model_type=model_type
+                ("model", "model_type"),
+                "model.attn_layer_indices_unknown_mixer",
+                model_type=model_type,
             )
         chosen = set(idx)
         return [["full_attention"] if i in chosen else [mixer] for i in range(n)]
@@ -289,7 +289,7 @@ def _slots(cfg: Mapping[str, Any], n: int, model_type: str | None) -> list[list[
         if offset >= period:
             raise ModelConfigError(
                 ("model", "attn_layer_offset"),
-                "model.below_attn_layer_period",
+                "model.attn_layer_offset_range",
                 period=period,
                 offset=offset,
             )
@@ -298,7 +298,7 @@ def _slots(cfg: Mapping[str, Any], n: int, model_type: str | None) -> list[list[
         every = _int(cfg, "full_attention_interval") if "full_attention_interval" in cfg else 4
         return [["gdn"] if (i + 1) % every else ["full_attention"] for i in range(n)]
     raise ModelConfigError(
-        ("model", "model_type"), "model.state_mamba_linear_attention", model_type=model_type
+        ("model", "model_type"), "model.state_layers_unplaced", model_type=model_type
     )
 
 
@@ -309,7 +309,7 @@ def _kimi_slots(lac: object, n: int) -> list[list[str]]:
     for key, val in (("kda_layers", kda), ("full_attn_layers", full)):
         if not isinstance(val, list) or not all(isinstance(i, int) and 1 <= i <= n for i in val):
             raise ModelConfigError(
-                ("model", "linear_attn_config", key), "model.list_1_based_layer", n=n, val=val
+                ("model", "linear_attn_config", key), "model.layer_numbers_invalid", n=n, val=val
             )
     assert isinstance(kda, list) and isinstance(full, list)
     kda_set = set(kda)
@@ -317,7 +317,7 @@ def _kimi_slots(lac: object, n: int) -> list[list[str]]:
     if missing or kda_set & set(full):
         raise ModelConfigError(
             ("model", "linear_attn_config"),
-            "model.kda_layers_full_attn",
+            "model.kda_layers_cover",
         )
     # KimiLinearConfig.is_kda_layer: (layer_idx + 1) in kda_layers.
     return [["kda"] if i + 1 in kda_set else ["full_attention"] for i in range(n)]

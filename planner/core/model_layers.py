@@ -39,7 +39,7 @@ def _window_kinds(
     if layer_types is not None:
         if not isinstance(layer_types, list) or len(layer_types) != num_layers:
             raise ModelConfigError(
-                ("model", "layer_types"), "model.list_strings_per_layer_2", num_layers=num_layers
+                ("model", "layer_types"), "model.layer_strings_invalid_2", num_layers=num_layers
             )
         out: list[tuple[LayerKind, int | None]] = []
         for i, kind in enumerate(layer_types):
@@ -50,20 +50,20 @@ def _window_kinds(
                 w = _int_field(cfg, "sliding_window", hi=1 << 30)
                 if w is None:
                     raise ModelConfigError(
-                        ("model", "sliding_window"), "model.layer_types_sliding_attention", i=i
+                        ("model", "sliding_window"), "model.layer_type_sliding_without_window", i=i
                     )
                 out.append(("sliding", w))
             elif kind == "chunked_attention":
                 if chunk is None:
                     raise ModelConfigError(
                         ("model", "attention_chunk_size"),
-                        "model.layer_types_chunked_attention",
+                        "model.layer_type_chunked_without_size",
                         i=i,
                     )
                 out.append(("chunked", chunk))
             else:
                 raise ModelConfigError(
-                    ("model", "layer_types", i), "model.layer_type_supported_kvplan", kind=kind
+                    ("model", "layer_types", i), "model.layer_type_unsupported", kind=kind
                 )
         return out
 
@@ -124,7 +124,7 @@ def attention_factory(
         if num_heads % kv_heads:
             raise ModelConfigError(
                 ("model", "num_key_value_heads"),
-                "model.num_attention_heads_multiple",
+                "model.heads_not_multiple_of_kv_heads",
                 num_heads=num_heads,
                 kv_heads=kv_heads,
             )
@@ -133,16 +133,14 @@ def attention_factory(
         kind: LayerKind = "full"
         if word == "sliding_attention":
             if window is None:
-                raise ModelConfigError(
-                    ("model", "sliding_window"), "model.sliding_attention_layers_need"
-                )
+                raise ModelConfigError(("model", "sliding_window"), "model.sliding_needs_window")
             kind = "sliding"
         elif word == "chunked_attention":
             window = _int_field(cfg, "attention_chunk_size", hi=1 << 30)
             if window is None:
                 raise ModelConfigError(
                     ("model", "attention_chunk_size"),
-                    "model.chunked_attention_layers_need",
+                    "model.chunked_needs_chunk_size",
                 )
             kind = "chunked"
         return _attention_spec(kind, kv_heads, head_dim, v_dim, window)

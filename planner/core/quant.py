@@ -197,8 +197,8 @@ def _schemes(
         else:
             raise ModelConfigError(
                 ("model", "quantization_config", "quant_algo"),
-                "model.modelopt_quant_algo_sized",
-                algo_or_missing=algo or "missing",
+                "model.modelopt_algo_unsized",
+                algo=algo or "missing",
             )
     elif method == "compressed-tensors":
         fmt = str(q.get("format") or "")
@@ -207,7 +207,7 @@ def _schemes(
         if not isinstance(groups, Mapping) or not groups:
             raise ModelConfigError(
                 ("model", "quantization_config", "config_groups"),
-                "model.compressed_tensors_config_without",
+                "model.compressed_tensors_without_groups",
             )
         for group_cfg in groups.values():
             if not isinstance(group_cfg, Mapping):
@@ -219,8 +219,8 @@ def _schemes(
     else:
         raise ModelConfigError(
             ("model", "quantization_config", "quant_method"),
-            "model.quantization_sized_fp8_fbgemm",
-            method_or_without_quant_method=method or "without quant_method",
+            "model.quantization_unsized",
+            method=method or "without quant_method",
         )
 
 

@@ -50,7 +50,7 @@ def _engine(claimed: str | None, log: ParsedLog, text: str) -> str:
         raise FieldError(
             "log",
             "reconcile.no_startup_line",
-            log_lines_read=log.lines_read,
+            lines=log.lines_read,
             seen=seen,
             examples=_examples(),
         )
@@ -58,9 +58,9 @@ def _engine(claimed: str | None, log: ParsedLog, text: str) -> str:
         raise FieldError(
             "engine",
             "reconcile.other_engine_log",
-            engine_labels_detected=ENGINE_LABELS[detected],
-            counts_detected=counts[detected],
-            engine_labels_claimed=ENGINE_LABELS[claimed],
+            detected_label=ENGINE_LABELS[detected],
+            lines=counts[detected],
+            claimed_label=ENGINE_LABELS[claimed],
             detected=detected,
         )
     return claimed or detected

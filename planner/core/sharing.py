@@ -46,29 +46,29 @@ def apply_layer_forms(
     if model_type in _UNMODELLED:
         raise ModelConfigError(
             ("model", "model_type"),
-            "model.model_type_keeps_which",
+            "model.cache_unmodelled",
             model_type=model_type,
-            unmodelled_model_type=_UNMODELLED[model_type],
+            cache=_UNMODELLED[model_type],
         )
     if cfg.get("is_encoder_decoder") is True:
         raise ModelConfigError(
             ("model", "is_encoder_decoder"),
-            "model.model_type_encoder_decoder",
-            model_type_or_this_model=model_type or "this model",
+            "model.encoder_decoder",
+            model_type=model_type or "this model",
         )
     sinks = cfg.get("param_sink_number")
     if isinstance(sinks, int) and not isinstance(sinks, bool) and sinks > 0:
         # openpangu.py: StaticSinkAttention keeps sink_len sink tokens' KV per layer
         # (SinkFullAttentionSpec); gpt-oss's learned sinks are per-head logits and cache nothing.
         raise ModelConfigError(
-            ("model", "param_sink_number"), "model.static_attention_sink_tokens", sinks=sinks
+            ("model", "param_sink_number"), "model.attention_sinks_unmodelled", sinks=sinks
         )
     if cfg.get("interleaved_sliding_window") is not None and any(
         isinstance(s, MLASpec) for s in layers
     ):
         raise ModelConfigError(
             ("model", "interleaved_sliding_window"),
-            "model.sliding_window_mla_layers",
+            "model.sliding_window_mla_unmodelled",
         )
     out = _kv_sharing(cfg, layers, model_type)
     if model_type in _SPARSE_MLA_TYPES:
@@ -87,8 +87,8 @@ def mlp_width(cfg: Mapping[str, Any]) -> int | None:
         raise ModelConfigError(
             ("model", "intermediate_size"),
             "model.value_out_of_range_from_1",
-            v_1_24=1 << 24,
-            raw=raw,
+            hi=1 << 24,
+            value=raw,
         )
     return raw
 
@@ -104,14 +104,14 @@ def _kv_sharing(
         raise ModelConfigError(
             ("model", "num_kv_shared_layers"),
             "model.kv_shared_layers_range",
-            n_1=n - 1,
+            most=n - 1,
             shared=shared,
         )
     if model_type not in _KV_SHARING_TYPES:
         raise ModelConfigError(
             ("model", "num_kv_shared_layers"),
-            "model.kvplan_knows_kv_sharing",
-            _KV_SHARING_TYPES=", ".join(sorted(_KV_SHARING_TYPES)),
+            "model.kv_sharing_unknown",
+            types=", ".join(sorted(_KV_SHARING_TYPES)),
             model_type=model_type,
             shared=shared,
         )
@@ -146,10 +146,10 @@ def _sparse_mla(cfg: Mapping[str, Any], layers: tuple[LayerSpec, ...]) -> tuple[
     if head is None:
         raise ModelConfigError(
             ("model", "index_head_dim"),
-            "model.deepseek_sparse_attention_needs",
+            "model.sparse_mla_needs_index_head_dim",
         )
     if isinstance(head, bool) or not isinstance(head, int) or not 1 <= head <= 65536:
-        raise ModelConfigError(("model", "index_head_dim"), "model.not_integer_3", head=head)
+        raise ModelConfigError(("model", "index_head_dim"), "model.not_integer", value=head)
     indexer_bytes = head + head // _INDEXER_QUANT_BLOCK * 4
     out: list[LayerSpec] = []
     for spec in layers:

@@ -96,7 +96,7 @@ def _n_predict(cfg: Mapping[str, Any]) -> int:
     if n is None and cfg.get("model_type") in _MTP_DEFAULT_ONE:
         n = 1  # transformers' DeepseekV3Config / Glm4MoeConfig default, which vLLM reads
     if isinstance(n, bool) or not isinstance(n, int) or n < 1 or n > 64:
-        raise FieldError((FIELD, "method"), "speculative.method_mtp_needs_model", n=n)
+        raise FieldError((FIELD, "method"), "speculative.mtp_nextn_invalid", n=n)
     return n
 
 
@@ -118,9 +118,7 @@ def _mtp_layers(cfg: Mapping[str, Any]) -> tuple[int, int | None]:
     if raw is None:
         return 1, None
     if isinstance(raw, bool) or not isinstance(raw, int) or not 1 <= raw <= 64:
-        raise FieldError(
-            (FIELD, "method"), "speculative.method_mtp_reads_model", field=field, raw=raw
-        )
+        raise FieldError((FIELD, "method"), "speculative.mtp_field_invalid", field=field, raw=raw)
     return raw, raw
 
 
@@ -137,14 +135,14 @@ def resolve_speculation(
     if spec.draft_tensor_parallel_size not in (None, tp):
         raise FieldError(
             (FIELD, "draft_tensor_parallel_size"),
-            "speculative.kvplan_models_draft_sharded",
+            "speculative.draft_tp",
             tp=tp,
-            spec_draft_tensor_parallel_size=spec.draft_tensor_parallel_size,
+            draft_tp=spec.draft_tensor_parallel_size,
         )
     if method in ("eagle", "eagle3", "dflash", "draft_model") and spec.model is None:
-        raise FieldError((FIELD, "model"), "speculative.method_needs_draft_catalog", method=method)
+        raise FieldError((FIELD, "model"), "speculative.draft_required", method=method)
     if method == "ngram" and spec.model is not None:
-        raise FieldError((FIELD, "model"), "speculative.method_ngram_draft_model")
+        raise FieldError((FIELD, "model"), "speculative.ngram_has_no_draft")
     k = spec.num_speculative_tokens
     layers: tuple[LayerSpec, ...] = ()
     label = spec.model if isinstance(spec.model, str) else None
@@ -154,30 +152,30 @@ def resolve_speculation(
             if target_config is None:
                 raise FieldError(
                     (FIELD, "model"),
-                    "speculative.method_mtp_reads_num",
+                    "speculative.mtp_nextn_missing",
                 )
             cfg = text_config(target_config)
         if not _mtp_supported(cfg):
             raise FieldError(
                 (FIELD, "method"),
-                "speculative.vllm_mtp_draft_model",
-                cfg_get_model_type=cfg.get("model_type"),
+                "speculative.mtp_unknown_model_type",
+                model_type=cfg.get("model_type"),
             )
         n, n_predict = _mtp_layers(cfg)
         if k is None and n_predict is None:
             raise FieldError(
                 (FIELD, "num_speculative_tokens"),
-                "speculative.model_config_does_say",
+                "speculative.mtp_modules_unknown",
             )
         k = k or n
         if n_predict is not None and k > n_predict and k % n_predict:
             # SpeculativeConfig: more draft tokens than MTP modules reuse the modules in turn.
             raise FieldError(
                 (FIELD, "num_speculative_tokens"),
-                "speculative.vllm_needs_num_speculative",
+                "speculative.mtp_tokens_multiple",
                 k=k,
                 n_predict=n_predict,
-                n_predict_k_n_predict_1=n_predict * (k // n_predict + 1),
+                suggested=n_predict * (k // n_predict + 1),
             )
         # The first attention group (state layers keep no per-token cache to copy).
         main = next(
@@ -187,7 +185,7 @@ def resolve_speculation(
         if main is None:
             raise FieldError(
                 (FIELD, "method"),
-                "speculative.model_full_attention_layer",
+                "speculative.mtp_no_full_attention",
             )
         # The MTP module's decoder layer is the target's own kind of layer.
         source = next(s for s in target.layers if main in s.cache_specs())
@@ -198,7 +196,7 @@ def resolve_speculation(
         if k is None:
             raise FieldError(
                 (FIELD, "num_speculative_tokens"),
-                "speculative.method_needs_num_speculative",
+                "speculative.tokens_required",
                 method=method,
             )
         if draft_shape is not None:

@@ -250,7 +250,7 @@ def _served(config: Mapping[str, Any], weights: int | None) -> tuple[int | None,
 
 def _from_request(config: Mapping[str, Any]) -> ResolvedModel:
     if not config:
-        raise ModelConfigError("model", "resolve.empty_object_paste_model")
+        raise ModelConfigError("model", "resolve.config_empty")
     return ResolvedModel(
         id=str(config["_name_or_path"]) if isinstance(config.get("_name_or_path"), str) else None,
         config=_freeze(config),
@@ -263,13 +263,13 @@ def _from_request(config: Mapping[str, Any]) -> ResolvedModel:
 def _from_directory(path: Path) -> ResolvedModel:
     cfg_path = path / "config.json"
     if not cfg_path.is_file():
-        raise ModelFilesError("model", "resolve.directory_config_json_point", path=str(path))
+        raise ModelFilesError("model", "resolve.directory_without_config", path=str(path))
     if cfg_path.stat().st_size > MAX_CONFIG_BYTES:
         raise ModelFilesError(
             "model",
             "resolve.config_too_large",
-            cfg_path_name=cfg_path.name,
-            MAX_CONFIG_BYTES=MAX_CONFIG_BYTES,
+            name=cfg_path.name,
+            limit=MAX_CONFIG_BYTES,
         )
     try:
         config = json.loads(cfg_path.read_text("utf-8"), parse_constant=json_constant)
@@ -359,7 +359,7 @@ def resolve_model(
     if isinstance(model, Mapping):
         return _from_request(model)
     if not isinstance(model, str) or not model.strip():
-        raise FieldError("model", "resolve.model_id_meta_llama")
+        raise FieldError("model", "resolve.model_not_id_or_config")
     if revision is not None:
         check_revision(revision)
     typed = model.strip()
@@ -404,8 +404,8 @@ def resolve_model(
         if down is not None:
             raise HubUnavailableError(
                 "model",
-                "resolve.hub_failing_paste_model",
-                redact_url_s_endpoint_url=redact_url(s.endpoint_url),
+                "resolve.hub_circuit_open",
+                where=redact_url(s.endpoint_url),
                 down=down,
             )
 
@@ -460,7 +460,7 @@ def check_revision(revision: str) -> None:
         or any(part in ("", ".", "..") for part in parts)
         or revision.endswith((".lock", "."))
     ):
-        raise FieldError("revision", "resolve.branch_tag_commit_name", revision_120=revision[:120])
+        raise FieldError("revision", "resolve.revision_invalid", revision=revision[:120])
 
 
 def hub_id(typed: str) -> str | None:
@@ -496,8 +496,8 @@ def hub_state(
     if down is not None:
         return HubUnavailableError(
             "model",
-            "resolve.hub_failing_paste_model",
-            redact_url_s_endpoint_url=redact_url(s.endpoint_url),
+            "resolve.hub_circuit_open",
+            where=redact_url(s.endpoint_url),
             down=down,
         )
     return None

@@ -77,9 +77,9 @@ def _translate(exc: Exception, repo_id: str, revision: str | None, s: HubSetting
     ):
         return HubUnavailableError(
             "model",
-            "resolve.hugging_face_cache_cannot",
-            s_cache_dir=str(s.cache_dir),
-            exc_strerror_or_type_exc___name=exc.strerror or type(exc).__name__,
+            "resolve.cache_not_writable",
+            cache_dir=str(s.cache_dir),
+            reason=exc.strerror or type(exc).__name__,
             repo_id=repo_id,
         )
     if isinstance(exc, hf_errors.GatedRepoError):
@@ -97,7 +97,7 @@ def _translate(exc: Exception, repo_id: str, revision: str | None, s: HubSetting
     if isinstance(exc, hf_errors.RevisionNotFoundError):
         return RevisionNotFoundError(
             "revision",
-            "resolve.revision_use_branch_tag",
+            "resolve.no_such_revision",
             repo_id=repo_id,
             revision=revision,
             where=where,
@@ -111,28 +111,28 @@ def _translate(exc: Exception, repo_id: str, revision: str | None, s: HubSetting
     if isinstance(exc, hf_errors.HfHubHTTPError):
         status = exc.response.status_code if exc.response is not None else None
         if status == 401:
-            return GatedModelError("model", "resolve.rejected_token_hf_token", where=where)
+            return GatedModelError("model", "resolve.token_rejected", where=where)
         return HubUnavailableError(
             "model",
-            "resolve.hub_answered_try_again",
+            "resolve.hub_error_status",
             where=where,
-            status_or_an_error=status or "an error",
+            status=status or "an error",
             repo_id=repo_id,
         )
     if isinstance(exc, TimeoutError) or (_is_transport(exc) and "Timeout" in type(exc).__name__):
         return HubUnavailableError(
             "model",
-            "resolve.hub_did_answer_within",
+            "resolve.hub_timeout",
             where=where,
-            s_timeout_seconds=s.timeout_seconds,
+            seconds=s.timeout_seconds,
             repo_id=repo_id,
         )
     if isinstance(exc, (ConnectionError, OSError)) or _is_transport(exc):
         return HubUnavailableError(
             "model",
-            "resolve.network_path_hub_set",
+            "resolve.hub_unreachable",
             where=where,
-            type_exc___name=type(exc).__name__,
+            error=type(exc).__name__,
             repo_id=repo_id,
         )
     return exc
@@ -142,17 +142,17 @@ def _refusal(exc: HubRefused, repo_id: str, where: str, s: HubSettings) -> Excep
     if exc.kind == "too_large":
         return ModelFilesError(
             "model",
-            "resolve.offered_refused_before_reading",
+            "resolve.file_offered_too_large",
             repo_id=repo_id,
             where=where,
-            exc_detail=exc.detail,
+            detail=exc.detail,
         )
     if exc.kind == "deadline":
         return HubUnavailableError(
             "model",
-            "resolve.hub_did_answer_within_2",
+            "resolve.hub_deadline",
             where=where,
-            s_timeout_seconds=s.timeout_seconds,
+            seconds=s.timeout_seconds,
             repo_id=repo_id,
         )
     if exc.kind == "busy":
@@ -163,22 +163,22 @@ def _refusal(exc: HubRefused, repo_id: str, where: str, s: HubSettings) -> Excep
         )
         return HubUnavailableError(
             "model",
-            "resolve.hub_answered_rate_limited",
+            "resolve.hub_busy",
             where=where,
-            exc_detail=exc.detail,
+            detail=exc.detail,
             repo_id=repo_id,
             later=later,
         )
     if exc.kind == "network":
         return HubUnavailableError(
             "model",
-            "resolve.hub_set_hf_endpoint",
-            exc_detail=exc.detail,
+            "resolve.hub_transport_error",
+            detail=exc.detail,
             where=where,
             repo_id=repo_id,
         )
     return HubUnavailableError(
-        "model", "resolve.hub_sent_which_hub", where=where, exc_detail=exc.detail, repo_id=repo_id
+        "model", "resolve.hub_not_protocol", where=where, detail=exc.detail, repo_id=repo_id
     )
 
 
@@ -255,20 +255,18 @@ def _index_total(path: str, repo_id: str) -> int | None:
             "model",
             "resolve.index_too_large",
             repo_id=repo_id,
-            INDEX_NAME=INDEX_NAME,
-            MAX_INDEX_BYTES=MAX_INDEX_BYTES,
+            name=INDEX_NAME,
+            limit=MAX_INDEX_BYTES,
         )
     if size == 0:
         _forget(p)
-        raise ModelFilesError(
-            "model", "resolve.index_empty", repo_id=repo_id, INDEX_NAME=INDEX_NAME
-        )
+        raise ModelFilesError("model", "resolve.index_empty", repo_id=repo_id, name=INDEX_NAME)
     decoder = json.JSONDecoder()
     with p.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
         if not data[:4096].lstrip().startswith(b"{"):
             _forget(p)
             raise ModelFilesError(
-                "model", "resolve.index_not_object", repo_id=repo_id, INDEX_NAME=INDEX_NAME
+                "model", "resolve.index_not_object", repo_id=repo_id, name=INDEX_NAME
             )
         for m in _METADATA_KEY.finditer(data):
             window = data[m.end() : m.end() + _METADATA_WINDOW_BYTES].decode("utf-8", "replace")
@@ -368,7 +366,7 @@ def _fetch(repo_id: str, revision: str | None, s: HubSettings) -> HubModel:
             weights = _index_total(index_path, repo_id)
             detail = f"{INDEX_NAME} metadata.total_size (cached)" if weights else None
         if not isinstance(config, dict):
-            raise ModelFilesError("model", "resolve.config_json_json_object", repo_id=repo_id)
+            raise ModelFilesError("model", "resolve.repo_config_not_object", repo_id=repo_id)
         return HubModel(repo_id, revision, config, weights, detail, tuple(notes))
 
     api = HfApi(endpoint=endpoint, token=token)
@@ -398,7 +396,7 @@ def _fetch(repo_id: str, revision: str | None, s: HubSettings) -> HubModel:
     config = _read_json(cfg_path, MAX_CONFIG_BYTES, "config.json", repo_id)
     if not isinstance(config, dict):
         _forget(Path(cfg_path))
-        raise ModelFilesError("model", "resolve.config_json_json_object", repo_id=repo_id)
+        raise ModelFilesError("model", "resolve.repo_config_not_object", repo_id=repo_id)
 
     weights = None
     detail = None

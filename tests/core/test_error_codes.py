@@ -108,12 +108,12 @@ def test_codes_are_dotted_names() -> None:
 
 
 def test_the_english_text_is_the_template_formatted_with_the_params() -> None:
-    exc = FieldError("tensor_parallel_size", "engine.requires_num_attention_heads",
+    exc = FieldError("tensor_parallel_size", "engine.tp_divides_heads",
                      label="vLLM", hq=32, tp=3, ok=[1, 2, 4, 8])  # fmt: skip
     assert exc.code == "field.detail"
     problem = exc.problems[0]
-    assert problem.code == "engine.requires_num_attention_heads"
-    assert problem.params == {"label": "vLLM", "hq": 32, "tp": 3, "ok": "[1, 2, 4, 8]"}
+    assert problem.code == "engine.tp_divides_heads"
+    assert problem.params == {"label": "vLLM", "hq": 32, "tp": 3, "ok": [1, 2, 4, 8]}
     assert problem.msg == (
         "vLLM requires num_attention_heads (32) divisible by tensor_parallel_size (3); "
         "sizes that work: [1, 2, 4, 8]"

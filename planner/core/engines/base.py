@@ -140,7 +140,7 @@ class Engine(EngineFlags):
             ok = [t for t in TP_SIZES if hq % t == 0]
             raise FieldError(
                 "tensor_parallel_size",
-                "engine.requires_num_attention_heads",
+                "engine.tp_divides_heads",
                 label=self.label,
                 hq=hq,
                 tp=tp,
@@ -154,7 +154,7 @@ class Engine(EngineFlags):
                     ok = [t for t in TP_SIZES if value % t == 0 and hq % t == 0]
                     raise FieldError(
                         "tensor_parallel_size",
-                        "engine.shards_state_layers_over",
+                        "engine.tp_divides_state",
                         label=self.label,
                         what=what,
                         value=value,
@@ -167,9 +167,9 @@ class Engine(EngineFlags):
         ok = [t for t in TP_SIZES if hq % t == 0 and (hkv % t == 0 if hkv >= t else t % hkv == 0)]
         facts = {"label": self.label, "hkv": hkv, "tp": tp, "ok": ok}
         if hkv >= tp and hkv % tp:
-            raise FieldError("tensor_parallel_size", "engine.needs_num_key_value", **facts)
+            raise FieldError("tensor_parallel_size", "engine.tp_divides_kv_heads", **facts)
         if hkv < tp and tp % hkv:
-            raise FieldError("tensor_parallel_size", "engine.replicates_kv_heads_when", **facts)
+            raise FieldError("tensor_parallel_size", "engine.tp_multiple_of_kv_heads", **facts)
 
     def kv_cache_dtype_names(self) -> tuple[str, ...]:
         """The KV-cache dtypes this release accepts (kvplan's names)."""

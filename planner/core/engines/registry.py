@@ -21,7 +21,7 @@ def engine_class(name: str) -> type[Engine]:
         return ENGINES[name]
     except KeyError:
         raise FieldError(
-            "engine", "engine.unknown", name=name, ENGINES=", ".join(ENGINES)
+            "engine", "engine.unknown", name=name, engines=", ".join(ENGINES)
         ) from None
 
 

@@ -58,7 +58,7 @@ class Transformers(Engine):
     def validate_kv_heads(self, hkv: int, hq: int, tp: int) -> None:
         if hkv % tp:
             raise FieldError(
-                "tensor_parallel_size", "engine.transformers_tp_plan_shards", hkv=hkv, tp=tp
+                "tensor_parallel_size", "engine.transformers_tp_kv_heads", hkv=hkv, tp=tp
             )
 
     def kv_heads_per_rank(self, kv_heads: int, tp: int) -> int:

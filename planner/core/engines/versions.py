@@ -82,8 +82,8 @@ class Releases:
                 "engine.release_unsupported",
                 label=label,
                 text=text,
-                describe=self.describe(),
-                version_text_self_default=version_text(self.default),
+                releases=self.describe(),
+                example=version_text(self.default),
             )
         return version
 

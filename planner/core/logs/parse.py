@@ -58,9 +58,7 @@ def _match(
 def check_text(text: str) -> None:
     """Reject input that is not a text log: empty, binary, or over the size bounds."""
     if len(text) > MAX_LOG_BYTES or len(text.encode("utf-8", "surrogatepass")) > MAX_LOG_BYTES:
-        raise FieldError(
-            "log", "reconcile.log_too_large", max_log_bytes_1_20=MAX_LOG_BYTES // (1 << 20)
-        )
+        raise FieldError("log", "reconcile.log_too_large", mib=MAX_LOG_BYTES // (1 << 20))
     if not text.strip():
         raise FieldError("log", "reconcile.log_empty")
     sample = text[:65536]
@@ -77,9 +75,7 @@ def parse_log(text: str) -> ParsedLog:
     check_text(text)
     lines = text.rstrip("\n").split("\n")
     if len(lines) > MAX_LOG_LINES:
-        raise FieldError(
-            "log", "reconcile.too_many_lines", n_lines=len(lines), MAX_LOG_LINES=MAX_LOG_LINES
-        )
+        raise FieldError("log", "reconcile.too_many_lines", n_lines=len(lines), most=MAX_LOG_LINES)
     rules = log_rules()
     markers = _version_markers()
     facts: list[Fact] = []

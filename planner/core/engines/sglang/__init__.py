@@ -223,7 +223,7 @@ class Sglang(Engine):
         """The model files' head checks run at the attention TP (TP / D with DP attention)."""
         if tp % self.attn_dp:
             raise FieldError(
-                "data_parallel_size", "sglang.dp_size_enable_dp", attn_dp=self.attn_dp, tp=tp
+                "data_parallel_size", "sglang.dp_attention_divides_tp", attn_dp=self.attn_dp, tp=tp
             )
         super().validate_parallel(shape, tp // self.attn_dp, pp)
 
@@ -264,7 +264,7 @@ class Sglang(Engine):
         if derived is not None and requested > derived and not allow_long:
             raise FieldError(
                 "context_length",
-                "sglang.user_specified_context_length",
+                "sglang.context_length_above_derived",
                 requested=requested,
                 derived=derived,
                 long_context_override=self.long_context_override,

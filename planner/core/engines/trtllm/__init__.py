@@ -105,7 +105,7 @@ class Trtllm(Engine):
             # KVCacheManager.calculate_max_num_blocks asserts free_mem_fraction < 1.0.
             raise FieldError(
                 "gpu_memory_utilization",
-                "trtllm.free_gpu_memory_fraction",
+                "trtllm.memory_fraction_below_1",
                 label=self.label,
                 fraction=fraction,
             )

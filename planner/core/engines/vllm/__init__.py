@@ -258,8 +258,8 @@ class Vllm(VllmStateLayers, VllmLayerBlocks, Engine):
             if on and pp > 1 and not since(self.version, ASYNC_WITH_PP_SINCE):
                 raise FieldError(
                     "async_scheduling",
-                    "vllm.vllm_async_scheduling_supported",
-                    version_text=self.version_text,
+                    "vllm.async_scheduling_with_pp",
+                    version=self.version_text,
                 )
         batches = self.concurrent_batches(on, pp)
         in_flight = batches * mnbt if since(self.version, IN_FLIGHT_ADMISSION_SINCE) else mnbt

@@ -20,8 +20,8 @@ def speculation_at(version: Version, sp: Speculation) -> Speculation:
     if not since(version, DFLASH_SINCE):
         raise FieldError(
             ("speculative_config", "method"),
-            "vllm.vllm_speculative_method_dflash",
-            version_text_version=version_text(version),
+            "vllm.dflash_release",
+            version=version_text(version),
         )
     if not since(version, DFLASH_FILL_IN_SLOT_SINCE):
         # Before 0.23 the scheduler reserved DFlash k lookahead slots, as for EAGLE.

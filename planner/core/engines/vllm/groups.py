@@ -120,7 +120,7 @@ def vllm_groups(
     page_max = max(pages.values())
     for p in pages.values():
         if page_max % p:
-            raise FieldError("model", "vllm.vllm_cannot_unify_page", p=p, page_max=page_max)
+            raise FieldError("model", "vllm.page_sizes_not_unified", p=p, page_max=page_max)
     group_size = group_size_for(list(buckets.values()), group_ratio)
     groups: list[KVGroup] = []
     for s, n in buckets.items():

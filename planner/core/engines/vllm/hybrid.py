@@ -79,35 +79,35 @@ def bind_vllm_state(
     if not old and not since(version, PLATFORM_ALIGN_SINCE):
         raise FieldError(
             "engine_version",
-            "vllm.kvplan_knows_vllm_sizing",
-            map_str_version_2=".".join(map(str, version[:2])),
+            "vllm.state_release_unmodelled",
+            version=".".join(map(str, version[:2])),
         )
     if old and shape.model_type in QWEN3_5_TYPES:
         raise FieldError(
             "engine_version",
-            "vllm.vllm_0_11_qwen3",
+            "vllm.qwen3_5_not_in_0_11",
         )
     if old and shape.draft_layers and any(isinstance(s, GatedDeltaNetSpec) for s in shape.layers):
         raise FieldError(
             ("speculative_config", "method"),
-            "vllm.kvplan_sized_mtp_drafts",
+            "vllm.mtp_hybrid_release",
         )
     if pp > 1:
         raise FieldError(
             "pipeline_parallel_size",
-            "vllm.kvplan_does_yet_split",
+            "vllm.hybrid_pipeline_unmodelled",
         )
     attn = shape.attention_spec
     states = [g.spec for g in shape.groups if isinstance(g.spec, StateSpec)]
     if attn is None:
         raise FieldError(
             "model",
-            "vllm.attention_free_models_every",
+            "vllm.attention_free_unmodelled",
         )
     if any(s.is_window for s in (g.spec for g in shape.groups)):
         raise FieldError(
             "model",
-            "vllm.kvplan_does_model_vllm",
+            "vllm.state_with_sliding_unmodelled",
         )
     # The model-level state vLLM aligns to: the model's mixer with this TP and speculation.
     ranked = [replace(s, tp=tp).bind(model_dtype=model_dtype, num_spec=num_spec) for s in states]

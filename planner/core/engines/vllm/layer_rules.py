@@ -47,8 +47,8 @@ def check_shared_kv_parallel(shape: ModelShape, pp: int) -> None:
     if pp > 1 and any(not s.owns_kv for s in shape.layers):
         raise FieldError(
             "pipeline_parallel_size",
-            "vllm.vllm_runs_layers_sharing",
-            shape_model_type_or_this_model=shape.model_type or "this model",
+            "vllm.kv_sharing_pipeline",
+            model_type=shape.model_type or "this model",
         )
 
 
@@ -60,8 +60,8 @@ def sparse_mla_block(requested: int | None, shape: ModelShape) -> tuple[int, lis
     if requested is not None and requested % SPARSE_MLA_BLOCK:
         raise FieldError(
             "block_size",
-            "vllm.vllm_sparse_mla_backend",
-            SPARSE_MLA_BLOCK=SPARSE_MLA_BLOCK,
+            "vllm.sparse_mla_block_size",
+            multiple=SPARSE_MLA_BLOCK,
             requested=requested,
         )
     block = requested or SPARSE_MLA_BLOCK

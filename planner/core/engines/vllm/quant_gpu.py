@@ -65,14 +65,14 @@ def check_quantization_on_gpu(version: Version, shape: ModelShape, gpu: Gpu) -> 
         return
     raise FieldError(
         "gpu",
-        "vllm.vllm_quantization_method_supported",
-        version_text_version=version_text(version),
+        "vllm.quantization_capability",
+        version=version_text(version),
         method=method,
         need=need,
         cap=cap,
-        gpu_name=gpu.name,
-        need_10=need // 10,
-        need_10_2=need % 10,
+        gpu=gpu.name,
+        need_major=need // 10,
+        need_minor=need % 10,
     )
 
 

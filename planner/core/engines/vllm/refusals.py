@@ -37,7 +37,7 @@ def refuse(
     version_label = version_text(version)
     arch = shape.model_type or "this model"
     if model_dtype == "fp16" and shape.model_type in _NO_FLOAT16:
-        raise FieldError("dtype", "vllm.vllm_does_run_float16", arch=arch)
+        raise FieldError("dtype", "vllm.float16_unstable", arch=arch)
     sparse = any(isinstance(s, SparseMLASpec) for s in shape.layers)
     # DeepseekV32ForCausalLM.verify_and_update_config (run before the check below) turns a
     # bfloat16 cache into auto: the model's dtype, whatever it is.
@@ -53,7 +53,7 @@ def refuse(
         allowed = "`auto`" + (f" or `{model}`" if model_dtype in ("fp16", "bf16") else "")
         raise FieldError(
             "kv_cache_dtype",
-            "vllm.vllm_kv_cache_dtype",
+            "vllm.kv_dtype_incompatible",
             version_label=version_label,
             cache=cache,
             model=model,
@@ -62,13 +62,11 @@ def refuse(
     if shape.quant_method is not None and model_dtype == "fp32":
         # Quantization methods list their activation dtypes (get_supported_act_dtypes):
         # bfloat16 and float16 at most (mxfp4: bfloat16 only).
-        raise FieldError(
-            "dtype", "vllm.vllm_does_run_checkpoint", shape_quant_method=shape.quant_method
-        )
+        raise FieldError("dtype", "vllm.quantized_float32", method=shape.quant_method)
     if shape.quant_method == "mxfp4" and model_dtype == "fp16":
         raise FieldError(
             "dtype",
-            "vllm.vllm_mxfp4_quantization_gpt",
+            "vllm.mxfp4_bfloat16_only",
         )
     mla_checked = shape.is_mla and since(version, MLA_DTYPE_CHECK_SINCE)
     # The backends' supported_kv_cache_dtypes (FlashAttention's supports_kv_cache_dtype) list
@@ -81,26 +79,26 @@ def refuse(
         kind = "MLA attention" if shape.is_mla else "attention"
         raise FieldError(
             "kv_cache_dtype",
-            "vllm.vllm_backend_hopper_lists",
+            "vllm.bf16_kv_on_hopper",
             version_label=version_label,
             kind=kind,
         )
     if mla_checked and model_dtype == "fp32":
         raise FieldError(
             "dtype",
-            "vllm.vllm_mla_attention_backend",
+            "vllm.mla_float32",
         )
     if mla_checked and kv_dtype.name not in _MLA_KV_DTYPES:
         raise FieldError(
             "kv_cache_dtype",
-            "vllm.vllm_mla_attention_backend_2",
-            kv_dtype_name=kv_dtype.name,
-            _MLA_KV_DTYPES=", ".join(_MLA_KV_DTYPES),
+            "vllm.mla_kv_dtype",
+            dtype=kv_dtype.name,
+            dtypes=", ".join(_MLA_KV_DTYPES),
         )
     if mla_checked and sparse and kv_dtype.bits == 8 and model_dtype != "bf16":
         # Sparse MLA on SM90: FlashAttention-MLA-sparse takes no fp8 cache; FlashMLA-sparse
         # (fp8) and FlashInfer-MLA-sparse (fp8, fp8_e4m3) run bfloat16 models only.
-        raise FieldError("dtype", "vllm.vllm_sparse_mla_backends", kv_dtype_name=kv_dtype.name)
+        raise FieldError("dtype", "vllm.sparse_mla_hopper_dtype", dtype=kv_dtype.name)
     if (
         shape.model_type in _NO_KV_REPLICATION
         and not shape.is_mla
@@ -108,8 +106,8 @@ def refuse(
     ):
         raise FieldError(
             "tensor_parallel_size",
-            "vllm.vllm_divides_num_key",
+            "vllm.kv_heads_below_tp",
             arch=arch,
-            shape_num_key_value_heads=shape.num_key_value_heads,
+            kv_heads=shape.num_key_value_heads,
             tp=tp,
         )

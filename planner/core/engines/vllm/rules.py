@@ -34,14 +34,14 @@ def parse_vllm_version(text: str) -> Version:
     words = (text or "").split()
     v = parse_version(words[0]) if words else None  # "0.10.1.dev (main, …)": its first word
     if v is None:
-        raise FieldError("engine_version", "vllm.vllm_version_give_such", text=text)
+        raise FieldError("engine_version", "vllm.version_unreadable", text=text)
     if not RELEASES.covers(v):
         raise FieldError(
             "engine_version",
-            "vllm.vllm_outside_releases_whose",
+            "vllm.release_outside_rules",
             text=text,
-            version_text_releases_first=version_text(RELEASES.first),
-            version_text_releases_last=version_text(RELEASES.last),
+            first=version_text(RELEASES.first),
+            last=version_text(RELEASES.last),
         )
     return v
 

@@ -134,7 +134,7 @@ def stage_sizes(ctx: Ctx, pp: int) -> list[int]:
         if sum(part) != layers or len(part) != pp:
             raise FieldError(
                 ("settings", "pipeline_layer_partition"),
-                "vllm.list_stage_sizes_summing",
+                "vllm.pp_layer_partition",
                 pp=pp,
                 layers=layers,
                 part=part,
