@@ -8,25 +8,25 @@ from __future__ import annotations
 EDGE_ERRORS: dict[str, str] = {
     "api.no_calibration_store": "no calibration store is open on this server; omit the field",
     "api.hub_timeout": (
-        "the Hub did not answer within {s_timeout_seconds:g} s for {repo_id!r} "
-        "(KVPLAN_HUB_TIMEOUT_SECONDS); paste the model's config.json as `model`."
+        "the Hub did not answer within {seconds:g} s for {repo_id!r} (KVPLAN_HUB_TIMEOUT_SECONDS); "
+        "paste the model's config.json as `model`."
     ),
     "catalog.refused": "{typed}: {reason}",
     "cli.batch_needs_context": "--batch N needs --context: N requests of that length",
     "cli.batch_below_1": "--batch needs at least 1 request",
     "cli.file_unreadable": "cannot read {source}: {reason}",
     "cli.context_mix_unreadable": (
-        "cannot read {item_strip!r}; write share:length, e.g. 70%:2k,20%:8k,10%:32k"
+        "cannot read {item!r}; write share:length, e.g. 70%:2k,20%:8k,10%:32k"
     ),
-    "cli.mix_unreadable": "cannot read {item_strip!r}; write tokens x count, e.g. 8192x10,2048x30",
-    "cli.chunks_total": "chunks sum to {sum_chunks} tokens; keep the total <= {MAX_TOTAL_TOKENS}",
+    "cli.mix_unreadable": "cannot read {item!r}; write tokens x count, e.g. 8192x10,2048x30",
+    "cli.chunks_total": "chunks sum to {total} tokens; keep the total <= {most}",
     "cli.chunks_not_integers": "{text!r} is not a comma-separated list of integers; e.g. 1,3,2,5",
-    "cli.chunk_length": "each chunk length must be 1..{MAX_CHUNK_TOKENS}; got {text!r}",
+    "cli.chunk_length": "each chunk length must be 1..{most}; got {text!r}",
     "cli.log_not_utf8": "the file is not UTF-8 text (binary?); pass the engine's text log",
-    "cli.mix_entries": "give 1 to {MAX_REQUEST_ENTRIES} entries, e.g. 8192x10,2048x30",
+    "cli.mix_entries": "give 1 to {most} entries, e.g. 8192x10,2048x30",
     "cli.chunks_count": (
-        "give 2 to {MAX_CHUNKS} chunk lengths (got {n_chunks}); a chunk must follow cached tokens "
-        "for the mask check to mean anything, e.g. 1,3,2,5"
+        "give 2 to {most} chunk lengths (got {n_chunks}); a chunk must follow cached tokens for "
+        "the mask check to mean anything, e.g. 1,3,2,5"
     ),
     "cli.batch_and_mix": "give --batch or --mix, not both",
     "cli.request_object_required": "give at least one request object",
@@ -35,14 +35,14 @@ EDGE_ERRORS: dict[str, str] = {
     "cli.seed_invalid": "{text!r} is not an integer in 0..{most}; e.g. --seed 7",
     "cli.speculative_config_invalid_json": "invalid JSON: {reason}",
     "cli.log_too_large": (
-        "the log is larger than {max_log_bytes_20} MiB; keep only the start-up lines (e.g. `head "
-        "-n 2000 server.log > startup.log`)"
+        "the log is larger than {mib} MiB; keep only the start-up lines (e.g. `head -n 2000 "
+        "server.log > startup.log`)"
     ),
     "cli.budget_above_gpu": (
-        "{fmt_gib_budget} is more than the {entry_id} has ({fmt_gib_entry_usable_memory_byte}): "
-        "the budget is per GPU; leave it out to derive it from the GPU"
+        "{budget} is more than the {gpu} has ({memory}): the budget is per GPU; leave it out to "
+        "derive it from the GPU"
     ),
-    "cli.context_mix_classes": "at most {MAX_MIX_CLASSES} length classes",
+    "cli.context_mix_classes": "at most {most} length classes",
     "cli.prefix_needs_requests": "--prefix needs --batch or --mix: requests that share it",
     "cli.report_needs_token": (
         "--report needs --token (or KVPLAN_ADMIN_TOKEN): the service's admin token"
@@ -53,8 +53,8 @@ EDGE_ERRORS: dict[str, str] = {
     "cli.speculative_config_not_json": "--speculative-config is not JSON",
     "cli.no_such_file": "no such file: {source}",
     "cli.size_without_unit": (
-        "{stripped!r} has no unit, so it would be {stripped_2:,} bytes; write e.g. {stripped}GiB "
-        "or {stripped}GB"
+        "{stripped!r} has no unit, so it would be {n_bytes:,} bytes; write e.g. {stripped}GiB or "
+        "{stripped}GB"
     ),
     "cli.validate_shape_flags": (
         "--validate probes the validation model's own shape and dtype (CPU: 16 q / 4 KV heads, d "
@@ -68,8 +68,8 @@ EDGE_ERRORS: dict[str, str] = {
     "cli.tokens_unreadable_32k": "{reason}; write tokens, e.g. 32768 or 32k (k = 1024)",
     "cli.tokens_unreadable": "{reason}; write tokens, e.g. 8192 or 8k (k = 1024)",
     "resolve.revision_invalid": (
-        "{revision_120!r} is not a branch, tag or commit name (letters, digits, `-`, `_`, `.` and "
-        "`/` between non-empty parts; no `..`)"
+        "{revision!r} is not a branch, tag or commit name (letters, digits, `-`, `_`, `.` and `/` "
+        "between non-empty parts; no `..`)"
     ),
     "resolve.hub_off": (
         "{typed!r} is not in the bundled catalog and Hub access is turned off "
@@ -84,40 +84,39 @@ EDGE_ERRORS: dict[str, str] = {
     "resolve.index_empty": "{repo_id!r}: {name} is empty",
     "resolve.config_empty": "is an empty object; paste the model's config.json",
     "resolve.hub_busy": (
-        "the Hub at {where} answered {exc_detail} for {repo_id!r} (rate limited or down); {later}, "
-        "or paste the model's config.json as `model` (a JSON object) instead."
-    ),
-    "resolve.hub_error_status": (
-        "the Hub at {where} answered {status_or_an_error} for {repo_id!r}; try again later, or "
+        "the Hub at {where} answered {detail} for {repo_id!r} (rate limited or down); {later}, or "
         "paste the model's config.json as `model` (a JSON object) instead."
     ),
+    "resolve.hub_error_status": (
+        "the Hub at {where} answered {status} for {repo_id!r}; try again later, or paste the "
+        "model's config.json as `model` (a JSON object) instead."
+    ),
     "resolve.hub_timeout": (
-        "the Hub at {where} did not answer within {s_timeout_seconds:g} s for {repo_id!r} "
+        "the Hub at {where} did not answer within {seconds:g} s for {repo_id!r} "
         "(KVPLAN_HUB_TIMEOUT_SECONDS); paste the model's config.json as `model` (a JSON object) "
         "instead."
     ),
     "resolve.hub_deadline": (
-        "the Hub at {where} did not answer within {s_timeout_seconds:g} s for {repo_id!r} "
+        "the Hub at {where} did not answer within {seconds:g} s for {repo_id!r} "
         "(KVPLAN_HUB_TIMEOUT_SECONDS, all requests of one lookup together); paste the model's "
         "config.json as `model` (a JSON object) instead."
     ),
     "resolve.hub_circuit_open": (
-        "the Hub at {redact_url_s_endpoint_url} is failing: {down}; paste the model's config.json "
-        "as `model`, or retry later."
+        "the Hub at {where} is failing: {down}; paste the model's config.json as `model`, or retry "
+        "later."
     ),
     "resolve.hub_not_protocol": (
-        "the Hub at {where} sent {exc_detail} for {repo_id!r}, which is not the Hub's protocol; "
-        "check HF_ENDPOINT, or paste the model's config.json as `model` (a JSON object) instead."
+        "the Hub at {where} sent {detail} for {repo_id!r}, which is not the Hub's protocol; check "
+        "HF_ENDPOINT, or paste the model's config.json as `model` (a JSON object) instead."
     ),
     "resolve.hub_transport_error": (
-        "{exc_detail} to the Hub at {where} for {repo_id!r}; set HF_ENDPOINT to a reachable "
-        "mirror, or paste the model's config.json as `model` (a JSON object) instead."
+        "{detail} to the Hub at {where} for {repo_id!r}; set HF_ENDPOINT to a reachable mirror, or "
+        "paste the model's config.json as `model` (a JSON object) instead."
     ),
     "resolve.cache_not_writable": (
-        "the Hugging Face cache at {s_cache_dir!r} cannot be written "
-        "({exc_strerror_or_type_exc___name}), so {repo_id!r} cannot be fetched; set HF_HOME to a "
-        "writable directory (the Deployment mounts one), or paste the model's config.json as "
-        "`model` (a JSON object) instead."
+        "the Hugging Face cache at {cache_dir!r} cannot be written ({reason}), so {repo_id!r} "
+        "cannot be fetched; set HF_HOME to a writable directory (the Deployment mounts one), or "
+        "paste the model's config.json as `model` (a JSON object) instead."
     ),
     "resolve.file_not_json": "{repo_id!r}: {what} is not JSON ({exc})",
     "resolve.config_not_object": "{cfg_path!r} is not a JSON object",
@@ -128,12 +127,11 @@ EDGE_ERRORS: dict[str, str] = {
         "must be a model id (e.g. meta-llama/Llama-3.1-8B) or a config"
     ),
     "resolve.hub_unreachable": (
-        "no network path to the Hub at {where} ({type_exc___name}) for {repo_id!r}; set "
-        "HF_ENDPOINT to a reachable mirror, or paste the model's config.json as `model` (a JSON "
-        "object) instead."
+        "no network path to the Hub at {where} ({error}) for {repo_id!r}; set HF_ENDPOINT to a "
+        "reachable mirror, or paste the model's config.json as `model` (a JSON object) instead."
     ),
     "resolve.file_offered_too_large": (
-        "{repo_id!r} on {where} offered {exc_detail}; refused before reading it"
+        "{repo_id!r} on {where} offered {detail}; refused before reading it"
     ),
     "resolve.index_too_large": "{repo_id!r}: {name} is over {limit} bytes",
     "resolve.config_unreadable_json": "{cfg_path!r} is not readable JSON ({exc})",

@@ -85,8 +85,8 @@ ENGINE_ERRORS: dict[str, str] = {
     ),
     "vllm.state_release_unmodelled": (
         "kvplan knows vLLM's sizing of state (Mamba / linear-attention) layers for 0.11 and "
-        "0.29–0.33, not for {map_str_version_2}: the block-size alignment and state blocks per "
-        "request changed in between; use engine_version 0.29 or later, or 0.11"
+        "0.29–0.33, not for {version}: the block-size alignment and state blocks per request "
+        "changed in between; use engine_version 0.29 or later, or 0.11"
     ),
     "vllm.mtp_hybrid_release": (
         "kvplan has sized MTP drafts on gated-delta-net hybrids as vLLM 0.33 does (checked against "
@@ -99,8 +99,8 @@ ENGINE_ERRORS: dict[str, str] = {
         "engine_version 0.33"
     ),
     "vllm.async_scheduling_with_pp": (
-        "vLLM {version_text}: Async scheduling is not supported with pipeline-parallel-size > 1 "
-        "(from vLLM 0.15 it is); set async_scheduling=false or pipeline_parallel_size=1"
+        "vLLM {version}: Async scheduling is not supported with pipeline-parallel-size > 1 (from "
+        "vLLM 0.15 it is); set async_scheduling=false or pipeline_parallel_size=1"
     ),
     "vllm.bf16_kv_on_hopper": (
         "vLLM {version_label}: no {kind} backend on Hopper lists a bfloat16 KV cache (bfloat16 "
@@ -111,13 +111,12 @@ ENGINE_ERRORS: dict[str, str] = {
         "hybrid_kv_cache_manager=false"
     ),
     "vllm.kv_heads_below_tp": (
-        "vLLM's {arch} divides num_key_value_heads ({shape_num_key_value_heads}) by "
-        "tensor_parallel_size ({tp}) without replication, leaving 0 KV heads per rank; use at most "
-        "{shape_num_key_value_heads}"
+        "vLLM's {arch} divides num_key_value_heads ({kv_heads}) by tensor_parallel_size ({tp}) "
+        "without replication, leaving 0 KV heads per rank; use at most {kv_heads}"
     ),
     "vllm.quantized_float32": (
-        "vLLM does not run a {shape_quant_method} checkpoint in float32 (its quantization method "
-        "supports 16-bit activations only); use dtype auto or bfloat16"
+        "vLLM does not run a {method} checkpoint in float32 (its quantization method supports "
+        "16-bit activations only); use dtype auto or bfloat16"
     ),
     "vllm.float16_unstable": (
         "vLLM does not run {arch} in float16 (numerical instability); use dtype bfloat16 or auto"
@@ -131,39 +130,37 @@ ENGINE_ERRORS: dict[str, str] = {
         "MLA take float16 and bfloat16); use dtype auto or bfloat16"
     ),
     "vllm.mla_kv_dtype": (
-        "no vLLM MLA attention backend on CUDA supports a {kv_dtype_name} KV cache; use one of: "
-        "{_MLA_KV_DTYPES}"
+        "no vLLM MLA attention backend on CUDA supports a {dtype} KV cache; use one of: {dtypes}"
     ),
     "vllm.mxfp4_bfloat16_only": (
         "vLLM's mxfp4 quantization (gpt-oss) supports bfloat16 only; use dtype auto or bfloat16"
     ),
     "vllm.release_outside_rules": (
         "vLLM {text} is outside the releases whose memory profiling is modelled "
-        "({version_text_releases_first}.0–{version_text_releases_last}.x)"
+        "({first}.0–{last}.x)"
     ),
     "vllm.quantization_capability": (
-        "vLLM {version_text_version}: the quantization method {method} is not supported for the "
-        "current GPU. Minimum capability: {need}. Current capability: {cap} ({gpu_name}); choose a "
-        "GPU of compute capability {need_10}.{need_10_2} or newer, or a checkpoint in another "
-        "format"
+        "vLLM {version}: the quantization method {method} is not supported for the current GPU. "
+        "Minimum capability: {need}. Current capability: {cap} ({gpu}); choose a GPU of compute "
+        "capability {need_major}.{need_minor} or newer, or a checkpoint in another format"
     ),
     "vllm.kv_sharing_pipeline": (
-        "vLLM runs {shape_model_type_or_this_model} (layers sharing KV) without pipeline "
-        "parallelism; use pipeline_parallel_size 1"
+        "vLLM runs {model_type} (layers sharing KV) without pipeline parallelism; use "
+        "pipeline_parallel_size 1"
     ),
     "vllm.sparse_mla_block_size": (
         "vLLM's sparse MLA backend (DeepSeek-V3.2 indexer) needs block_size a multiple of "
-        "{SPARSE_MLA_BLOCK}; got {requested}"
+        "{multiple}; got {requested}"
     ),
     "vllm.sparse_mla_hopper_dtype": (
-        "vLLM's sparse MLA backends (DeepSeek-V3.2 indexer) on Hopper run an {kv_dtype_name} KV "
-        "cache with a bfloat16 model only (FlashMLA-sparse, FlashInfer-MLA-sparse), and "
+        "vLLM's sparse MLA backends (DeepSeek-V3.2 indexer) on Hopper run an {dtype} KV cache with "
+        "a bfloat16 model only (FlashMLA-sparse, FlashInfer-MLA-sparse), and "
         "FlashAttention-MLA-sparse takes no fp8 cache; use dtype auto or bfloat16, or "
         "kv_cache_dtype auto"
     ),
     "vllm.dflash_release": (
-        "vLLM {version_text_version} has no speculative method 'dflash' (SpeculativeConfig takes "
-        "it from vLLM 0.20); use eagle3, or plan for vLLM 0.20 or later"
+        "vLLM {version} has no speculative method 'dflash' (SpeculativeConfig takes it from vLLM "
+        "0.20); use eagle3, or plan for vLLM 0.20 or later"
     ),
     "vllm.version_unreadable": "{text!r} is not a vLLM version; give one such as '0.19.0'",
     "engine.sglang_flag_elsewhere": "{flag} is an SGLang setting; {label} has none (omit it)",

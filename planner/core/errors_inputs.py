@@ -7,14 +7,14 @@ from __future__ import annotations
 
 INPUT_ERRORS: dict[str, str] = {
     "input.async_scheduling_not_vllm": (
-        "{engine_label} has no async_scheduling setting (a vLLM flag); omit the field"
+        "{label} has no async_scheduling setting (a vLLM flag); omit the field"
     ),
     "input.memory_fraction_below_1": (
         "{label}'s {flag} must be below 1.0 (got {util:g}); its default is {default:g}"
     ),
     "input.value_out_of_range": "must be between {lo} and {hi}, got {value}",
     "input.unknown_calibration": (
-        "no calibration {request_calibration_id!r}; list them with GET /api/v1/calibrations"
+        "no calibration {calibration_id!r}; list them with GET /api/v1/calibrations"
     ),
     "input.budget_needs_weights": (
         "cannot derive a KV budget from the GPU without the weight size; set weights_bytes (0 for "
@@ -26,19 +26,18 @@ INPUT_ERRORS: dict[str, str] = {
         "the config has no max_position_embeddings; set context_tokens (e.g. 8192) or requests"
     ),
     "input.max_attention_window_not_trtllm": (
-        "{engine_label} does not take max_attention_window (a TensorRT-LLM setting); it reads each "
+        "{label} does not take max_attention_window (a TensorRT-LLM setting); it reads each "
         "layer's window from the model config (omit the field)"
     ),
     "input.draft_reason": "the draft: {reason}",
     "input.not_integer": "must be an integer, got {value!r}",
     "input.not_integer_or_flags": "must be an integer or a list of {num_layers} flags",
     "input.kv_dtype_not_recommendable": (
-        "{engine_label} has no KV cache dtype {dtype!r} to recommend; use auto or one of: "
-        "{join_sorted_table_or_none}"
+        "{label} has no KV cache dtype {dtype!r} to recommend; use auto or one of: {names}"
     ),
     "input.speculative_not_vllm": (
         "kvplan models speculative-decoding draft layers as vLLM arranges them; it does not model "
-        "{engine_label}'s draft cache. Plan with engine vllm, or omit speculative_config"
+        "{label}'s draft cache. Plan with engine vllm, or omit speculative_config"
     ),
     "input.not_layer_indices": "must be a list of layer indices",
     "input.config_missing_keys": "model config has no {keys}",
@@ -54,7 +53,7 @@ INPUT_ERRORS: dict[str, str] = {
         "allow_long_max_model_len=true"
     ),
     "input.size_too_large": "{text!r} is too large",
-    "input.unknown_dtype": "unknown dtype {name!r}; use one of: {DTYPE_NAMES}",
+    "input.unknown_dtype": "unknown dtype {name!r}; use one of: {names}",
     "reconcile.no_startup_line": (
         "no KV-cache start-up line was recognised in {lines:,} lines{seen}; paste the engine's "
         "start-up output, e.g. {examples}"

@@ -11,7 +11,7 @@ MODEL_ERRORS: dict[str, str] = {
     ),
     "model.attn_layer_offset_range": "must be below attn_layer_period ({period}), got {offset}",
     "model.value_out_of_range_from_1": "must be between 1 and {hi}, got {value}",
-    "model.value_out_of_range": "must be between {lo} and {v_1_24}, got {value}",
+    "model.value_out_of_range": "must be between {lo} and {hi}, got {value}",
     "model.chunked_needs_chunk_size": "chunked_attention layers need attention_chunk_size",
     "model.compressed_tensors_without_groups": (
         "compressed-tensors config without config_groups cannot be sized"
@@ -28,12 +28,12 @@ MODEL_ERRORS: dict[str, str] = {
         "must be an integer from 0 to {most} (fewer than num_hidden_layers), got {shared!r}"
     ),
     "model.not_integer_typed": "must be an integer, got {type} {value!r}",
-    "model.not_integer": "must be an integer, got {head!r}",
+    "model.not_integer": "must be an integer, got {value!r}",
     "model.not_integer_or_list": "must be an integer or a list of them, got {raw!r}",
     "model.kda_layers_cover": "kda_layers and full_attn_layers must name every layer exactly once",
     "model.kv_sharing_unknown": (
-        "kvplan knows KV sharing only as Gemma-3n and Gemma-4 implement it ({_KV_SHARING_TYPES}); "
-        "model type {model_type!r} sets num_kv_shared_layers {shared}"
+        "kvplan knows KV sharing only as Gemma-3n and Gemma-4 implement it ({types}); model type "
+        "{model_type!r} sets num_kv_shared_layers {shared}"
     ),
     "model.layer_type_unsupported": (
         "layer type {kind!r} is not supported; kvplan sizes full_attention, sliding_attention and "
@@ -57,16 +57,16 @@ MODEL_ERRORS: dict[str, str] = {
     "model.layer_strings_invalid": "must be a list of {n} strings (one per layer)",
     "model.layer_strings_invalid_2": "must be a list of {num_layers} strings (one per layer)",
     "model.encoder_decoder": (
-        "model type {model_type_or_this_model!r} is an encoder-decoder model; kvplan does not size "
+        "model type {model_type!r} is an encoder-decoder model; kvplan does not size "
         "cross-attention or encoder caches"
     ),
     "model.cache_unmodelled": (
-        "model type {model_type!r} keeps {unmodelled_model_type}, which kvplan does not size; it "
-        "refuses rather than size them as plain attention"
+        "model type {model_type!r} keeps {cache}, which kvplan does not size; it refuses rather "
+        "than size them as plain attention"
     ),
     "model.modelopt_algo_unsized": (
-        "ModelOpt quant_algo {algo_or_missing!r} is not sized (NVFP4 and FP8 are); set "
-        "weights_bytes to the checkpoint size"
+        "ModelOpt quant_algo {algo!r} is not sized (NVFP4 and FP8 are); set weights_bytes to the "
+        "checkpoint size"
     ),
     "model.heads_not_multiple_of_kv_heads": (
         "num_attention_heads {num_heads} is not a multiple of num_key_value_heads {kv_heads}; GQA "
@@ -75,8 +75,8 @@ MODEL_ERRORS: dict[str, str] = {
     "model.not_in_0_64": "must be a number in (0, 64], got {value!r}",
     "model.not_object": "must be an object",
     "model.quantization_unsized": (
-        "quantization {method_or_without_quant_method!r} is not sized (fp8, fbgemm_fp8, awq, gptq, "
-        "mxfp4, modelopt, compressed-tensors are); set weights_bytes to the checkpoint size"
+        "quantization {method!r} is not sized (fp8, fbgemm_fp8, awq, gptq, mxfp4, modelopt, "
+        "compressed-tensors are); set weights_bytes to the checkpoint size"
     ),
     "model.required_for_lfm2": "is required for LFM2's conv layers",
     "model.required_for_kv_cache": (
@@ -108,7 +108,7 @@ MODEL_ERRORS: dict[str, str] = {
     "model.unknown_dtype": "unknown dtype {raw!r}; expected float32, bfloat16 or float16",
     "speculative.draft_tp": (
         "kvplan models a draft sharded like the target (tensor_parallel_size {tp}); got "
-        "{spec_draft_tensor_parallel_size}. Omit it or set it to {tp}"
+        "{draft_tp}. Omit it or set it to {tp}"
     ),
     "speculative.mtp_nextn_invalid": (
         "method mtp needs the model's num_nextn_predict_layers (1 to 64) in its config; this "
@@ -137,12 +137,11 @@ MODEL_ERRORS: dict[str, str] = {
         "this model has no full-attention layer for its MTP module to copy"
     ),
     "speculative.mtp_unknown_model_type": (
-        "vLLM has no MTP draft for model type {cfg_get_model_type!r} (it builds them for "
-        "DeepSeek-V3/V3.2, GLM-4.5, ERNIE-4.5, MiMo, Qwen3-Next and Qwen3.5 among the models "
-        "kvplan sizes)"
+        "vLLM has no MTP draft for model type {model_type!r} (it builds them for DeepSeek-V3/V3.2, "
+        "GLM-4.5, ERNIE-4.5, MiMo, Qwen3-Next and Qwen3.5 among the models kvplan sizes)"
     ),
     "speculative.mtp_tokens_multiple": (
         "vLLM needs num_speculative_tokens ({k}) at most the model's MTP modules ({n_predict}) or "
-        "a multiple of it; try {n_predict_k_n_predict_1}"
+        "a multiple of it; try {suggested}"
     ),
 }

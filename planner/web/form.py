@@ -118,7 +118,8 @@ def core_detail(lead: str, message: Message, _: Gettext, prefix: str = "") -> Fi
     shown = message_text(message, _)
     if shown is None:
         return FieldMessage(lead, f"{prefix} {message.text}" if prefix else message.text)
-    return FieldMessage(lead, f"{prefix} {shown}" if prefix else shown, None)
+    # A translation is a sentence of its own: the config field it is about leads, then a colon.
+    return FieldMessage(lead, f"{prefix}：{shown}" if prefix else shown, None)
 
 
 @dataclass

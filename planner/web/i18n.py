@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import gettext
 import math
+import re
 import string
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -161,6 +162,7 @@ class ShownNote:
     code: str
     text: str
     lang: str | None
+    quote: str | None = None  # an engine's own words, shown as printed (English) after `text`
 
 
 def _is_data(template: str) -> bool:
@@ -169,9 +171,33 @@ def _is_data(template: str) -> bool:
     return len(fields) == 1 and template.strip() == "{" + fields[0] + "}"
 
 
+def N_(message: str) -> str:
+    """Marks a message for extraction, translated where it is used."""
+    return message
+
+
+# Phrases the core passes as params with a value inside, worded here in each language.
+_DEFAULT_OF = re.compile(r"^the default of (\S+) (\S+)$")
+# Which start-up check an engine's refusal comes from (planner.core.budget.terms.StartStage).
+REFUSAL_STAGES: dict[str, str] = {
+    "no_kv_memory": N_("no memory is left for the KV cache"),
+    "max_model_len": N_("one request of max_model_len does not fit in the KV cache"),
+    "init_free_memory": N_(
+        "the GPU has less free memory at start-up than gpu_memory_utilization asks for"
+    ),
+    "unsupported_version": N_("kvplan does not model this release"),
+}
+
+
 def _param_text(value: str, gettext: Gettext) -> str:
     """A str param in the page's language where the catalog has it (a catalog entry's remark,
     an English phrase the core passes); ids, names and numbers stay as they are."""
+    found = _DEFAULT_OF.match(value)
+    if found:
+        return gettext("the default of %(engine)s %(version)s") % {
+            "engine": found[1],
+            "version": found[2],
+        }
     return gettext(value) if value.strip() else value
 
 
@@ -220,10 +246,17 @@ def show_note(item: NoteOut, lang: str) -> ShownNote:
     template = TEMPLATES.get(item.code)
     if template is None:
         return ShownNote(item.code, item.text, HTML_LANG[DEFAULT_LANGUAGE])
-    text = _translate(template, item.params, translations(lang).gettext)
-    if text is None:
+    gettext = translations(lang).gettext
+    stage = REFUSAL_STAGES.get(str(item.params.get("stage")))
+    if item.code == "engine.refuses_to_start" and stage is not None:
+        # The engine's message is quoted as it prints it (searchable); the page says why.
+        said = gettext("%(engine)s would not start with these settings: %(reason)s. It says:")
+        refusal = said % {"engine": item.params.get("engine"), "reason": gettext(stage)}
+        return ShownNote(item.code, refusal, None, str(item.params.get("error") or "") or None)
+    shown = _translate(template, item.params, gettext)
+    if shown is None:
         return ShownNote(item.code, item.text, HTML_LANG[DEFAULT_LANGUAGE])
-    return ShownNote(item.code, text, None)
+    return ShownNote(item.code, shown, None)
 
 
 def catalog_texts() -> list[str]:

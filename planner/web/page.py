@@ -56,10 +56,12 @@ from planner.web.paths import templates_dir
 from planner.web.step import step_summary, term_labels
 from planner.web.view import (
     BlockMath,
+    FormulaShown,
     MemoryView,
     block_math,
     capacity_by_context,
     engine_log_differs,
+    formula_shown,
     memory_view,
     sweep_contexts,
     symbolic_formula,
@@ -188,6 +190,7 @@ class Answer:
     log_differs: bool
     symbolic: str | None
     notes: tuple[ShownNote, ...]
+    formula: FormulaShown | None = None  # the bytes-per-token formula, its remark translated
 
 
 def compute(request: PlanRequest, calibration: CalibrationLike | None, lang: str) -> Answer:
@@ -220,6 +223,7 @@ def compute(request: PlanRequest, calibration: CalibrationLike | None, lang: str
         engine_log_differs(result),
         symbolic_formula(result),
         tuple(show_note(n, lang) for n in result.notes_detail),
+        formula_shown(result, _),
     )
 
 

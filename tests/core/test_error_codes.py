@@ -102,6 +102,25 @@ def test_every_raise_site_names_a_registered_code() -> None:
     assert bare == [] and unknown == []
 
 
+def _fields(template: str) -> set[str]:
+    return {f for _, f, _, _ in string.Formatter().parse(template) if f}
+
+
+def test_every_raise_site_gives_its_templates_params() -> None:
+    # A site that leaves out a param its template formats would fail at raise time (a 500).
+    missing = []
+    for rel, line, name, call, index in _sites():
+        if index < 0 or len(call.args) <= index or any(k.arg is None for k in call.keywords):
+            continue  # no literal code, or params splatted from a dict (checked where built)
+        given = {k.arg for k in call.keywords} - {"suggestions"}
+        for code in _codes(call.args[index]) or []:
+            if code in ERROR_TEMPLATES and not _fields(ERROR_TEMPLATES[code]) <= given:
+                missing.append(
+                    f"{rel}:{line}: {code} lacks {_fields(ERROR_TEMPLATES[code]) - given}"
+                )
+    assert missing == []
+
+
 def test_codes_are_dotted_names() -> None:
     for code in ERROR_TEMPLATES:
         assert code.replace("_", "").replace(".", "").isalnum() and code == code.lower(), code
