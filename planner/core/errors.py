@@ -23,8 +23,15 @@ from planner.core.errors_edge import EDGE_ERRORS
 from planner.core.errors_engines import ENGINE_ERRORS
 from planner.core.errors_inputs import INPUT_ERRORS
 from planner.core.errors_model import MODEL_ERRORS
+from planner.core.errors_reasons import RECONCILE_REASONS
 
-ERROR_TEMPLATES: dict[str, str] = {**MODEL_ERRORS, **ENGINE_ERRORS, **INPUT_ERRORS, **EDGE_ERRORS}
+ERROR_TEMPLATES: dict[str, str] = {
+    **MODEL_ERRORS,
+    **ENGINE_ERRORS,
+    **INPUT_ERRORS,
+    **EDGE_ERRORS,
+    **RECONCILE_REASONS,
+}
 
 # The code of a message given as bare English (a raise site not yet converted to a code); its
 # one param `text` is that English. tests/core/test_error_codes.py finds such sites.
@@ -64,6 +71,15 @@ class Message:
             return str(self.params.get("text", ""))
         english = {k: v.text if isinstance(v, Message) else v for k, v in self.params.items()}
         return ERROR_TEMPLATES[self.code].format(**english)
+
+    @classmethod
+    def from_json(cls, code: str, params: Mapping[str, Any] | None) -> Message:
+        """The message `as_json` wrote (a nested reason is a `{code, params}` object)."""
+        out: dict[str, Any] = {}
+        for k, v in (params or {}).items():
+            nested = isinstance(v, Mapping) and set(v) == {"code", "params"}
+            out[k] = cls.from_json(v["code"], v["params"]) if nested else v
+        return cls(code, out)
 
     def as_json(self) -> dict[str, Any]:
         """Params for JSON: a nested message as its own `{code, params}`."""

@@ -15,7 +15,7 @@ from planner.core.answer import NoteOut
 from planner.core.engines import Engine, engine_class, engine_labels, log_engines
 from planner.core.engines.readers import read_log, reads_inputs
 from planner.core.engines.versions import parse_version, version_text
-from planner.core.errors import FieldError, PlanError
+from planner.core.errors import FieldError, Message, PlanError
 from planner.core.inputs import Catalog, ResolvedModel, resolve_draft
 from planner.core.logs import Fact, ParsedLog
 from planner.core.logs.parse import engine_hint, parse_log
@@ -68,7 +68,7 @@ def _engine(claimed: str | None, log: ParsedLog, text: str) -> str:
 
 def _model(
     req: ReconcileRequest, log: ParsedLog, catalog: Catalog
-) -> tuple[ModelShape | None, str | dict[str, Any] | None, str | None, str, Notes]:
+) -> tuple[ModelShape | None, str | dict[str, Any] | None, str | None, Message | str, Notes]:
     """(shape, reference for a plan, label, why there is no model, notes)."""
     notes = Notes()
     model = req.model
@@ -88,10 +88,7 @@ def _model(
         try:
             entry = catalog.model(named, None)
         except PlanError:
-            why = (
-                f"the log names model {named!r}, which is not in the catalog: pass its "
-                "config.json as model"
-            )
+            why = Message.of("reason.log_model_not_in_catalog", named=named)
             return None, None, None, why, notes
         notes.add("reconcile.model_from_log", model=str(entry.shape.id))
         return entry.shape, entry.shape.id, entry.shape.id, "", notes
@@ -99,10 +96,7 @@ def _model(
         None,
         None,
         None,
-        (
-            "no model given and the log names none: pass model (a catalog id or its config.json) "
-            "to recompute this figure"
-        ),
+        Message.of("reason.no_model"),
         notes,
     )
 
@@ -222,7 +216,7 @@ def _bind_state(
     settings: Resolved,
     req: ReconcileRequest,
     notes: Notes,
-) -> tuple[ModelShape | None, str]:
+) -> tuple[ModelShape | None, Message | str]:
     """State layers sized as the engine sizes them, and the block size it then uses; a
     setup the engine's rules do not cover leaves the figures unrecomputed, with the reason."""
     model_dtype, _ = engine.model_dtype(shape, None)
@@ -239,7 +233,7 @@ def _bind_state(
             max_model_len=settings.max_model_len or shape.max_position_embeddings or 1,
         )
     except FieldError as exc:
-        return None, exc.problems[0].msg if exc.problems else exc.detail
+        return None, exc.problems[0].message if exc.problems else exc.message
     settings.block = block
     notes.extend(more)
     return bound, ""

@@ -154,7 +154,20 @@ class Check(_Out):
     difference: float | None
     difference_pct: float | None
     reason: str | None
+    reason_code: str | None = Field(
+        default=None, description="The stable code of `reason` (its English template)."
+    )
+    reason_params: dict[str, Any] | None = Field(
+        default=None, description="The values `reason` is formatted from."
+    )
     arithmetic: str
+
+
+class MessageOut(_Out):
+    """A message as a stable code and the values its English template is formatted with."""
+
+    code: str
+    params: dict[str, Any]
 
 
 class Reserves(_Out):
@@ -171,6 +184,9 @@ class Reserves(_Out):
     cuda_graph_bytes: int | None
     kv_budget_bytes: int | None
     derivation: list[str]
+    derivation_detail: list[MessageOut] = Field(
+        default_factory=list, description="`derivation`, each line as its code and params."
+    )
 
 
 class Summary(_Out):

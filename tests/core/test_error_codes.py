@@ -170,3 +170,26 @@ def test_a_problem_moved_to_another_field_keeps_code_and_params() -> None:
 def test_every_template_parses(code: str) -> None:
     fields = [f for _, f, _, _ in string.Formatter().parse(ERROR_TEMPLATES[code]) if f]
     assert all(f.isidentifier() for f in fields), code
+
+
+def test_reconcile_reasons_and_derivations_carry_codes() -> None:
+    from planner.core.reconcile_schema import ReconcileRequest
+    from planner.service import reconcile
+    from tests.core.test_logparse import load_fixtures
+
+    fixture = {f["id"]: f for f in load_fixtures()}["vllm-v1-granite4-micro-fp8-l40s-ibmcodeengine"]
+    log = "\n".join(fixture["log_lines"])
+    alone = reconcile(ReconcileRequest(log=log))
+    unrecomputed = [c for c in alone.checks if c.status == "not_recomputable"]
+    assert unrecomputed and all(c.reason_code == "reason.no_model" for c in unrecomputed)
+    assert all(c.reason == ERROR_TEMPLATES["reason.no_model"] for c in unrecomputed)
+    # With a model, the reserves say how they were learned, each line with its code: the
+    # log's "Model loading took 3.4244 GiB" is the weights per rank (line 1 of the fixture).
+    full = reconcile(ReconcileRequest(log=log, model="meta-llama/Llama-3.1-8B"))
+    assert full.reserves is not None
+    first = full.reserves.derivation_detail[0]
+    assert (first.code, first.params) == (
+        "derivation.weights_per_rank",
+        {"gib": "3.4244", "line": 1},
+    )
+    assert full.reserves.derivation[0] == "weights per rank 3.4244 GiB (line 1)"
