@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from planner.core.errors import PlanError, dotted
+from planner.core.errors import ERROR_TEMPLATES, PlanError, dotted
 
 PROBLEM_MEDIA_TYPE = "application/problem+json"
 
@@ -158,6 +158,7 @@ def errors_from_pydantic(
     for one field are merged ("a valid string, or a valid dictionary").
     """
     merged: dict[tuple[str | int, ...], list[str]] = {}
+    coded: dict[tuple[str | int, ...], tuple[str, dict[str, Any]]] = {}
     for error in errors:
         raw_loc = [part if isinstance(part, int) else str(part) for part in error.get("loc", ())]
         error_type = str(error.get("type", ""))
@@ -165,22 +166,34 @@ def errors_from_pydantic(
         msg = str(error.get("msg", "invalid value"))
         if error_type == "extra_forbidden":
             msg = "unknown field; remove it (see the request schema for the accepted fields)"
-        elif error_type == "value_error":
+        elif error_type == "value_error" or error_type in ERROR_TEMPLATES:
             # Pydantic prefixes a validator's own message with "Value error, ": drop the noise.
             msg = msg.removeprefix("Value error, ")
             loc = _validator_field(loc, msg)
         messages = merged.setdefault(tuple(loc), [])
         if msg not in messages:
             messages.append(msg)
+        if error_type in ERROR_TEMPLATES:  # a validator's registered message (errors.invalid)
+            coded[tuple(loc)] = (error_type, dict(error.get("ctx") or {}))
     if body is not _NO_NODE:
         # A union alternative that got further ("gpu.memory_bytes: Field required") says more
         # than the one that failed at once ("gpu: Input should be a valid string").
         deeper = {loc[:n] for loc in merged for n in range(len(loc))}
         merged = {loc: m for loc, m in merged.items() if loc not in deeper}
-    return [
-        ProblemError(loc=list(loc) or ["body"], field=field_of(loc) or "body", msg="; or ".join(m))
-        for loc, m in merged.items()
-    ]
+    out = []
+    for where, m in merged.items():
+        # A field with one registered message carries its code; merged alternatives do not.
+        code, params = coded[where] if where in coded and len(m) == 1 else (None, None)
+        out.append(
+            ProblemError(
+                loc=list(where) or ["body"],
+                field=field_of(where) or "body",
+                msg="; or ".join(m),
+                code=code,
+                params=params,
+            )
+        )
+    return out
 
 
 def problem_from_plan_error(

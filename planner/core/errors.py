@@ -131,6 +131,18 @@ def dotted(loc: tuple[str | int, ...]) -> str:
     return out
 
 
+def invalid(code: str, /, **params: Any) -> Exception:
+    """A request validator's error (raise it in a pydantic validator) as a registered message:
+    pydantic reports it with `type` = the code and `ctx` = the params, and the edge carries
+    both into problem+json."""
+    from pydantic_core import PydanticCustomError
+
+    message = Message.of(code, **params)
+    # The template is the English already formatted; pydantic substitutes nothing in it.
+    text = message.text.replace("{", "(").replace("}", ")")
+    return PydanticCustomError(message.code, text, message.as_json())
+
+
 def did_you_mean(ids: tuple[str, ...] | list[str]) -> Message | str:
     """An unknown id's " Did you mean: a, b?" (empty without suggestions)."""
     return Message.of("id.did_you_mean", ids=", ".join(ids)) if ids else ""
@@ -229,4 +241,5 @@ __all__ = [
     "UnknownIdError",
     "did_you_mean",
     "dotted",
+    "invalid",
 ]

@@ -78,4 +78,22 @@ INPUT_ERRORS: dict[str, str] = {
     ),
     # A FieldError's detail: the field, then what is wrong with it.
     "field.detail": "{field}: {reason}",
+    # A request's own validators (pydantic reports them with these codes as `type`).
+    "request.prefix_above_context": "prefix_tokens must not exceed context_tokens",
+    "request.config_too_many_keys": "model config has more than {most} keys",
+    "request.draft_config_too_many_keys": "draft model config has more than {most} keys",
+    "request.engine_choices": "use one of: {engines}",
+    "request.mix_or_max_model_len": "give context_mix (length shares) or max_model_len",
+    "request.mix_shares_sum": (
+        "context_mix shares sum to {total:g}; they must sum to 1 (e.g. 0.7, 0.2, 0.1)"
+    ),
+    "request.max_model_len_below_mix": (
+        "max_model_len {max_model_len} is shorter than the longest request in context_mix "
+        "({longest}); raise it or drop that class"
+    ),
+    "request.speculative_or_draft_layers": "give speculative_config or draft_layers, not both",
+    "request.sweep_too_many_points": (
+        "grid of context_tokens × batch_sizes × tensor_parallel_sizes has {points} points; at "
+        "most {most} are allowed, split the sweep"
+    ),
 }

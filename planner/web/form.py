@@ -20,6 +20,7 @@ from pydantic import ValidationError
 from planner.catalog import get_gpu
 from planner.core.config_fields import json_constant
 from planner.core.errors import (
+    ERROR_TEMPLATES,
     FieldProblem,
     Message,
     ModelConfigError,
@@ -435,7 +436,12 @@ def _validate(body: dict[str, Any], state: FormState, _: Gettext) -> PlanRequest
             loc = tuple(part if isinstance(part, int) else str(part) for part in item["loc"])
             name = form_field(loc, has_config=state.has_config)
             if name not in state.errors:
-                state.add(name, FieldMessage(_pydantic_text(item, _), item.get("msg")))
+                kind = str(item.get("type", ""))
+                if kind in ERROR_TEMPLATES:  # a validator's own registered message
+                    coded = Message(kind, dict(item.get("ctx") or {}))
+                    state.add(name, core_detail(_pydantic_text(item, _), coded, _))
+                else:
+                    state.add(name, FieldMessage(_pydantic_text(item, _), item.get("msg")))
         return None
 
 

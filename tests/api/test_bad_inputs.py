@@ -251,3 +251,18 @@ def test_a_validation_error_has_no_planner_code(client: TestClient) -> None:
     )
     (item,) = response.json()["errors"]
     assert "code" not in item and "params" not in item
+
+
+def test_a_validator_error_carries_its_code(client: TestClient) -> None:
+    # A shared prefix longer than the request itself: the request's own validator refuses it.
+    body = {
+        **json.loads(_with()),
+        "requests": [{"context_tokens": 1024, "count": 2, "prefix_tokens": 2048}],
+    }
+    response = client.post(
+        "/api/v1/plan", content=json.dumps(body), headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 422
+    (item,) = response.json()["errors"]
+    assert item["code"] == "request.prefix_above_context" and item["params"] == {}
+    assert item["msg"] == "prefix_tokens must not exceed context_tokens"

@@ -31,6 +31,7 @@ CODE_ARG = {
     "HubUnavailableError": 1,
     "RevisionNotFoundError": 1,
     "ModelFilesError": 1,
+    "invalid": 0,  # a request validator's error (planner.core.errors.invalid)
 }
 
 
@@ -119,6 +120,19 @@ def test_every_raise_site_gives_its_templates_params() -> None:
                     f"{rel}:{line}: {code} lacks {_fields(ERROR_TEMPLATES[code]) - given}"
                 )
     assert missing == []
+
+
+def test_request_validators_raise_registered_messages() -> None:
+    # A pydantic validator's bare ValueError would reach problem+json without a code.
+    bare = []
+    schemas = [*PLANNER.glob("core/*schema*.py"), PLANNER / "api" / "schemas.py"]
+    for path in schemas:
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call):
+                func = node.exc.func
+                if isinstance(func, ast.Name) and func.id == "ValueError":
+                    bare.append(f"{path.name}:{node.lineno}")
+    assert len(schemas) >= 5 and bare == []
 
 
 def test_codes_are_dotted_names() -> None:
