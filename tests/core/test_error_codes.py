@@ -207,3 +207,17 @@ def test_reconcile_reasons_and_derivations_carry_codes() -> None:
         {"gib": "3.4244", "line": 1},
     )
     assert full.reserves.derivation[0] == "weights per rank 3.4244 GiB (line 1)"
+
+
+def test_an_error_carried_back_from_a_worker_keeps_codes_and_params() -> None:
+    import pickle
+
+    from planner.api.jobs import CarriedPlanError
+
+    exc = FieldError("tensor_parallel_size", "engine.tp_divides_heads",
+                     label="vLLM", hq=32, tp=3, ok=[1, 2, 4, 8])  # fmt: skip
+    back = pickle.loads(pickle.dumps(CarriedPlanError.of(exc))).rebuild()
+    assert (back.code, back.detail) == (exc.code, exc.detail)
+    assert back.problems[0].message == exc.problems[0].message
+    busy = pickle.loads(pickle.dumps(CarriedPlanError.of(PlanError("page.busy", reason="x"))))
+    assert busy.rebuild().message == Message("page.busy", {"reason": "x"})
