@@ -4,9 +4,11 @@ planner's notes in the page's language.
 
 English is the source language (msgids are English), so `en` needs no catalog. Catalogs are
 `planner/locale/<lang>/LC_MESSAGES/messages.po`; `python scripts/update_locale.py` extracts the
-page's messages and every note template (planner.core.notes) into `messages.pot` and merges
-them into each catalog. A note's msgid is its English template; the page formats the
-translated template with the note's own params, so no English is parsed.
+page's messages, every note template (planner.core.notes), every error and reason template
+(planner.core.errors) and the catalog's remarks into `messages.pot` and merges them into each
+catalog. A note's or an error's msgid is its English template; the page formats the
+translated template with the message's own params (a nested reason translated the same way),
+so no English is parsed.
 """
 
 from __future__ import annotations
