@@ -153,7 +153,12 @@ class Numbers:
 
 
 # English strings the core passes as note params: translated like messages where they occur.
-NOTE_PARAM_MSGIDS: tuple[str, ...] = (", its default",)
+NOTE_PARAM_MSGIDS: tuple[str, ...] = (
+    ", its default",
+    # An error's stand-in where the config names no model_type or quant_algo.
+    "this model",
+    "missing",
+)
 
 
 @dataclass(frozen=True, slots=True)
