@@ -78,7 +78,6 @@ INPUT_ERRORS: dict[str, str] = {
     ),
     # A FieldError's detail: the field, then what is wrong with it.
     "field.detail": "{field}: {reason}",
-    # A request's own validators (pydantic reports them with these codes as `type`).
     "request.prefix_above_context": "prefix_tokens must not exceed context_tokens",
     "request.config_too_many_keys": "model config has more than {most} keys",
     "request.draft_config_too_many_keys": "draft model config has more than {most} keys",
@@ -93,7 +92,7 @@ INPUT_ERRORS: dict[str, str] = {
     ),
     "request.speculative_or_draft_layers": "give speculative_config or draft_layers, not both",
     "request.sweep_too_many_points": (
-        "grid of context_tokens × batch_sizes × tensor_parallel_sizes has {points} points; at "
-        "most {most} are allowed, split the sweep"
+        "grid of context_tokens × batch_sizes × tensor_parallel_sizes has {points} points; at most "
+        "{most} are allowed, split the sweep"
     ),
 }

@@ -137,4 +137,36 @@ RECONCILE_REASONS: dict[str, str] = {
     "derivation.sglang_no_budget": "no budget lines",
     "derivation.sglang_weights": "weights per rank {weights} ('mem usage')",
     "derivation.sglang_no_weights": "no weights line",
+    "recommend.binding": "with TP {tp} and {dtype} KV: {reason}",
+    "recommend.no_kv_memory": (
+        "weights and reserves leave no KV memory on {tp} GPU(s) ({derivation})"
+    ),
+    "recommend.max_model_len": (
+        "one request of max_model_len {max_len:,} does not fit; the longest that does is "
+        "{longest:,} tokens"
+    ),
+    "recommend.no_request_fits": "not even one request of the mix fits reliably",
+    "recommend.instances_short": (
+        "{tail} requests fit per instance {quantile:.0%} of the time; {available} instance(s) of "
+        "TP {tp} hold {held}, short of {concurrency}"
+    ),
+    "recommend.batch_does_not_fit": (
+        "a batch of {batch} in the mix's proportions does not fit one instance"
+    ),
+    "recommend.tpot_floor": (
+        "the decode step's bandwidth floor at a batch of {batch} is {floor_ms:.2f} ms, above the "
+        "{target_ms:.2f} ms TPOT target"
+    ),
+    "recommend.tpot_expected": (
+        "the expected TPOT at a batch of {batch} is {tpot_ms:.2f} ms (floor {floor_ms:.2f} ms), "
+        "above the {target_ms:.2f} ms TPOT target"
+    ),
+    "recommend.throughput_floor": (
+        "{concurrency} requests at the bandwidth floor at a batch of {batch} ({floor_ms:.2f} ms a "
+        "step) make {rate:,.0f} tokens/s, below the {want:,.0f} tokens/s throughput target"
+    ),
+    "recommend.throughput_expected": (
+        "{concurrency} requests at the expected TPOT at a batch of {batch} ({tpot_ms:.2f} ms) make "
+        "{rate:,.0f} tokens/s, below the {want:,.0f} tokens/s throughput target"
+    ),
 }

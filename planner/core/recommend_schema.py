@@ -195,6 +195,12 @@ class Recommendation(_Out):
         default=None, description="Expected output tokens/s over all instances."
     )
     binding_detail: str | None
+    binding_detail_code: str | None = Field(
+        default=None, description="The stable code of `binding_detail` (its English template)."
+    )
+    binding_detail_params: dict[str, Any] | None = Field(
+        default=None, description="The values `binding_detail` is formatted from."
+    )
     nearest: list[Suggestion]
     plan_request: dict[str, Any] | None = Field(
         description="POST /api/v1/plan body for one instance at its share of the workload."

@@ -32,7 +32,7 @@ from planner.core.engines.registry import (
     get_engine,
     serving_engines,
 )
-from planner.core.errors import FieldError, PlanError
+from planner.core.errors import FieldError, Message, PlanError
 from planner.core.inputs import CalibrationLike
 from planner.core.recommend_schema import Recommendation, RecommendRequest
 from planner.core.schema import ENGINES, Plan, PlanRequest
@@ -48,6 +48,7 @@ from planner.web.i18n import (
     LANGUAGES,
     Numbers,
     ShownNote,
+    message_text,
     negotiate,
     show_note,
     translations,
@@ -333,6 +334,19 @@ def launch_for(request: PlanRequest, result: Plan) -> Recommendation | None:
         return None
 
 
+def launch_why(found: Recommendation | None, _: form.Gettext) -> tuple[str, str | None] | None:
+    """Why the recommender found no launch, in the page's language where the catalog has its
+    code: (text, None), else (the English, "en")."""
+    if found is None or not found.binding_detail:
+        return None
+    if found.binding_detail_code:
+        coded = Message.from_json(found.binding_detail_code, found.binding_detail_params)
+        shown = message_text(coded, _)
+        if shown is not None:
+            return shown, None
+    return found.binding_detail, "en"
+
+
 def launch_job(question: PlanRequest, result: Plan) -> Recommendation | CarriedPlanError | None:
     """`launch_for`, for a worker process: a core error comes back as a value."""
     try:
@@ -425,6 +439,7 @@ async def render(
         "answer": answer,
         "share_url": "/?" + state.share_query() if answer and not state.has_config else None,
         "launch": launch_plan,
+        "launch_why": launch_why(launch_plan, _),
         "can_launch": bool(
             answer
             and state.request

@@ -221,3 +221,24 @@ def test_an_error_carried_back_from_a_worker_keeps_codes_and_params() -> None:
     assert back.problems[0].message == exc.problems[0].message
     busy = pickle.loads(pickle.dumps(CarriedPlanError.of(PlanError("page.busy", reason="x"))))
     assert busy.rebuild().message == Message("page.busy", {"reason": "x"})
+
+
+def test_a_recommendation_that_cannot_launch_says_why_with_a_code() -> None:
+    from planner.core.recommend_schema import RecommendRequest
+    from planner.service import recommend
+    from planner.web.i18n import message_text, translations
+
+    # Llama-3.1-8B on one L4 cannot hold one request of 1,000,000 tokens (test_recommend).
+    r = recommend(RecommendRequest.model_validate(
+        {"model": "meta-llama/Llama-3.1-8B", "gpu": "L4-24GB", "max_model_len": 1_000_000,
+         "concurrency": 1}
+    ))  # fmt: skip
+    assert r.binding_constraint == "max_model_len" and r.binding_detail_code == "recommend.binding"
+    assert r.binding_detail_params is not None
+    reason = r.binding_detail_params["reason"]
+    assert reason["code"] == "recommend.max_model_len"
+    assert reason["params"]["max_len"] == 1_000_000
+    assert r.binding_detail == Message.from_json("recommend.binding", r.binding_detail_params).text
+    zh = message_text(Message.from_json("recommend.binding", r.binding_detail_params),
+                      translations("zh").gettext)  # fmt: skip
+    assert zh is not None and "容纳不下一个 max_model_len 1,000,000 的请求" in zh
