@@ -13,6 +13,8 @@ import math
 import re
 from dataclasses import dataclass
 
+from planner.core.errors import Message
+
 KiB = 1 << 10
 GiB = 1 << 30
 TB = 10**12
@@ -57,20 +59,28 @@ class QuantityError(ValueError):
     def __str__(self) -> str:
         return english(self)
 
+    @property
+    def message(self) -> Message:
+        """The error as a registered message (`quantity.<code>`), for a FieldError's reason."""
+        t = self.text.strip()
+        return Message.of(
+            {
+                "not_a_number": "quantity.not_a_number",
+                "decimal_comma": "quantity.decimal_comma",
+                "unknown_unit": "quantity.unknown_unit",
+                "needs_unit": "quantity.needs_unit",
+                "not_whole": "quantity.not_whole",
+                "too_large": "quantity.too_large",
+            }.get(self.code, "quantity.unreadable"),
+            text=t,
+            units=", ".join(self.units),
+            dotted=t.replace(",", "."),
+        )
+
 
 def english(error: QuantityError) -> str:
     """The English wording of an error (the CLI's; the page translates the codes itself)."""
-    t = error.text.strip()
-    units = ", ".join(error.units)
-    return {
-        "not_a_number": f"cannot read {t!r} as a number",
-        "decimal_comma": f"{t!r} is ambiguous: write a dot for decimals ({t.replace(',', '.')}) "
-        "or whole groups of three digits (1,500)",
-        "unknown_unit": f"unknown unit in {t!r}; use one of: {units}",
-        "needs_unit": f"{t!r} has no unit; write it with one of: {units}",
-        "not_whole": f"{t!r} is not a whole number of tokens",
-        "too_large": f"{t!r} is too large",
-    }.get(error.code, f"cannot read {t!r}")
+    return error.message.text
 
 
 def _number(text: str, raw: str) -> float:

@@ -1,6 +1,7 @@
 """Refresh the page's message catalogs: extract (planner/locale/babel.cfg, which also pulls in
-every note template of planner.core.notes) and merge into each language's messages.po, sorted,
-without source locations, 100 columns wide. New messages come in untranslated;
+every note template of planner.core.notes, every error and reason template of
+planner.core.errors and the catalog's remarks and refusals) and merge into each language's
+messages.po, sorted, without source locations, 100 columns wide. New messages come in untranslated;
 tests/web/test_i18n.py fails until every one has a translation.
 
     python scripts/update_locale.py

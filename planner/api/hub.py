@@ -98,8 +98,9 @@ class HubLookups:
         except TimeoutError:
             raise HubUnavailableError(
                 "model",
-                f"the Hub did not answer within {s.timeout_seconds:g} s for {repo_id!r} "
-                "(KVPLAN_HUB_TIMEOUT_SECONDS); paste the model's config.json as `model`.",
+                "api.hub_timeout",
+                seconds=s.timeout_seconds,
+                repo_id=repo_id,
             ) from None
 
     async def _fetch(self, key: Key, model: str, revision: str | None) -> Prefetched:

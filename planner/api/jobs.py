@@ -230,17 +230,20 @@ class CarriedPlanError:
     detail: str
     problems: tuple[Any, ...]
     suggestions: tuple[str, ...] = ()  # an unknown id's "did you mean"
+    message: Any = None  # the detail's code and params (planner.core.errors.Message)
 
     @classmethod
     def of(cls, exc: PlanError) -> CarriedPlanError:
         near = tuple(getattr(exc, "suggestions", ()))
-        return cls(type(exc), exc.detail, tuple(exc.problems), near)
+        return cls(type(exc), exc.detail, tuple(exc.problems), near, exc.message)
 
     def rebuild(self) -> PlanError:
         exc = self.cls.__new__(self.cls)
         Exception.__init__(exc, self.detail)
         exc.detail = self.detail
         exc.problems = list(self.problems)
+        if self.message is not None:
+            exc.code, exc.params = self.message.code, dict(self.message.params)
         if self.suggestions:
             exc.suggestions = self.suggestions  # type: ignore[attr-defined]
         return exc

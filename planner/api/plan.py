@@ -36,9 +36,7 @@ async def calibration_for(request: PlanRequest, http_request: Request) -> Calibr
         return None
     store = getattr(http_request.app.state, "store", None)
     if store is None:
-        raise UnknownIdError(
-            ("calibration_id",), "no calibration store is open on this server; omit the field"
-        )
+        raise UnknownIdError(("calibration_id",), "api.no_calibration_store")
     # `Store.get` returns None for an unknown id; `plan()` then names `calibration_id`.
     found: CalibrationLike | None = await anyio.to_thread.run_sync(
         store.get, request.calibration_id

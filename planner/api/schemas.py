@@ -11,6 +11,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from planner.contract.problems import PROBLEM_MEDIA_TYPE, Problem, ProblemError
+from planner.core.errors import invalid
 from planner.core.schema import MAX_COUNT, MAX_PARALLEL, MAX_TOKENS, Plan, PlanRequest
 
 # A sweep runs one plan per grid point; 256 points keep the worst request well under a second.
@@ -52,10 +53,7 @@ class SweepRequest(_StrictIn):
             * len(self.tensor_parallel_sizes or [self.base.tensor_parallel_size])
         )
         if points > MAX_SWEEP_POINTS:
-            raise ValueError(
-                f"grid of context_tokens × batch_sizes × tensor_parallel_sizes has {points} "
-                f"points; at most {MAX_SWEEP_POINTS} are allowed, split the sweep"
-            )
+            raise invalid("request.sweep_too_many_points", points=points, most=MAX_SWEEP_POINTS)
         return self
 
 

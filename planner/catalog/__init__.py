@@ -19,7 +19,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from planner.core.errors import ModelConfigError, UnknownIdError
+from planner.core.errors import ModelConfigError, UnknownIdError, did_you_mean
 from planner.core.model import shape_from_config
 from planner.core.params import parameter_counts, weight_bytes
 
@@ -241,7 +241,7 @@ def find_model(text: str) -> tuple[CatalogModel, CatalogAlias | None] | None:
 
 def _refuse(entry: CatalogModel, field: str, typed: str) -> ModelConfigError:
     """The refusal names the id or alias the user typed, not the entry it is served from."""
-    return ModelConfigError(field, f"{typed}: {entry.refused}")
+    return ModelConfigError(field, "catalog.refused", typed=typed, reason=entry.refused)
 
 
 def _as_alias(entry: CatalogModel, alias: CatalogAlias) -> CatalogModel:
@@ -264,12 +264,8 @@ def get_model(model_id: str, *, field: str = "model") -> CatalogModel:
         from planner.catalog.suggest import suggest_models
 
         near = suggest_models(model_id)
-        hint = f" Did you mean: {', '.join(near)}?" if near else ""
         raise UnknownIdError(
-            field,
-            f"unknown model {model_id!r}; list them with GET /api/v1/models or `kvplan models`."
-            + hint,
-            tuple(near),
+            field, "catalog.unknown_model", tuple(near), model_id=model_id, hint=did_you_mean(near)
         )
     entry, alias = hit
     if entry.refused:
@@ -284,11 +280,8 @@ def _lookup(table: dict[str, T], key: str, field: str, kind: str) -> T:
     if key.lower() in folded:
         return folded[key.lower()]
     near = [k for k in table if key.lower()[:4] in k.lower()][:5]
-    hint = f" Did you mean: {', '.join(near)}?" if near else ""
     raise UnknownIdError(
-        field,
-        f"unknown {kind} {key!r}; list them with GET /api/v1/{kind}s or `kvplan {kind}s`." + hint,
-        tuple(near),
+        field, "catalog.unknown_id", tuple(near), key=key, kind=kind, hint=did_you_mean(near)
     )
 
 

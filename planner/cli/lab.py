@@ -29,28 +29,25 @@ def parse_chunks(text: str) -> tuple[int, ...]:
     """ "1,3,2,5" -> (1, 3, 2, 5); at least two chunks so one follows cached tokens."""
     parts = [p.strip() for p in text.split(",")]
     if not all(_DIGITS.fullmatch(p) for p in parts):
-        raise FieldError(
-            "chunks", f"{text!r} is not a comma-separated list of integers; e.g. 1,3,2,5"
-        )
+        raise FieldError("chunks", "cli.chunks_not_integers", text=text)
     chunks = tuple(int(p) for p in parts)
     if not 2 <= len(chunks) <= MAX_CHUNKS:
-        raise FieldError(
-            "chunks",
-            f"give 2 to {MAX_CHUNKS} chunk lengths (got {len(chunks)}); a chunk must follow "
-            "cached tokens for the mask check to mean anything, e.g. 1,3,2,5",
-        )
+        raise FieldError("chunks", "cli.chunks_count", most=MAX_CHUNKS, n_chunks=len(chunks))
     if any(not 1 <= c <= MAX_CHUNK_TOKENS for c in chunks):
-        raise FieldError("chunks", f"each chunk length must be 1..{MAX_CHUNK_TOKENS}; got {text!r}")
+        raise FieldError("chunks", "cli.chunk_length", most=MAX_CHUNK_TOKENS, text=text)
     if sum(chunks) > MAX_TOTAL_TOKENS:
         raise FieldError(
-            "chunks", f"chunks sum to {sum(chunks)} tokens; keep the total <= {MAX_TOTAL_TOKENS}"
+            "chunks",
+            "cli.chunks_total",
+            total=sum(chunks),
+            most=MAX_TOTAL_TOKENS,
         )
     return chunks
 
 
 def parse_seed(text: str) -> int:
     if not _DIGITS.fullmatch(text.strip()) or int(text) >= 2**32:
-        raise FieldError("seed", f"{text!r} is not an integer in 0..{2**32 - 1}; e.g. --seed 7")
+        raise FieldError("seed", "cli.seed_invalid", text=text, most=2**32 - 1)
     return int(text)
 
 

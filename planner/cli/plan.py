@@ -70,7 +70,7 @@ def parse_tokens(text: str, field: str = "context_tokens") -> int:
     try:
         return read_tokens(text)
     except QuantityError as exc:
-        raise FieldError(field, f"{exc}; write tokens, e.g. 8192 or 8k (k = 1024)") from None
+        raise FieldError(field, "cli.tokens_unreadable", reason=exc.message) from None
 
 
 def parse_size(text: str, field: str, *, bare_min_bytes: int = _BARE_BUDGET_MIN_BYTES) -> int:
@@ -78,15 +78,11 @@ def parse_size(text: str, field: str, *, bare_min_bytes: int = _BARE_BUDGET_MIN_
     API's unit), but a small one is a forgotten unit and refused."""
     stripped = text.strip()
     if stripped.isdigit() and 0 < int(stripped) < bare_min_bytes:
-        raise FieldError(
-            field,
-            f"{stripped!r} has no unit, so it would be {int(stripped):,} bytes; "
-            f"write e.g. {stripped}GiB or {stripped}GB",
-        )
+        raise FieldError(field, "cli.size_without_unit", stripped=stripped, n_bytes=int(stripped))
     try:
         return read_size(text, default_unit="B")
     except QuantityError as exc:
-        raise FieldError(field, f"{exc}; write e.g. 48GiB, 48G (= GiB) or 80GB") from None
+        raise FieldError(field, "cli.size_unreadable", reason=exc.message) from None
 
 
 def parse_budget(text: str) -> int:
@@ -97,17 +93,12 @@ def parse_mix(text: str, prefix_tokens: int = 0) -> list[dict[str, int]]:
     """ "8192x10,2k x 30" → requests: tokens × count, comma-separated (count 1 if omitted)."""
     items = [item for item in text.split(",") if item.strip()]
     if not items or len(items) > MAX_REQUEST_ENTRIES:
-        raise FieldError(
-            "requests", f"give 1 to {MAX_REQUEST_ENTRIES} entries, e.g. 8192x10,2048x30"
-        )
+        raise FieldError("requests", "cli.mix_entries", most=MAX_REQUEST_ENTRIES)
     out: list[dict[str, int]] = []
     for item in items:
         parts = re.split(r"\s*[x×*]\s*", item.strip(), flags=re.IGNORECASE)
         if len(parts) > 2 or not all(parts):
-            raise FieldError(
-                "requests",
-                f"cannot read {item.strip()!r}; write tokens x count, e.g. 8192x10,2048x30",
-            )
+            raise FieldError("requests", "cli.mix_unreadable", item=item.strip())
         tokens = parse_tokens(parts[0], "requests")
         count = parse_tokens(parts[1], "requests") if len(parts) == 2 else 1
         entry = {"context_tokens": tokens, "count": count}
@@ -124,18 +115,18 @@ def _workload(
     request shares, across the mix's entries too (`shared_prefix_tokens`)."""
     shared = parse_tokens(prefix, "requests") if prefix is not None else 0
     if batch is not None and mix is not None:
-        raise FieldError("requests", "give --batch or --mix, not both")
+        raise FieldError("requests", "cli.batch_and_mix")
     if mix is not None:
         return {"requests": parse_mix(mix), **({"shared_prefix_tokens": shared} if shared else {})}
     if batch is not None:
         if context is None:
-            raise FieldError("requests", "--batch N needs --context: N requests of that length")
+            raise FieldError("requests", "cli.batch_needs_context")
         if batch < 1:
-            raise FieldError("requests", "--batch needs at least 1 request")
+            raise FieldError("requests", "cli.batch_below_1")
         entry = {"context_tokens": context, "count": batch}
         return {"requests": [{**entry, "prefix_tokens": shared} if shared else entry]}
     if prefix is not None:
-        raise FieldError("requests", "--prefix needs --batch or --mix: requests that share it")
+        raise FieldError("requests", "cli.prefix_needs_requests")
     return {}
 
 
@@ -163,10 +154,11 @@ def _plan_all(requests: list[PlanRequest]) -> list[Plan]:
         except PlanError as exc:
             first = first or exc
             prefix: tuple[str | int, ...] = (i,) if many else ()
-            problems.extend(FieldProblem(prefix + p.loc, p.msg) for p in exc.problems)
+            problems.extend(p.at(prefix + p.loc) for p in exc.problems)
     if first is not None:
         if many:
-            first = PlanError("; ".join(p.field + ": " + p.msg for p in problems[:5]), problems)
+            joined = "; ".join(p.field + ": " + p.msg for p in problems[:5])
+            first = PlanError("cli.requests_problems", problems, problems=joined)
             first.title = "Request cannot be planned"
         fail(first)
     return plans
@@ -179,8 +171,8 @@ def _from_request_source(source: str) -> NoReturn:
         if not reqs:
             fail(
                 PlanError(
-                    "the request list is empty",
-                    [FieldProblem((), "give at least one request object")],
+                    "cli.request_list_empty",
+                    [FieldProblem.of((), "cli.request_object_required")],
                 )
             )
         plans = _plan_all(reqs)
@@ -496,11 +488,11 @@ def register(app: typer.Typer) -> None:
         if model is None:
             fail(
                 PlanError(
-                    "give --request FILE or --model",
+                    "cli.request_or_model",
                     [
-                        FieldProblem(
+                        FieldProblem.of(
                             ("model",),
-                            "required: a catalog id (kvplan models) or a config.json path",
+                            "cli.model_required",
                         )
                     ],
                 )
@@ -537,7 +529,7 @@ def register(app: typer.Typer) -> None:
                     body["bandwidth_bytes_per_s"] = read_rate(bandwidth)
                 except QuantityError as exc:
                     raise FieldError(
-                        "bandwidth_bytes_per_s", f"{exc}; write e.g. 3.35TB/s"
+                        "bandwidth_bytes_per_s", "cli.bandwidth_unreadable", reason=exc.message
                     ) from None
             if weights is not None:
                 body["weights_bytes"] = parse_size(weights, "weights_bytes")
@@ -566,8 +558,14 @@ def register(app: typer.Typer) -> None:
             except ValueError as exc:
                 fail(
                     PlanError(
-                        "--speculative-config is not JSON",
-                        [FieldProblem(("speculative_config",), f"invalid JSON: {exc}")],
+                        "cli.speculative_config_not_json",
+                        [
+                            FieldProblem.of(
+                                ("speculative_config",),
+                                "cli.speculative_config_invalid_json",
+                                reason=str(exc),
+                            )
+                        ],
                     )
                 )
         else:

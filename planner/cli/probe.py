@@ -124,11 +124,9 @@ def _report_failed(detail: str, status: int = 502) -> NoReturn:
 def _check_report_target(url: str, token: str | None) -> str:
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise FieldError("report", f"{url!r} is not an http(s) URL; e.g. http://planner:8000")
+        raise FieldError("report", "cli.report_url_invalid", url=url)
     if not token:
-        raise FieldError(
-            "token", "--report needs --token (or KVPLAN_ADMIN_TOKEN): the service's admin token"
-        )
+        raise FieldError("token", "cli.report_needs_token")
     return url.rstrip("/") + CALIBRATIONS_PATH
 
 
@@ -242,9 +240,7 @@ def probe(
         fail(
             FieldError(
                 "attention_shape",
-                "--validate probes the validation model's own shape and dtype (CPU: 16 q / 4 KV "
-                "heads, d 64, fp32; CUDA: 32 / 8 / 128, bf16); drop --num-q-heads, "
-                "--num-kv-heads, --head-dim and --dtype",
+                "cli.validate_shape_flags",
             )
         )
     try:
@@ -279,9 +275,9 @@ def probe(
             cpu_config=_cpu_config(options.threads),
         )
     except ProbeUnavailable as exc:
-        fail(FieldError("device", str(exc)))
+        fail(FieldError("device", "probe.unavailable", reason=str(exc)))
     except ProbeFailed as exc:
-        fail(FieldError("max_seconds", str(exc)))
+        fail(FieldError("max_seconds", "probe.failed", reason=str(exc)))
     if as_json:
         typer.echo(calibration.model_dump_json(indent=2, exclude_none=True))
     else:
@@ -324,9 +320,9 @@ def validated(
             with in_process_link() as link:
                 result = run(link)
     except ProbeUnavailable as exc:
-        fail(FieldError("device", str(exc)))
+        fail(FieldError("device", "probe.unavailable", reason=str(exc)))
     except ProbeFailed as exc:
-        fail(FieldError("max_seconds", str(exc)))
+        fail(FieldError("max_seconds", "probe.failed", reason=str(exc)))
     except (PlannerError, httpx.HTTPError) as exc:
         _report_failed(f"validation could not use the planner: {exc}")
     stored = result.calibration

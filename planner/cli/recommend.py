@@ -28,15 +28,12 @@ def parse_mix(text: str) -> list[dict[str, Any]]:
     """ "70%:2k,20%:8k,10%:32k" or "0.7:2048,0.3:8192" → context_mix entries."""
     items = text.split(",")
     if len(items) > MAX_MIX_CLASSES:
-        raise FieldError("context_mix", f"at most {MAX_MIX_CLASSES} length classes")
+        raise FieldError("context_mix", "cli.context_mix_classes", most=MAX_MIX_CLASSES)
     out: list[dict[str, Any]] = []
     for item in items:
         m = _ITEM.fullmatch(item)
         if not m:
-            raise FieldError(
-                "context_mix",
-                f"cannot read {item.strip()!r}; write share:length, e.g. 70%:2k,20%:8k,10%:32k",
-            )
+            raise FieldError("context_mix", "cli.context_mix_unreadable", item=item.strip())
         share = float(m.group(1)) / (100 if m.group(2) else 1)
         scale = {"": 1, "k": 1024, "m": 1 << 20}[m.group(4).lower()]
         out.append({"context_tokens": int(m.group(3)) * scale, "share": share})
@@ -48,7 +45,7 @@ def parse_seconds(text: str) -> float:
     try:
         return read_duration(text)
     except QuantityError as exc:
-        raise FieldError("tpot_seconds", f"{exc}; write e.g. 50ms or 0.05s") from None
+        raise FieldError("tpot_seconds", "cli.duration_unreadable", reason=exc.message) from None
 
 
 def parse_tokens(text: str, field: str) -> int:
@@ -56,7 +53,7 @@ def parse_tokens(text: str, field: str) -> int:
     try:
         return read_tokens(text)
     except QuantityError as exc:
-        raise FieldError(field, f"{exc}; write tokens, e.g. 32768 or 32k (k = 1024)") from None
+        raise FieldError(field, "cli.tokens_unreadable_32k", reason=exc.message) from None
 
 
 FLAGS: dict[str, str] = {

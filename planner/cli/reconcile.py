@@ -47,23 +47,17 @@ def read_log(source: str) -> str:
         else:
             path = Path(source)
             if not path.is_file():
-                raise FieldError("log", f"no such file: {source}")
+                raise FieldError("log", "cli.no_such_file", source=source)
             with path.open("rb") as fh:
                 data = fh.read(MAX_LOG_BYTES + 1)
     except OSError as exc:
-        raise FieldError("log", f"cannot read {source}: {exc.strerror}") from None
+        raise FieldError("log", "cli.file_unreadable", source=source, reason=exc.strerror) from None
     if len(data) > MAX_LOG_BYTES:
-        raise FieldError(
-            "log",
-            f"the log is larger than {MAX_LOG_BYTES >> 20} MiB; keep only the start-up lines "
-            "(e.g. `head -n 2000 server.log > startup.log`)",
-        )
+        raise FieldError("log", "cli.log_too_large", mib=MAX_LOG_BYTES >> 20)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
-        raise FieldError(
-            "log", "the file is not UTF-8 text (binary?); pass the engine's text log"
-        ) from None
+        raise FieldError("log", "cli.log_not_utf8") from None
 
 
 def _tokens(text: str | None) -> int | None:
@@ -72,7 +66,9 @@ def _tokens(text: str | None) -> int | None:
     try:
         return read_tokens(text)
     except QuantityError as exc:
-        raise FieldError(("settings", "max_model_len"), f"{exc}; write e.g. 32768 or 32k") from None
+        raise FieldError(
+            ("settings", "max_model_len"), "cli.max_model_len_unreadable", reason=exc.message
+        ) from None
 
 
 def _fmt(value: float | None, unit: str) -> str:
@@ -168,7 +164,7 @@ def register(app: typer.Typer) -> None:
             if settings is not None:
                 loaded = read_json_source(settings)
                 if not isinstance(loaded, dict):
-                    raise FieldError("settings", "the settings file must hold a JSON object")
+                    raise FieldError("settings", "cli.settings_not_object")
                 st.update(loaded)
             fraction_key = engine_class(
                 engine if engine in log_engines() else DEFAULT_ENGINE

@@ -2,7 +2,9 @@
 
 Plain Pydantic (no FastAPI), so `planner.client` and the CLI import it without the server stack.
 `type`, `title`, `status`, `detail`, and `errors[]`, each with `loc`, `field` and `msg` (and, for
-a JSON syntax error, `line` and `column`).
+a JSON syntax error, `line` and `column`). A planner error's item also carries `code` and
+`params`: `msg` is the English template of `code` (planner.core.errors) formatted with `params`,
+so a client can word it in its own language.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from planner.core.errors import FieldProblem, PlanError
+from planner.core.errors import ERROR_TEMPLATES, PlanError, dotted
 
 PROBLEM_MEDIA_TYPE = "application/problem+json"
 
@@ -28,6 +30,18 @@ class ProblemError(BaseModel):
     msg: str
     line: int | None = Field(default=None, description="JSON syntax errors: 1-based line.")
     column: int | None = Field(default=None, description="JSON syntax errors: 1-based column.")
+    code: str | None = Field(
+        default=None,
+        description="Planner errors: the stable code of `msg` (its English template).",
+        examples=["engine.tp_divides_heads"],
+    )
+    params: dict[str, Any] | None = Field(
+        default=None,
+        description=(
+            "Planner errors: the values `msg` is formatted from; a nested reason is an object "
+            "with its own `code` and `params`."
+        ),
+    )
 
 
 class Problem(BaseModel):
@@ -53,7 +67,7 @@ def problem_type(slug: str) -> str:
 
 def field_of(loc: Sequence[str | int]) -> str:
     """`("requests", 3, "count")` → `requests[3].count` (same rule as the CLI's errors)."""
-    return FieldProblem(tuple(loc), "").field
+    return dotted(tuple(loc))
 
 
 def field_error(loc: Sequence[str | int], msg: str) -> ProblemError:
@@ -144,6 +158,7 @@ def errors_from_pydantic(
     for one field are merged ("a valid string, or a valid dictionary").
     """
     merged: dict[tuple[str | int, ...], list[str]] = {}
+    coded: dict[tuple[str | int, ...], tuple[str, dict[str, Any]]] = {}
     for error in errors:
         raw_loc = [part if isinstance(part, int) else str(part) for part in error.get("loc", ())]
         error_type = str(error.get("type", ""))
@@ -151,22 +166,34 @@ def errors_from_pydantic(
         msg = str(error.get("msg", "invalid value"))
         if error_type == "extra_forbidden":
             msg = "unknown field; remove it (see the request schema for the accepted fields)"
-        elif error_type == "value_error":
+        elif error_type == "value_error" or error_type in ERROR_TEMPLATES:
             # Pydantic prefixes a validator's own message with "Value error, ": drop the noise.
             msg = msg.removeprefix("Value error, ")
             loc = _validator_field(loc, msg)
         messages = merged.setdefault(tuple(loc), [])
         if msg not in messages:
             messages.append(msg)
+        if error_type in ERROR_TEMPLATES:  # a validator's registered message (errors.invalid)
+            coded[tuple(loc)] = (error_type, dict(error.get("ctx") or {}))
     if body is not _NO_NODE:
         # A union alternative that got further ("gpu.memory_bytes: Field required") says more
         # than the one that failed at once ("gpu: Input should be a valid string").
         deeper = {loc[:n] for loc in merged for n in range(len(loc))}
         merged = {loc: m for loc, m in merged.items() if loc not in deeper}
-    return [
-        ProblemError(loc=list(loc) or ["body"], field=field_of(loc) or "body", msg="; or ".join(m))
-        for loc, m in merged.items()
-    ]
+    out = []
+    for where, m in merged.items():
+        # A field with one registered message carries its code; merged alternatives do not.
+        code, params = coded[where] if where in coded and len(m) == 1 else (None, None)
+        out.append(
+            ProblemError(
+                loc=list(where) or ["body"],
+                field=field_of(where) or "body",
+                msg="; or ".join(m),
+                code=code,
+                params=params,
+            )
+        )
+    return out
 
 
 def problem_from_plan_error(
@@ -175,7 +202,13 @@ def problem_from_plan_error(
     """The problem for a core error; `prefix` re-roots its locations (a sweep's `base`)."""
     pre = list(prefix)
     errors = [
-        ProblemError(loc=[*pre, *p.loc], field=field_of([*pre, *p.loc]), msg=p.msg)
+        ProblemError(
+            loc=[*pre, *p.loc],
+            field=field_of([*pre, *p.loc]),
+            msg=p.msg,
+            code=p.code,
+            params=p.message.as_json(),
+        )
         for p in exc.problems
     ]
     detail = exc.detail
@@ -185,8 +218,15 @@ def problem_from_plan_error(
         if own and detail.startswith(own):
             detail = field_of([*pre, *exc.problems[0].loc]) + detail[len(own) :]
     if not errors:
+        whole = exc.message
         errors = [
-            ProblemError(loc=pre or ["request"], field=field_of(pre) or "request", msg=detail)
+            ProblemError(
+                loc=pre or ["request"],
+                field=field_of(pre) or "request",
+                msg=detail,
+                code=whole.code,
+                params=whole.as_json(),
+            )
         ]
     problem = make_problem(status, detail, title=exc.title, slug=exc.type_slug, errors=errors)
     suggestions = list(getattr(exc, "suggestions", ()))

@@ -14,10 +14,15 @@ def int_field(cfg: Mapping[str, Any], key: str, *, lo: int = 1, hi: int = 1 << 4
         return None
     if isinstance(value, bool) or not isinstance(value, int):
         raise ModelConfigError(
-            ("model", key), f"must be an integer, got {type(value).__name__} {value!r}"
+            ("model", key),
+            "model.not_integer_typed",
+            type=type(value).__name__,
+            value=value,
         )
     if not lo <= value <= hi:
-        raise ModelConfigError(("model", key), f"must be between {lo} and {hi}, got {value}")
+        raise ModelConfigError(
+            ("model", key), "model.value_out_of_range", lo=lo, hi=hi, value=value
+        )
     return int(value)
 
 

@@ -16,9 +16,11 @@ def long_context_refusal(
     field = "context_tokens" if request.context_tokens is not None else "requests"
     return FieldError(
         field,
-        f"{ctx:,} tokens is more than the model's maximum length {max_len:,}, and "
-        f"{label} refuses such a max_model_len unless {override} is set; plan "
-        f"at most {max_len:,} tokens, or set allow_long_max_model_len=true",
+        "input.context_above_model_maximum",
+        ctx=ctx,
+        max_len=max_len,
+        label=label,
+        override=override,
     )
 
 

@@ -106,7 +106,12 @@ def capacity(
         notes.append(note("capacity.longest_beyond_max_position", longest=longest, max_len=max_len))
     if not verdict.starts:
         notes.append(
-            note("engine.refuses_to_start", engine=engine.label, error=verdict.error_text or "")
+            note(
+                "engine.refuses_to_start",
+                engine=engine.label,
+                error=verdict.error_text or "",
+                stage=verdict.stage,  # which start-up check refused (the page words it)
+            )
             if verdict.error_text
             else note("engine.no_kv_memory", engine=engine.label)
         )

@@ -35,8 +35,10 @@ def engine_dtype(engine: Engine, dtype: str, model_dtype: str) -> str:
     if key not in table:
         raise FieldError(
             "kv_cache_dtype",
-            f"{engine.label} has no KV cache dtype {dtype!r} to recommend; use auto or one of: "
-            f"{', '.join(sorted(table)) or 'none'}",
+            "input.kv_dtype_not_recommendable",
+            label=engine.label,
+            dtype=dtype,
+            names=", ".join(sorted(table)) or "none",
         )
     return table[key]
 

@@ -61,8 +61,7 @@ def gemma4_layer_rows(
     if (_positive(cfg, "hidden_size_per_layer_input") or 0) > 0:
         raise ModelConfigError(
             ("model", "hidden_size_per_layer_input"),
-            "Gemma-4 per-layer input embeddings (the E2B/E4B models) are not counted by kvplan; "
-            "give the checkpoint's weights_bytes instead",
+            "model.gemma4_per_layer_embeddings",
         )
     at = f"model.layers.{i}.self_attn"
     size, kv, k_eq_v = (

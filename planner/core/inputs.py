@@ -152,7 +152,7 @@ def _context(request: s.PlanRequest, max_model_len: int | None) -> int:
         return min(max_model_len, s.MAX_TOKENS)
     raise FieldError(
         "context_tokens",
-        "the config has no max_position_embeddings; set context_tokens (e.g. 8192) or requests",
+        "input.context_needed",
     )
 
 
@@ -233,7 +233,8 @@ def resolve(
     ):
         raise UnknownIdError(
             "calibration_id",
-            f"no calibration {request.calibration_id!r}; list them with GET /api/v1/calibrations",
+            "input.unknown_calibration",
+            calibration_id=request.calibration_id,
         )
     notes.extend(engine.rule_notes())
     notes.extend(dtype_notes)
@@ -241,10 +242,7 @@ def resolve(
         notes.append(note(kv.note_code))
 
     if request.async_scheduling is not None and not engine.takes_async_scheduling:
-        raise FieldError(
-            "async_scheduling",
-            f"{engine.label} has no async_scheduling setting (a vLLM flag); omit the field",
-        )
+        raise FieldError("async_scheduling", "input.async_scheduling_not_vllm", label=engine.label)
     prefix_on = (
         request.enable_prefix_caching
         if request.enable_prefix_caching is not None
@@ -270,9 +268,7 @@ def resolve(
     if explicit_windows:
         if not engine.takes_max_attention_window:
             raise FieldError(
-                "max_attention_window",
-                f"{engine.label} does not take max_attention_window (a TensorRT-LLM setting); "
-                "it reads each layer's window from the model config (omit the field)",
+                "max_attention_window", "input.max_attention_window_not_trtllm", label=engine.label
             )
         # The list (repeated over the layers) decides which layers keep a cyclic window;
         # max_seq_len is the longest request planned here.
@@ -339,9 +335,8 @@ def resolve_draft(
     if not engine.speculative_drafts:
         raise FieldError(
             "speculative_config",
-            f"kvplan models speculative-decoding draft layers as vLLM arranges them; it does "
-            f"not model {engine.label}'s draft cache. Plan with engine vllm, or omit "
-            "speculative_config",
+            "input.speculative_not_vllm",
+            label=engine.label,
         )
     notes: list[Note] = []
     draft_shape = None
@@ -352,7 +347,7 @@ def resolve_draft(
             try:
                 draft = catalog.model(spec.model, None)
             except FieldError as exc:
-                raise UnknownIdError(("speculative_config", "model"), exc.problems[0].msg) from None
+                raise UnknownIdError.at(("speculative_config", "model"), exc.problems[0]) from None
             draft_shape, draft_weights = draft.shape, draft.weights_bytes
             if spec.method == "mtp":
                 target_config = draft.config
@@ -368,7 +363,9 @@ def resolve_draft(
             engine.validate_parallel(draft_shape, tp, 1)
         except FieldError as exc:
             raise FieldError(
-                ("speculative_config", "model"), f"the draft: {exc.problems[0].msg}"
+                ("speculative_config", "model"),
+                "input.draft_reason",
+                reason=exc.problems[0].message,
             ) from None
     sp = resolve_speculation(spec, model.shape, target_config, draft_shape, draft_weights, tp)
     sp = engine.speculation(sp)  # the release's own draft rules

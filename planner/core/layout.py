@@ -96,9 +96,11 @@ def _int(cfg: Mapping[str, Any], *keys: str, lo: int = 0, hi: int = 1 << 40) -> 
         if value is None:
             continue
         if isinstance(value, bool) or not isinstance(value, int):
-            raise ModelConfigError(("model", key), f"must be an integer, got {value!r}")
+            raise ModelConfigError(("model", key), "input.not_integer", value=value)
         if not lo <= value <= hi:
-            raise ModelConfigError(("model", key), f"must be between {lo} and {hi}, got {value}")
+            raise ModelConfigError(
+                ("model", key), "input.value_out_of_range", lo=lo, hi=hi, value=value
+            )
         return value
     return None
 
@@ -106,9 +108,7 @@ def _int(cfg: Mapping[str, Any], *keys: str, lo: int = 0, hi: int = 1 << 40) -> 
 def _need(cfg: Mapping[str, Any], *keys: str, hi: int = 1 << 24) -> int:
     value = _int(cfg, *keys, lo=1, hi=hi)
     if value is None:
-        raise ModelConfigError(
-            ("model", keys[0]), "is required to count the model's parameters (config.json field)"
-        )
+        raise ModelConfigError(("model", keys[0]), "input.required_for_parameters")
     return value
 
 
@@ -119,7 +119,7 @@ def _int_list(cfg: Mapping[str, Any], key: str) -> list[int] | None:
     if not isinstance(value, list) or not all(
         isinstance(v, int) and not isinstance(v, bool) for v in value
     ):
-        raise ModelConfigError(("model", key), "must be a list of layer indices")
+        raise ModelConfigError(("model", key), "input.not_layer_indices")
     return list(value)
 
 
@@ -140,7 +140,7 @@ def _moe_layers(
         # MiniMax-M3 / MiMo-V2 publish one 0/1 flag per layer.
         if len(flags) != num_layers:
             raise ModelConfigError(
-                ("model", "moe_layer_freq"), f"must be an integer or a list of {num_layers} flags"
+                ("model", "moe_layer_freq"), "input.not_integer_or_flags", num_layers=num_layers
             )
         return [i for i, flag in enumerate(flags) if flag]
     first_dense = _int(cfg, "first_k_dense_replace", hi=num_layers)
@@ -174,9 +174,7 @@ def decoder(config: Mapping[str, Any]) -> Decoder:
     top_k_keys = ("num_experts_per_tok", "experts_per_token", "moe_topk", "top_k_experts")
     top_k = _int(cfg, *top_k_keys, hi=1 << 16) or 0
     if experts and not top_k:
-        raise ModelConfigError(
-            ("model", "num_experts_per_tok"), "is required for a mixture-of-experts config"
-        )
+        raise ModelConfigError(("model", "num_experts_per_tok"), "input.required_for_moe")
     moe_idx = _moe_layers(cfg, model_type, num_layers, experts)
     # Hybrids whose layers hold a state mixer or no feed-forward (planner.core.layout_state).
     blocks = layer_blocks(cfg, model_type, num_layers)
@@ -338,9 +336,7 @@ def _moe_linears(
     shared_width: int,
 ) -> list[Linear]:
     if not width:
-        raise ModelConfigError(
-            ("model", "moe_intermediate_size"), "is required to size the experts of a MoE layer"
-        )
+        raise ModelConfigError(("model", "moe_intermediate_size"), "input.required_for_experts")
     if model_type in ("mixtral", "minimax_m2", "minimax"):
         moe, names, router = f"model.layers.{i}.block_sparse_moe", ("w1", "w3", "w2"), "gate"
     elif model_type in ("llama4", "llama4_text"):

@@ -21,16 +21,18 @@ def kv_budget(inp: Inputs) -> tuple[s.BudgetOut | None, BudgetTerms | None, list
     if inp.weights_bytes is None:
         raise FieldError(
             "weights_bytes",
-            "cannot derive a KV budget from the GPU without the weight size; set weights_bytes "
-            "(0 for KV only) or kv_budget_bytes",
+            "input.budget_needs_weights",
         )
     util = request.gpu_memory_utilization
     if engine.memory_base == "free_after_load" and util is not None and util >= 1:
         # KVCacheManager.calculate_max_num_blocks asserts free_mem_fraction < 1.0.
         raise FieldError(
             "gpu_memory_utilization",
-            f"{engine.label}'s {engine.memory_fraction_flag} must be below 1.0 (got {util:g}); "
-            f"its default is {engine.default_memory_utilization():g}",
+            "input.memory_fraction_below_1",
+            label=engine.label,
+            flag=engine.memory_fraction_flag,
+            util=util,
+            default=engine.default_memory_utilization(),
         )
     notes: list[Note] = []
     weights = _weights_per_rank(inp, inp.weights_bytes, notes)
@@ -104,9 +106,10 @@ def _explicit(inp: Inputs, budget_bytes: int) -> tuple[s.BudgetOut, BudgetTerms 
         if budget_bytes > gpu.memory_bytes:
             raise FieldError(
                 "kv_budget_bytes",
-                f"{fmt_gib(budget_bytes)} is more than the {gpu.id or gpu.name} has "
-                f"({fmt_gib(gpu.memory_bytes)}): the budget is per GPU and no engine can "
-                "allocate it there; leave it out to derive it from the GPU",
+                "budget.above_gpu",
+                budget=fmt_gib(budget_bytes),
+                gpu=gpu.id or gpu.name,
+                memory=fmt_gib(gpu.memory_bytes),
             )
         if inp.weights_bytes is None:
             notes.append(note("budget.explicit_weights_unknown", gpu=gpu.id or gpu.name))

@@ -122,9 +122,7 @@ class ModelShape:
 def _required(cfg: Mapping[str, Any], key: str, *, hi: int) -> int:
     value = _int_field(cfg, key, hi=hi)
     if value is None:
-        raise ModelConfigError(
-            ("model", key), "is required to size the KV cache (a Hugging Face config.json field)"
-        )
+        raise ModelConfigError(("model", key), "model.required_for_kv_cache")
     return value
 
 
@@ -135,7 +133,7 @@ def text_config(config: Mapping[str, Any]) -> dict[str, Any]:
     if inner is None:
         return with_class_defaults(dict(config))
     if not isinstance(inner, Mapping):
-        raise ModelConfigError(("model", "text_config"), "must be an object")
+        raise ModelConfigError(("model", "text_config"), "model.not_object")
     merged = dict(inner)
     # Dtype and architecture often live only at the top level of a multimodal config.
     for key in ("torch_dtype", "dtype", "model_type"):
@@ -150,13 +148,10 @@ def _dtype(cfg: Mapping[str, Any]) -> tuple[str, bool]:
     if raw is None:
         return "bf16", False
     if not isinstance(raw, str):
-        raise ModelConfigError(("model", "torch_dtype"), "must be a string such as 'bfloat16'")
+        raise ModelConfigError(("model", "torch_dtype"), "model.dtype_not_string")
     name = _DTYPE_NAMES.get(raw.removeprefix("torch.").lower())
     if name is None:
-        raise ModelConfigError(
-            ("model", "torch_dtype"),
-            f"unknown dtype {raw!r}; expected bfloat16, float16 or float32",
-        )
+        raise ModelConfigError(("model", "torch_dtype"), "model.unknown_torch_dtype", raw=raw)
     return name, True
 
 
@@ -167,7 +162,7 @@ def shape_from_config(
     cfg = text_config(config)
     model_type = cfg.get("model_type")
     if model_type is not None and not isinstance(model_type, str):
-        raise ModelConfigError(("model", "model_type"), "must be a string")
+        raise ModelConfigError(("model", "model_type"), "model.not_string")
 
     num_layers = _required(cfg, "num_hidden_layers", hi=MAX_LAYERS)
     if model_type in PURE_STATE:  # attention-free (Mamba): no attention heads to read
@@ -191,13 +186,14 @@ def shape_from_config(
         if hidden is None:
             raise ModelConfigError(
                 ("model", "head_dim"),
-                "set head_dim, or hidden_size so head_dim = hidden_size // num_attention_heads",
+                "model.head_dim_needed",
             )
         if hidden % num_heads:
             raise ModelConfigError(
                 ("model", "hidden_size"),
-                f"hidden_size {hidden} is not divisible by num_attention_heads {num_heads}; "
-                "set head_dim explicitly",
+                "model.hidden_size_not_divisible",
+                hidden=hidden,
+                num_heads=num_heads,
             )
         head_dim = hidden // num_heads
 
@@ -221,8 +217,9 @@ def shape_from_config(
         if num_heads % kv_heads:
             raise ModelConfigError(
                 ("model", "num_key_value_heads"),
-                f"num_attention_heads {num_heads} is not a multiple of num_key_value_heads "
-                f"{kv_heads}; GQA needs whole query groups",
+                "model.heads_not_multiple_of_kv_heads",
+                num_heads=num_heads,
+                kv_heads=kv_heads,
             )
         v_dim = _int_field(cfg, "v_head_dim", hi=MAX_HEAD_DIM) or head_dim
         kinds = _window_kinds(cfg, num_layers, model_type)

@@ -97,11 +97,11 @@ def _int(cfg: Mapping[str, Any], key: str, *, lo: int = 1, loc: tuple[str, ...] 
     value = cfg.get(key)
     where = ("model", *loc, key)
     if value is None:
-        raise ModelConfigError(where, "is required to size this model's state layers")
+        raise ModelConfigError(where, "model.required_for_state")
     if isinstance(value, bool) or not isinstance(value, int | float) or int(value) != value:
-        raise ModelConfigError(where, f"must be an integer, got {value!r}")
+        raise ModelConfigError(where, "model.not_integer", value=value)
     if not lo <= int(value) <= 1 << 24:
-        raise ModelConfigError(where, f"must be between {lo} and {1 << 24}, got {value}")
+        raise ModelConfigError(where, "model.value_out_of_range", lo=lo, hi=1 << 24, value=value)
     return int(value)
 
 
@@ -177,7 +177,7 @@ def _mixer_spec(mixer: str, cfg: Mapping[str, Any], model_type: str | None) -> S
     if mixer == "kda":
         lac = cfg.get("linear_attn_config")
         if not isinstance(lac, Mapping):
-            raise ModelConfigError(("model", "linear_attn_config"), "must be an object")
+            raise ModelConfigError(("model", "linear_attn_config"), "model.not_object")
         loc = ("linear_attn_config",)
         return KimiDeltaSpec(
             0, 0, 0,
@@ -189,7 +189,7 @@ def _mixer_spec(mixer: str, cfg: Mapping[str, Any], model_type: str | None) -> S
         # LFM2: conv_dim channels (vLLM's ShortConv(dim=config.conv_dim)), kernel conv_L_cache.
         channels = _int(cfg, "conv_dim") if "conv_dim" in cfg else hidden
         if not isinstance(channels, int):
-            raise ModelConfigError(("model", "conv_dim"), "is required for LFM2's conv layers")
+            raise ModelConfigError(("model", "conv_dim"), "model.required_for_lfm2")
         return ShortConvSpec(0, 0, 0, channels=channels, conv_kernel=_int(cfg, "conv_L_cache"))
     raise AssertionError(mixer)  # pragma: no cover - callers only pass known mixers
 
@@ -202,32 +202,27 @@ def _state_dtype(raw: object, key: str) -> StateDtype:
     if raw is None or raw == "auto":
         return "model"
     if not isinstance(raw, str) or raw not in _STATE_DTYPES:
-        raise ModelConfigError(
-            ("model", key), f"unknown dtype {raw!r}; expected float32, bfloat16 or float16"
-        )
+        raise ModelConfigError(("model", key), "model.unknown_dtype", raw=raw)
     return _STATE_DTYPES[raw]
 
 
 def _number(cfg: Mapping[str, Any], key: str) -> float:
     value = cfg.get(key)
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 64:
-        raise ModelConfigError(("model", key), f"must be a number in (0, 64], got {value!r}")
+        raise ModelConfigError(("model", key), "model.not_in_0_64", value=value)
     return float(value)
 
 
 def _refuse(loc: tuple[str | int, ...], word: object, i: int, model_type: str | None) -> None:
     arch = model_type or "this architecture"
     raise ModelConfigError(
-        ("model", *loc),
-        f"layer {i} has type {word!r}, which kvplan does not model for {arch}; it sizes "
-        "attention (full, sliding, chunked, MLA), Mamba/Mamba2, gated delta net, Kimi delta "
-        "attention and short-convolution layers",
+        ("model", *loc), "model.layer_type_unmodelled", i=i, word=word, arch=arch
     )
 
 
 def _word_slot(word: object, i: int, model_type: str | None, field: str) -> Slot:
     if not isinstance(word, str):
-        raise ModelConfigError(("model", field, i), f"must be a string, got {word!r}")
+        raise ModelConfigError(("model", field, i), "model.not_string_got", word=word)
     if word in ATTENTION_WORDS:
         return "full_attention" if word == "attention" else word
     if word in NO_CACHE_WORDS:
@@ -249,8 +244,7 @@ def _slots(cfg: Mapping[str, Any], n: int, model_type: str | None) -> list[list[
     if pattern is not None:
         if not isinstance(pattern, str) or len(pattern) != n:
             raise ModelConfigError(
-                ("model", "hybrid_override_pattern"),
-                f"must be a string of {n} characters (M, *, -, E; one per layer)",
+                ("model", "hybrid_override_pattern"), "model.pattern_length", n=n
             )
         chars = {"M": "mamba2", "*": "full_attention", "-": None, "E": None}
         out: list[list[str]] = []
@@ -268,9 +262,7 @@ def _slots(cfg: Mapping[str, Any], n: int, model_type: str | None) -> list[list[
         if words is None:
             continue
         if not isinstance(words, list) or len(words) != n:
-            raise ModelConfigError(
-                ("model", field), f"must be a list of {n} strings (one per layer)"
-            )
+            raise ModelConfigError(("model", field), "model.layer_strings_invalid", n=n)
         result: list[list[str]] = []
         for i, w in enumerate(words):
             slot = _word_slot(w, i, model_type, field)
@@ -280,13 +272,14 @@ def _slots(cfg: Mapping[str, Any], n: int, model_type: str | None) -> list[list[
         idx = cfg.get("attn_layer_indices")
         if not isinstance(idx, list) or not all(isinstance(i, int) and 0 <= i < n for i in idx):
             raise ModelConfigError(
-                ("model", "attn_layer_indices"), f"must be a list of layer indices below {n}"
+                ("model", "attn_layer_indices"), "model.layer_indices_invalid", n=n
             )
         mixer = _MAMBA_MIXER.get(model_type or "")
         if mixer is None:
             raise ModelConfigError(
                 ("model", "model_type"),
-                f"attn_layer_indices given, but kvplan does not know {model_type!r}'s mixer",
+                "model.attn_layer_indices_unknown_mixer",
+                model_type=model_type,
             )
         chosen = set(idx)
         return [["full_attention"] if i in chosen else [mixer] for i in range(n)]
@@ -296,30 +289,27 @@ def _slots(cfg: Mapping[str, Any], n: int, model_type: str | None) -> list[list[
         if offset >= period:
             raise ModelConfigError(
                 ("model", "attn_layer_offset"),
-                f"must be below attn_layer_period ({period}), got {offset}",
+                "model.attn_layer_offset_range",
+                period=period,
+                offset=offset,
             )
         return [["full_attention"] if i % period == offset else ["mamba1"] for i in range(n)]
     if model_type == "qwen3_next" or "full_attention_interval" in cfg:
         every = _int(cfg, "full_attention_interval") if "full_attention_interval" in cfg else 4
         return [["gdn"] if (i + 1) % every else ["full_attention"] for i in range(n)]
     raise ModelConfigError(
-        ("model", "model_type"),
-        f"{model_type!r} has state (Mamba / linear-attention) layers, but the config does not "
-        "say which layers they are in a form kvplan reads (layer_types, "
-        "hybrid_override_pattern, layers_block_type, attn_layer_period/offset)",
+        ("model", "model_type"), "model.state_layers_unplaced", model_type=model_type
     )
 
 
 def _kimi_slots(lac: object, n: int) -> list[list[str]]:
     if not isinstance(lac, Mapping):
-        raise ModelConfigError(("model", "linear_attn_config"), "must be an object")
+        raise ModelConfigError(("model", "linear_attn_config"), "model.not_object")
     kda, full = lac.get("kda_layers"), lac.get("full_attn_layers")
     for key, val in (("kda_layers", kda), ("full_attn_layers", full)):
         if not isinstance(val, list) or not all(isinstance(i, int) and 1 <= i <= n for i in val):
             raise ModelConfigError(
-                ("model", "linear_attn_config", key),
-                f"must be a list of 1-based layer numbers from 1 to {n} (as published), "
-                f"got {val!r}",
+                ("model", "linear_attn_config", key), "model.layer_numbers_invalid", n=n, val=val
             )
     assert isinstance(kda, list) and isinstance(full, list)
     kda_set = set(kda)
@@ -327,7 +317,7 @@ def _kimi_slots(lac: object, n: int) -> list[list[str]]:
     if missing or kda_set & set(full):
         raise ModelConfigError(
             ("model", "linear_attn_config"),
-            "kda_layers and full_attn_layers must name every layer exactly once",
+            "model.kda_layers_cover",
         )
     # KimiLinearConfig.is_kda_layer: (layer_idx + 1) in kda_layers.
     return [["kda"] if i + 1 in kda_set else ["full_attention"] for i in range(n)]

@@ -39,8 +39,7 @@ def _window_kinds(
     if layer_types is not None:
         if not isinstance(layer_types, list) or len(layer_types) != num_layers:
             raise ModelConfigError(
-                ("model", "layer_types"),
-                f"must be a list of {num_layers} strings (one per layer)",
+                ("model", "layer_types"), "model.layer_strings_invalid_2", num_layers=num_layers
             )
         out: list[tuple[LayerKind, int | None]] = []
         for i, kind in enumerate(layer_types):
@@ -51,22 +50,20 @@ def _window_kinds(
                 w = _int_field(cfg, "sliding_window", hi=1 << 30)
                 if w is None:
                     raise ModelConfigError(
-                        ("model", "sliding_window"),
-                        f"layer_types[{i}] is sliding_attention but no sliding_window is set",
+                        ("model", "sliding_window"), "model.layer_type_sliding_without_window", i=i
                     )
                 out.append(("sliding", w))
             elif kind == "chunked_attention":
                 if chunk is None:
                     raise ModelConfigError(
                         ("model", "attention_chunk_size"),
-                        f"layer_types[{i}] is chunked_attention but no attention_chunk_size",
+                        "model.layer_type_chunked_without_size",
+                        i=i,
                     )
                 out.append(("chunked", chunk))
             else:
                 raise ModelConfigError(
-                    ("model", "layer_types", i),
-                    f"layer type {kind!r} is not supported; kvplan sizes full_attention, "
-                    "sliding_attention and chunked_attention layers",
+                    ("model", "layer_types", i), "model.layer_type_unsupported", kind=kind
                 )
         return out
 
@@ -127,24 +124,23 @@ def attention_factory(
         if num_heads % kv_heads:
             raise ModelConfigError(
                 ("model", "num_key_value_heads"),
-                f"num_attention_heads {num_heads} is not a multiple of num_key_value_heads "
-                f"{kv_heads}; GQA needs whole query groups",
+                "model.heads_not_multiple_of_kv_heads",
+                num_heads=num_heads,
+                kv_heads=kv_heads,
             )
         v_dim = _int_field(cfg, "v_head_dim", hi=MAX_HEAD_DIM) or head_dim
         window = _int_field(cfg, "sliding_window", hi=1 << 30)
         kind: LayerKind = "full"
         if word == "sliding_attention":
             if window is None:
-                raise ModelConfigError(
-                    ("model", "sliding_window"), "sliding_attention layers need sliding_window"
-                )
+                raise ModelConfigError(("model", "sliding_window"), "model.sliding_needs_window")
             kind = "sliding"
         elif word == "chunked_attention":
             window = _int_field(cfg, "attention_chunk_size", hi=1 << 30)
             if window is None:
                 raise ModelConfigError(
                     ("model", "attention_chunk_size"),
-                    "chunked_attention layers need attention_chunk_size",
+                    "model.chunked_needs_chunk_size",
                 )
             kind = "chunked"
         return _attention_spec(kind, kv_heads, head_dim, v_dim, window)

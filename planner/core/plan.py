@@ -93,13 +93,18 @@ def plan_inputs(inp: Inputs) -> s.Plan:
     )
 
 
+# The remark the MLA formula ends with, and the words between a hybrid's two sums.
+MLA_FORMULA_REMARK = "(MLA: one latent per layer-token, no ×2, no head factor)"
+STATE_FORMULA_JOIN = " per token; state layers hold "
+STATE_FORMULA_END = " per request"
+
+
 def _formula(shape: ModelShape, dtype: KVDtype, per_token: int) -> str:
     b = f"{dtype.bytes_per_element:g}"
     if shape.is_mla and len(shape.groups) == 1:
         return (
             f"{shape.groups[0].layers} × ({shape.kv_lora_rank} + "
-            f"{shape.qk_rope_head_dim or 0}) × {b} B = {per_token:,} B "
-            "(MLA: one latent per layer-token, no ×2, no head factor)"
+            f"{shape.qk_rope_head_dim or 0}) × {b} B = {per_token:,} B {MLA_FORMULA_REMARK}"
         )
     first = shape.stack[0][0]
     if (
@@ -132,7 +137,7 @@ def _formula(shape: ModelShape, dtype: KVDtype, per_token: int) -> str:
     ]
     text = " + ".join(parts) + f" = {per_token:,} B"
     if state:
-        text += " per token; state layers hold " + " + ".join(state) + " per request"
+        text += STATE_FORMULA_JOIN + " + ".join(state) + STATE_FORMULA_END
     return text
 
 

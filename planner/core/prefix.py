@@ -17,12 +17,14 @@ def one_prefix(
     if not prefix:
         return mixes, False
     if any(m.prefix_tokens for m in mixes):
-        raise FieldError("shared_prefix_tokens", "give it or the entries' prefix_tokens, not both")
+        raise FieldError("shared_prefix_tokens", "prefix.shared_and_per_entry")
     shortest = min(m.context_tokens for m in mixes)
     if prefix > shortest:
         raise FieldError(
             "shared_prefix_tokens",
-            f"{prefix:,} tokens is longer than the shortest request ({shortest:,} tokens)",
+            "prefix.longer_than_request",
+            prefix=prefix,
+            shortest=shortest,
         )
     return tuple(m.model_copy(update={"prefix_tokens": prefix}) for m in mixes), True
 

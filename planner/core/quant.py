@@ -157,7 +157,7 @@ def _schemes(
     if q is None:
         return
     if not isinstance(q, Mapping):
-        raise ModelConfigError(("model", "quantization_config"), "must be an object")
+        raise ModelConfigError(("model", "quantization_config"), "model.not_object")
     method = str(q.get("quant_method") or "").lower()
     skip = list(q.get("modules_to_not_convert") or q.get("ignored_layers") or [])
     body: set[LinearKind] = {"attention", "mlp", "expert", "shared_expert"}
@@ -197,8 +197,8 @@ def _schemes(
         else:
             raise ModelConfigError(
                 ("model", "quantization_config", "quant_algo"),
-                f"ModelOpt quant_algo {algo or 'missing'!r} is not sized (NVFP4 and FP8 are); "
-                "set weights_bytes to the checkpoint size",
+                "model.modelopt_algo_unsized",
+                algo=algo or "missing",
             )
     elif method == "compressed-tensors":
         fmt = str(q.get("format") or "")
@@ -207,7 +207,7 @@ def _schemes(
         if not isinstance(groups, Mapping) or not groups:
             raise ModelConfigError(
                 ("model", "quantization_config", "config_groups"),
-                "compressed-tensors config without config_groups cannot be sized",
+                "model.compressed_tensors_without_groups",
             )
         for group_cfg in groups.values():
             if not isinstance(group_cfg, Mapping):
@@ -219,9 +219,8 @@ def _schemes(
     else:
         raise ModelConfigError(
             ("model", "quantization_config", "quant_method"),
-            f"quantization {method or 'without quant_method'!r} is not sized (fp8, fbgemm_fp8, "
-            "awq, gptq, mxfp4, modelopt, compressed-tensors are); set weights_bytes to the "
-            "checkpoint size",
+            "model.quantization_unsized",
+            method=method or "without quant_method",
         )
 
 

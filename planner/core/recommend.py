@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from planner.core.answer import NoteOut
 from planner.core.engines import get_engine
+from planner.core.errors import Message
 from planner.core.flags import engine_dtype, model_name, render
 from planner.core.inputs import Catalog
 from planner.core.notes import Notes
@@ -136,7 +137,7 @@ def recommend(req: RecommendRequest, *, catalog: Catalog) -> Recommendation:
             tail_concurrency=e.mix.tail_concurrency if e.mix else 0,
             expected_concurrency=round(e.mix.expected_concurrency, 3) if e.mix else 0.0,
             decode_step_seconds=e.step_seconds,
-            verdict="fits" if e.ok else f"{e.limit}: {e.detail}",
+            verdict="fits" if e.ok else f"{e.limit}: {e.detail.text if e.detail else ''}",
             expected_decode_step_seconds=e.expected_step_seconds,
             expected_tpot_seconds=e.expected_tpot_seconds,
         )
@@ -145,6 +146,9 @@ def recommend(req: RecommendRequest, *, catalog: Catalog) -> Recommendation:
     if best is None:
         worst = most_permissive(evals)
         limit = worst.limit or "concurrency"
+        binding = Message.of(
+            "recommend.binding", tp=worst.tp, dtype=worst.dtype, reason=worst.detail or ""
+        )
         return Recommendation(
             feasible=False,
             engine=req.engine,
@@ -161,7 +165,9 @@ def recommend(req: RecommendRequest, *, catalog: Catalog) -> Recommendation:
             expected_decode_step_seconds=worst.expected_step_seconds,
             expected_tpot_seconds=worst.expected_tpot_seconds,
             binding_constraint=limit,
-            binding_detail=f"with TP {worst.tp} and {worst.dtype} KV: {worst.detail}",
+            binding_detail=binding.text,
+            binding_detail_code=binding.code,
+            binding_detail_params=binding.as_json(),
             nearest=_nearest(req, worst, limit, planner),
             plan_request=None,
             candidates=candidates,

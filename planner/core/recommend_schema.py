@@ -8,6 +8,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validat
 
 from planner.core.answer import NoteOut
 from planner.core.engines import DEFAULT_ENGINE, serving_engines
+from planner.core.errors import invalid
 from planner.core.schema import (
     MAX_BYTES,
     MAX_CONFIG_KEYS,
@@ -20,7 +21,7 @@ from planner.core.schema import (
 
 def _serving(name: str) -> str:
     if name not in serving_engines():
-        raise ValueError(f"use one of: {', '.join(serving_engines())}")
+        raise invalid("request.engine_choices", engines=", ".join(serving_engines()))
     return name
 
 
@@ -91,20 +92,19 @@ class RecommendRequest(_Strict):
     @model_validator(mode="after")
     def _workload(self) -> RecommendRequest:
         if isinstance(self.model, dict) and len(self.model) > MAX_CONFIG_KEYS:
-            raise ValueError(f"model config has more than {MAX_CONFIG_KEYS} keys")
+            raise invalid("request.config_too_many_keys", most=MAX_CONFIG_KEYS)
         if self.context_mix is None and self.max_model_len is None:
-            raise ValueError("give context_mix (length shares) or max_model_len")
+            raise invalid("request.mix_or_max_model_len")
         if self.context_mix is not None:
             total = sum(c.share for c in self.context_mix)
             if abs(total - 1) > 1e-3:
-                raise ValueError(
-                    f"context_mix shares sum to {total:g}; they must sum to 1 (e.g. 0.7, 0.2, 0.1)"
-                )
+                raise invalid("request.mix_shares_sum", total=total)
             longest = max(c.context_tokens for c in self.context_mix)
             if self.max_model_len is not None and self.max_model_len < longest:
-                raise ValueError(
-                    f"max_model_len {self.max_model_len} is shorter than the longest request in "
-                    f"context_mix ({longest}); raise it or drop that class"
+                raise invalid(
+                    "request.max_model_len_below_mix",
+                    max_model_len=self.max_model_len,
+                    longest=longest,
                 )
         return self
 
@@ -195,6 +195,12 @@ class Recommendation(_Out):
         default=None, description="Expected output tokens/s over all instances."
     )
     binding_detail: str | None
+    binding_detail_code: str | None = Field(
+        default=None, description="The stable code of `binding_detail` (its English template)."
+    )
+    binding_detail_params: dict[str, Any] | None = Field(
+        default=None, description="The values `binding_detail` is formatted from."
+    )
     nearest: list[Suggestion]
     plan_request: dict[str, Any] | None = Field(
         description="POST /api/v1/plan body for one instance at its share of the workload."

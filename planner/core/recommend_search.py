@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from planner.core.engines import get_engine
-from planner.core.errors import FieldError, PlanError
+from planner.core.errors import FieldError, Message, PlanError
 from planner.core.inputs import Catalog
 from planner.core.recommend_schema import RecommendRequest
 from planner.core.schema import Plan
@@ -23,7 +23,7 @@ class Eval:
     dtype: str
     ok: bool = False
     limit: str | None = None  # binding constraint when not ok
-    detail: str = ""
+    detail: Message | None = None  # why not, when not ok
     instances: int = 0
     batch: int = 0
     counts: list[int] = field(default_factory=list)
@@ -104,7 +104,7 @@ def evaluate(req: RecommendRequest, tp: int, dtype: str, util: float, _plan: Pla
         top = _plan({**base, "context_tokens": max_len})
     except FieldError as exc:
         if any(p.loc and p.loc[0] == "tensor_parallel_size" for p in exc.problems):
-            ev.limit, ev.detail = "tensor_parallel_size", exc.problems[0].msg
+            ev.limit, ev.detail = "tensor_parallel_size", exc.problems[0].message
             return ev
         raise
     cap = top.capacity
@@ -115,16 +115,11 @@ def evaluate(req: RecommendRequest, tp: int, dtype: str, util: float, _plan: Pla
     ev.body = base
     if cap.kv_budget_bytes == 0:
         ev.limit = "weights_exceed_memory"
-        ev.detail = (
-            f"weights and reserves leave no KV memory on {tp} GPU(s) ({cap.budget.derivation})"
-        )
+        ev.detail = Message.of("recommend.no_kv_memory", tp=tp, derivation=cap.budget.derivation)
         return ev
     if cap.max_requests < 1:
         ev.limit = "max_model_len"
-        ev.detail = (
-            f"one request of max_model_len {max_len:,} does not fit; the longest that does is "
-            f"{ev.longest:,} tokens"
-        )
+        ev.detail = Message.of("recommend.max_model_len", max_len=max_len, longest=ev.longest)
         return ev
     ev.needs = [
         cap.blocks_per_request
@@ -137,15 +132,19 @@ def evaluate(req: RecommendRequest, tp: int, dtype: str, util: float, _plan: Pla
     available = req.gpu_count // tp
     if tail < 1:
         ev.limit = "concurrency"
-        ev.detail = "not even one request of the mix fits reliably"
+        ev.detail = Message.of("recommend.no_request_fits")
         return ev
     first = math.ceil(req.concurrency / tail)
     if first > available:
         ev.limit = "concurrency"
-        ev.detail = (
-            f"{tail} requests fit per instance {req.tail_quantile:.0%} of the time; "
-            f"{available} instance(s) of TP {tp} hold {tail * available}, short of "
-            f"{req.concurrency}"
+        ev.detail = Message.of(
+            "recommend.instances_short",
+            tail=tail,
+            quantile=req.tail_quantile,
+            available=available,
+            tp=tp,
+            held=tail * available,
+            concurrency=req.concurrency,
         )
         return ev
 
@@ -172,13 +171,13 @@ def evaluate(req: RecommendRequest, tp: int, dtype: str, util: float, _plan: Pla
         ev.expected_tpot_seconds = expected.tpot_seconds if expected else None
         if not rcap.workload_fits:
             ev.limit = "concurrency"
-            ev.detail = f"a batch of {batch} in the mix's proportions does not fit one instance"
+            ev.detail = Message.of("recommend.batch_does_not_fit", batch=batch)
             return False
         miss = _speed_miss(req, batch, step, ev.expected_tpot_seconds)
         if miss is not None:
             ev.limit, ev.detail = miss
             return False
-        ev.ok, ev.limit, ev.detail = True, None, ""
+        ev.ok, ev.limit, ev.detail = True, None, None
         return True
 
     # More instances mean a smaller batch each, which fits and steps no worse: the smallest
@@ -198,38 +197,45 @@ def evaluate(req: RecommendRequest, tp: int, dtype: str, util: float, _plan: Pla
 
 def _speed_miss(
     req: RecommendRequest, batch: int, floor: float | None, tpot: float | None
-) -> tuple[str, str] | None:
+) -> tuple[str, Message] | None:
     """The TPOT or throughput target a batch misses: the floor rejects what no run can meet,
     the expected TPOT (fitted constants) what a real run would not."""
     tpot = tpot if tpot is not None else floor
     if floor is None or tpot is None:
         return None
-    at = f"at a batch of {batch}"
     if req.tpot_seconds is not None:
-        target = f"the {req.tpot_seconds * 1e3:.2f} ms TPOT target"
+        target_ms = req.tpot_seconds * 1e3
         if floor > req.tpot_seconds:
-            return (
-                "tpot",
-                f"the decode step's bandwidth floor {at} is {floor * 1e3:.2f} ms, above {target}",
+            return "tpot", Message.of(
+                "recommend.tpot_floor", batch=batch, floor_ms=floor * 1e3, target_ms=target_ms
             )
         if tpot > req.tpot_seconds:
-            return "tpot", (
-                f"the expected TPOT {at} is {tpot * 1e3:.2f} ms (floor {floor * 1e3:.2f} ms), "
-                f"above {target}"
+            return "tpot", Message.of(
+                "recommend.tpot_expected",
+                batch=batch,
+                tpot_ms=tpot * 1e3,
+                floor_ms=floor * 1e3,
+                target_ms=target_ms,
             )
     want = req.throughput_tokens_per_s
     if want is not None:
-        target = f"the {want:,.0f} tokens/s throughput target"
         if req.concurrency / floor < want:
-            return "throughput", (
-                f"{req.concurrency} requests at the bandwidth floor {at} "
-                f"({floor * 1e3:.2f} ms a step) make {req.concurrency / floor:,.0f} tokens/s, "
-                f"below {target}"
+            return "throughput", Message.of(
+                "recommend.throughput_floor",
+                concurrency=req.concurrency,
+                batch=batch,
+                floor_ms=floor * 1e3,
+                rate=req.concurrency / floor,
+                want=want,
             )
         if req.concurrency / tpot < want:
-            return "throughput", (
-                f"{req.concurrency} requests at the expected TPOT {at} ({tpot * 1e3:.2f} ms) "
-                f"make {req.concurrency / tpot:,.0f} tokens/s, below {target}"
+            return "throughput", Message.of(
+                "recommend.throughput_expected",
+                concurrency=req.concurrency,
+                batch=batch,
+                tpot_ms=tpot * 1e3,
+                rate=req.concurrency / tpot,
+                want=want,
             )
     return None
 

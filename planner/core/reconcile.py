@@ -15,7 +15,7 @@ from planner.core.answer import NoteOut
 from planner.core.engines import Engine, engine_class, engine_labels, log_engines
 from planner.core.engines.readers import read_log, reads_inputs
 from planner.core.engines.versions import parse_version, version_text
-from planner.core.errors import FieldError, PlanError
+from planner.core.errors import FieldError, Message, PlanError
 from planner.core.inputs import Catalog, ResolvedModel, resolve_draft
 from planner.core.logs import Fact, ParsedLog
 from planner.core.logs.parse import engine_hint, parse_log
@@ -49,22 +49,26 @@ def _engine(claimed: str | None, log: ParsedLog, text: str) -> str:
         seen = f" (it mentions {ENGINE_LABELS[hint]})" if hint else ""
         raise FieldError(
             "log",
-            f"no KV-cache start-up line was recognised in {log.lines_read:,} lines{seen}; paste "
-            f"the engine's start-up output, e.g. {_examples()}",
+            "reconcile.no_startup_line",
+            lines=log.lines_read,
+            seen=seen,
+            examples=_examples(),
         )
     if claimed is not None and counts.get(claimed, 0) == 0:
         raise FieldError(
             "engine",
-            f"the log is a {ENGINE_LABELS[detected]} log ({counts[detected]} of its KV-cache "
-            f"lines recognised, none of {ENGINE_LABELS[claimed]}'s); set engine to {detected} "
-            "or paste the log of the engine you meant",
+            "reconcile.other_engine_log",
+            detected_label=ENGINE_LABELS[detected],
+            lines=counts[detected],
+            claimed_label=ENGINE_LABELS[claimed],
+            detected=detected,
         )
     return claimed or detected
 
 
 def _model(
     req: ReconcileRequest, log: ParsedLog, catalog: Catalog
-) -> tuple[ModelShape | None, str | dict[str, Any] | None, str | None, str, Notes]:
+) -> tuple[ModelShape | None, str | dict[str, Any] | None, str | None, Message | str, Notes]:
     """(shape, reference for a plan, label, why there is no model, notes)."""
     notes = Notes()
     model = req.model
@@ -84,10 +88,7 @@ def _model(
         try:
             entry = catalog.model(named, None)
         except PlanError:
-            why = (
-                f"the log names model {named!r}, which is not in the catalog: pass its "
-                "config.json as model"
-            )
+            why = Message.of("reason.log_model_not_in_catalog", named=named)
             return None, None, None, why, notes
         notes.add("reconcile.model_from_log", model=str(entry.shape.id))
         return entry.shape, entry.shape.id, entry.shape.id, "", notes
@@ -95,10 +96,7 @@ def _model(
         None,
         None,
         None,
-        (
-            "no model given and the log names none: pass model (a catalog id or its config.json) "
-            "to recompute this figure"
-        ),
+        Message.of("reason.no_model"),
         notes,
     )
 
@@ -218,7 +216,7 @@ def _bind_state(
     settings: Resolved,
     req: ReconcileRequest,
     notes: Notes,
-) -> tuple[ModelShape | None, str]:
+) -> tuple[ModelShape | None, Message | str]:
     """State layers sized as the engine sizes them, and the block size it then uses; a
     setup the engine's rules do not cover leaves the figures unrecomputed, with the reason."""
     model_dtype, _ = engine.model_dtype(shape, None)
@@ -235,7 +233,7 @@ def _bind_state(
             max_model_len=settings.max_model_len or shape.max_position_embeddings or 1,
         )
     except FieldError as exc:
-        return None, exc.problems[0].msg if exc.problems else exc.detail
+        return None, exc.problems[0].message if exc.problems else exc.message
     settings.block = block
     notes.extend(more)
     return bound, ""
@@ -269,7 +267,7 @@ def reconcile(req: ReconcileRequest, *, catalog: Catalog) -> ReconcileResult:
     except FieldError as exc:
         loc = exc.problems[0].loc if exc.problems else ("settings",)
         if loc and loc[0] not in ("settings", "model"):
-            raise FieldError(("settings", *loc), exc.problems[0].msg) from None
+            raise FieldError.at(("settings", *loc), exc.problems[0]) from None
         raise
     if shape is not None and dtype is not None and shape.has_state:
         shape, why = _bind_state(engine, shape, dtype, settings, req, notes)

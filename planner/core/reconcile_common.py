@@ -17,12 +17,12 @@ from typing import Any
 
 from planner.core.engines import Engine
 from planner.core.engines.reads import PlanInputs
-from planner.core.errors import PlanError
+from planner.core.errors import Message, PlanError
 from planner.core.logs import Fact, ParsedLog, half_unit, to_float
 from planner.core.model import ModelShape
 from planner.core.notes import Notes
 from planner.core.parallel import stage_layer_specs
-from planner.core.reconcile_schema import Check, Reserves, SettingUsed, Status
+from planner.core.reconcile_schema import Check, MessageOut, Reserves, SettingUsed, Status
 from planner.core.specs import (
     FullAttentionSpec,
     LayerSpec,
@@ -72,7 +72,7 @@ class Ctx:
     shape: ModelShape | None
     model_ref: str | dict[str, Any] | None
     model_label: str | None
-    no_model_reason: str
+    no_model_reason: Message | str
     dtype: KVDtype | None
     settings: Resolved
     notes: Notes = field(default_factory=Notes)
@@ -82,7 +82,7 @@ class Ctx:
     # The log's request resolved as plan() resolves it (`reconcile_request.log_inputs`), and
     # why not when the release's rules refuse it.
     inputs: PlanInputs | None = None
-    inputs_reason: str = ""
+    inputs_reason: Message | str = ""
 
     def of(self, kind: str) -> list[Fact]:
         return [f for f in self.facts if f.kind == kind]
@@ -182,7 +182,7 @@ def whole_stack(ctx: Ctx, tp: int | None = None) -> Stack:
 class Variant:
     """An alternative reading of the deployment, tried when a figure differs."""
 
-    reason: str
+    reason: Message
     figure: Callable[[], Range | None]  # the figure's admitted range under this reading
 
 
@@ -211,9 +211,9 @@ def judge(
     arithmetic: str = "",
     blocks_range: tuple[int, int] | None = None,
     equal: bool | None = None,
-    reason: str | None = None,
+    reason: Message | str | None = None,
     variants: Sequence[Variant] = (),
-    likely: str | None = None,
+    likely: Message | None = None,
 ) -> Check:
     """Build one check. Without `predicted` the figure is not recomputable: `reason` says why
     (default: the context's no-model reason). `equal` overrides the exact comparison (display
@@ -248,7 +248,9 @@ def judge(
         status=status,
         difference=round(diff, 6) if diff is not None else None,
         difference_pct=pct,
-        reason=reason,
+        reason=reason.text if isinstance(reason, Message) else reason or None,
+        reason_code=reason.code if isinstance(reason, Message) and reason else None,
+        reason_params=reason.as_json() if isinstance(reason, Message) else None,
         arithmetic=arithmetic,
     )
     ctx.checks.append(check)
@@ -283,7 +285,7 @@ def judge_printed(
     )
 
 
-def _explain(logged: float, variants: Sequence[Variant]) -> str | None:
+def _explain(logged: float, variants: Sequence[Variant]) -> Message | None:
     for v in variants:
         try:
             window = v.figure()
@@ -296,7 +298,7 @@ def _explain(logged: float, variants: Sequence[Variant]) -> str | None:
 
 def set_reserves(
     ctx: Ctx,
-    derivation: list[str],
+    derivation: Sequence[Message],
     *,
     weights_rank: int | None = None,
     reserve: int | None = None,
@@ -316,7 +318,8 @@ def set_reserves(
         non_torch_bytes=non_torch,
         cuda_graph_bytes=cuda_graph,
         kv_budget_bytes=kv_budget,
-        derivation=derivation,
+        derivation=[m.text for m in derivation],
+        derivation_detail=[MessageOut(code=m.code, params=m.as_json()) for m in derivation],
     )
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from planner.core.errors import PlanError
+from planner.core.errors import Message, PlanError
 from planner.core.inputs import Catalog, Inputs, resolve
 from planner.core.reconcile_common import Ctx
 from planner.core.schema import PlanRequest
@@ -56,7 +56,7 @@ def log_request(ctx: Ctx, kv_budget_bytes: int | None = None) -> PlanRequest | N
     return PlanRequest.model_validate(body)
 
 
-def log_inputs(ctx: Ctx, catalog: Catalog) -> tuple[Inputs | None, str]:
+def log_inputs(ctx: Ctx, catalog: Catalog) -> tuple[Inputs | None, Message | str]:
     """The log's request resolved as plan() resolves it; None, with the release's own reason,
     when the release's rules refuse it (or without a model)."""
     try:
@@ -66,7 +66,7 @@ def log_inputs(ctx: Ctx, catalog: Catalog) -> tuple[Inputs | None, str]:
         return resolve(request, catalog), ""
     except (PlanError, ValueError) as exc:
         problems = getattr(exc, "problems", None)
-        return None, problems[0].msg if problems else str(exc)
+        return None, problems[0].message if problems else str(exc)
 
 
 __all__ = ["log_fields", "log_inputs", "log_request"]

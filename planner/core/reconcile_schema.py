@@ -10,6 +10,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validat
 
 from planner.core.answer import NoteOut
 from planner.core.engines import log_engines
+from planner.core.errors import invalid
 from planner.core.logs import MAX_LOG_BYTES
 from planner.core.schema import MAX_BYTES, MAX_CONFIG_KEYS, MAX_PARALLEL, MAX_TOKENS
 from planner.core.speculative_schema import SpeculativeConfig
@@ -17,7 +18,7 @@ from planner.core.speculative_schema import SpeculativeConfig
 
 def _log_engine(name: str) -> str:
     if name not in log_engines():
-        raise ValueError(f"use one of: {', '.join(log_engines())}")
+        raise invalid("request.engine_choices", engines=", ".join(log_engines()))
     return name
 
 
@@ -88,7 +89,7 @@ class ReconcileSettings(_Strict):
     @model_validator(mode="after")
     def _one_draft_form(self) -> ReconcileSettings:
         if self.speculative_config is not None and self.draft_layers:
-            raise ValueError("give speculative_config or draft_layers, not both")
+            raise invalid("request.speculative_or_draft_layers")
         return self
 
 
@@ -109,7 +110,7 @@ class ReconcileRequest(_Strict):
     @model_validator(mode="after")
     def _config_size(self) -> ReconcileRequest:
         if isinstance(self.model, dict) and len(self.model) > MAX_CONFIG_KEYS:
-            raise ValueError(f"model config has more than {MAX_CONFIG_KEYS} keys")
+            raise invalid("request.config_too_many_keys", most=MAX_CONFIG_KEYS)
         return self
 
 
@@ -154,7 +155,20 @@ class Check(_Out):
     difference: float | None
     difference_pct: float | None
     reason: str | None
+    reason_code: str | None = Field(
+        default=None, description="The stable code of `reason` (its English template)."
+    )
+    reason_params: dict[str, Any] | None = Field(
+        default=None, description="The values `reason` is formatted from."
+    )
     arithmetic: str
+
+
+class MessageOut(_Out):
+    """A message as a stable code and the values its English template is formatted with."""
+
+    code: str
+    params: dict[str, Any]
 
 
 class Reserves(_Out):
@@ -171,6 +185,9 @@ class Reserves(_Out):
     cuda_graph_bytes: int | None
     kv_budget_bytes: int | None
     derivation: list[str]
+    derivation_detail: list[MessageOut] = Field(
+        default_factory=list, description="`derivation`, each line as its code and params."
+    )
 
 
 class Summary(_Out):

@@ -116,7 +116,7 @@ def resolve_settings(
         try:
             gpu = catalog.gpu(st.gpu)
         except FieldError as exc:
-            raise FieldError(("settings", "gpu"), exc.problems[0].msg) from None
+            raise FieldError.at(("settings", "gpu"), exc.problems[0]) from None
         r.gpu_id, r.gpu_memory_bytes = gpu.id, gpu.memory_bytes
         r.note("gpu", gpu.id, "request")
     if st.gpu_memory_bytes is not None:

@@ -11,7 +11,6 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-# The response models live in planner.core.answer; the contract is read from here too.
 from planner.core.answer import (
     BoundsOut as BoundsOut,
 )
@@ -61,6 +60,9 @@ from planner.core.answer import (
     WhatIfOut as WhatIfOut,
 )
 from planner.core.engines import DEFAULT_ENGINE, engine_names
+
+# The response models live in planner.core.answer; the contract is read from here too.
+from planner.core.errors import invalid
 from planner.core.speculative_schema import SpeculativeConfig
 
 # Bounds chosen so nothing a client sends can overflow an int64 product or allocate much:
@@ -104,7 +106,7 @@ class RequestMix(_Strict):
     @model_validator(mode="after")
     def _prefix_within_context(self) -> RequestMix:
         if self.prefix_tokens > self.context_tokens:
-            raise ValueError("prefix_tokens must not exceed context_tokens")
+            raise invalid("request.prefix_above_context")
         return self
 
 
@@ -311,5 +313,5 @@ class PlanRequest(_Strict):
     @model_validator(mode="after")
     def _config_size(self) -> PlanRequest:
         if isinstance(self.model, dict) and len(self.model) > MAX_CONFIG_KEYS:
-            raise ValueError(f"model config has more than {MAX_CONFIG_KEYS} keys")
+            raise invalid("request.config_too_many_keys", most=MAX_CONFIG_KEYS)
         return self

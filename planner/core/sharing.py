@@ -56,31 +56,29 @@ def apply_layer_forms(
     if model_type in _UNMODELLED:
         raise ModelConfigError(
             ("model", "model_type"),
-            f"model type {model_type!r} keeps {_UNMODELLED[model_type]}, which kvplan does not "
-            "size; it refuses rather than size them as plain attention",
+            "model.cache_unmodelled",
+            model_type=model_type,
+            cache=_UNMODELLED[model_type],
         )
     if cfg.get("is_encoder_decoder") is True:
         raise ModelConfigError(
             ("model", "is_encoder_decoder"),
-            f"model type {model_type or 'this model'!r} is an encoder-decoder model; kvplan does "
-            "not size cross-attention or encoder caches",
+            "model.encoder_decoder",
+            model_type=model_type or "this model",
         )
     sinks = cfg.get("param_sink_number")
     if isinstance(sinks, int) and not isinstance(sinks, bool) and sinks > 0:
         # openpangu.py: StaticSinkAttention keeps sink_len sink tokens' KV per layer
         # (SinkFullAttentionSpec); gpt-oss's learned sinks are per-head logits and cache nothing.
         raise ModelConfigError(
-            ("model", "param_sink_number"),
-            f"{sinks} static attention-sink tokens per layer (vLLM SinkFullAttentionSpec) are a "
-            "cache kvplan does not size; it refuses rather than size plain attention",
+            ("model", "param_sink_number"), "model.attention_sinks_unmodelled", sinks=sinks
         )
     if cfg.get("interleaved_sliding_window") is not None and any(
         isinstance(s, MLASpec) for s in layers
     ):
         raise ModelConfigError(
             ("model", "interleaved_sliding_window"),
-            "sliding-window MLA layers (vLLM SlidingWindowMLASpec) are not sized by kvplan; it "
-            "refuses rather than size every MLA layer for the whole sequence",
+            "model.sliding_window_mla_unmodelled",
         )
     if model_type in GEMMA4_TYPES:
         layers = tuple(_gemma4_global(cfg, i, spec) for i, spec in enumerate(layers))
@@ -96,12 +94,13 @@ def mlp_width(cfg: Mapping[str, Any]) -> int | None:
     if isinstance(raw, list) and raw and all(type(x) is int and 0 < x <= 1 << 24 for x in raw):
         return sum(raw) // len(raw)
     if raw is not None and (isinstance(raw, bool) or not isinstance(raw, int)):
-        raise ModelConfigError(
-            ("model", "intermediate_size"), f"must be an integer or a list of them, got {raw!r}"
-        )
+        raise ModelConfigError(("model", "intermediate_size"), "model.not_integer_or_list", raw=raw)
     if raw is not None and not 1 <= raw <= 1 << 24:
         raise ModelConfigError(
-            ("model", "intermediate_size"), f"must be between 1 and {1 << 24}, got {raw}"
+            ("model", "intermediate_size"),
+            "model.value_out_of_range_from_1",
+            hi=1 << 24,
+            value=raw,
         )
     return raw
 
@@ -123,14 +122,17 @@ def _kv_sharing(
     if isinstance(shared, bool) or not isinstance(shared, int) or not 0 <= shared < n:
         raise ModelConfigError(
             ("model", "num_kv_shared_layers"),
-            f"must be an integer from 0 to {n - 1} (fewer than num_hidden_layers), got {shared!r}",
+            "model.kv_shared_layers_range",
+            most=n - 1,
+            shared=shared,
         )
     if model_type not in _KV_SHARING_TYPES:
         raise ModelConfigError(
             ("model", "num_kv_shared_layers"),
-            f"kvplan knows KV sharing only as Gemma-3n and Gemma-4 implement it "
-            f"({', '.join(sorted(_KV_SHARING_TYPES))}); model type {model_type!r} sets "
-            f"num_kv_shared_layers {shared}",
+            "model.kv_sharing_unknown",
+            types=", ".join(sorted(_KV_SHARING_TYPES)),
+            model_type=model_type,
+            shared=shared,
         )
     first = n - shared
     out = list(layers)
@@ -163,11 +165,10 @@ def _sparse_mla(cfg: Mapping[str, Any], layers: tuple[LayerSpec, ...]) -> tuple[
     if head is None:
         raise ModelConfigError(
             ("model", "index_head_dim"),
-            "DeepSeek sparse attention needs index_head_dim (its indexer's key width) to size "
-            "the indexer cache",
+            "model.sparse_mla_needs_index_head_dim",
         )
     if isinstance(head, bool) or not isinstance(head, int) or not 1 <= head <= 65536:
-        raise ModelConfigError(("model", "index_head_dim"), f"must be an integer, got {head!r}")
+        raise ModelConfigError(("model", "index_head_dim"), "model.not_integer", value=head)
     indexer_bytes = head + head // _INDEXER_QUANT_BLOCK * 4
     out: list[LayerSpec] = []
     for spec in layers:

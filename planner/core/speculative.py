@@ -96,11 +96,7 @@ def _n_predict(cfg: Mapping[str, Any]) -> int:
     if n is None and cfg.get("model_type") in _MTP_DEFAULT_ONE:
         n = 1  # transformers' DeepseekV3Config / Glm4MoeConfig default, which vLLM reads
     if isinstance(n, bool) or not isinstance(n, int) or n < 1 or n > 64:
-        raise FieldError(
-            (FIELD, "method"),
-            "method mtp needs the model's num_nextn_predict_layers (1 to 64) in its config; "
-            f"this config has {n!r}",
-        )
+        raise FieldError((FIELD, "method"), "speculative.mtp_nextn_invalid", n=n)
     return n
 
 
@@ -122,11 +118,7 @@ def _mtp_layers(cfg: Mapping[str, Any]) -> tuple[int, int | None]:
     if raw is None:
         return 1, None
     if isinstance(raw, bool) or not isinstance(raw, int) or not 1 <= raw <= 64:
-        raise FieldError(
-            (FIELD, "method"),
-            f"method mtp reads the model's {field} (1 to 64) from its config; this config has "
-            f"{raw!r}",
-        )
+        raise FieldError((FIELD, "method"), "speculative.mtp_field_invalid", field=field, raw=raw)
     return raw, raw
 
 
@@ -143,17 +135,14 @@ def resolve_speculation(
     if spec.draft_tensor_parallel_size not in (None, tp):
         raise FieldError(
             (FIELD, "draft_tensor_parallel_size"),
-            f"kvplan models a draft sharded like the target (tensor_parallel_size {tp}); got "
-            f"{spec.draft_tensor_parallel_size}. Omit it or set it to {tp}",
+            "speculative.draft_tp",
+            tp=tp,
+            draft_tp=spec.draft_tensor_parallel_size,
         )
     if method in ("eagle", "eagle3", "dflash", "draft_model") and spec.model is None:
-        raise FieldError(
-            (FIELD, "model"),
-            f"method {method} needs the draft: a catalog id or its config.json object "
-            "(EAGLE heads for Llama-3.1-8B are a 1-layer Llama config)",
-        )
+        raise FieldError((FIELD, "model"), "speculative.draft_required", method=method)
     if method == "ngram" and spec.model is not None:
-        raise FieldError((FIELD, "model"), "method ngram has no draft model; omit model")
+        raise FieldError((FIELD, "model"), "speculative.ngram_has_no_draft")
     k = spec.num_speculative_tokens
     layers: tuple[LayerSpec, ...] = ()
     label = spec.model if isinstance(spec.model, str) else None
@@ -163,31 +152,30 @@ def resolve_speculation(
             if target_config is None:
                 raise FieldError(
                     (FIELD, "model"),
-                    "method mtp reads num_nextn_predict_layers from the model's config.json; "
-                    "this model has none here: give the target's config as model",
+                    "speculative.mtp_nextn_missing",
                 )
             cfg = text_config(target_config)
         if not _mtp_supported(cfg):
             raise FieldError(
                 (FIELD, "method"),
-                f"vLLM has no MTP draft for model type {cfg.get('model_type')!r} (it builds them "
-                "for DeepSeek-V3/V3.2, GLM-4.5, ERNIE-4.5, MiMo, Qwen3-Next and Qwen3.5 among "
-                "the models kvplan sizes)",
+                "speculative.mtp_unknown_model_type",
+                model_type=cfg.get("model_type"),
             )
         n, n_predict = _mtp_layers(cfg)
         if k is None and n_predict is None:
             raise FieldError(
                 (FIELD, "num_speculative_tokens"),
-                "this model's config does not say how many MTP modules it has, so vLLM takes no "
-                "default: set num_speculative_tokens (e.g. 1)",
+                "speculative.mtp_modules_unknown",
             )
         k = k or n
         if n_predict is not None and k > n_predict and k % n_predict:
             # SpeculativeConfig: more draft tokens than MTP modules reuse the modules in turn.
             raise FieldError(
                 (FIELD, "num_speculative_tokens"),
-                f"vLLM needs num_speculative_tokens ({k}) at most the model's MTP modules "
-                f"({n_predict}) or a multiple of it; try {n_predict * (k // n_predict + 1)}",
+                "speculative.mtp_tokens_multiple",
+                k=k,
+                n_predict=n_predict,
+                suggested=n_predict * (k // n_predict + 1),
             )
         # The first attention group (state layers keep no per-token cache to copy).
         main = next(
@@ -197,7 +185,7 @@ def resolve_speculation(
         if main is None:
             raise FieldError(
                 (FIELD, "method"),
-                "this model has no full-attention layer for its MTP module to copy",
+                "speculative.mtp_no_full_attention",
             )
         # The MTP module's decoder layer is the target's own kind of layer.
         source = next(s for s in target.layers if main in s.cache_specs())
@@ -208,7 +196,8 @@ def resolve_speculation(
         if k is None:
             raise FieldError(
                 (FIELD, "num_speculative_tokens"),
-                f"method {method} needs num_speculative_tokens (draft tokens per step, e.g. 3)",
+                "speculative.tokens_required",
+                method=method,
             )
         if draft_shape is not None:
             layers = tuple(s for s in draft_shape.layers)
@@ -234,7 +223,7 @@ def draft_shape_of(config: Mapping[str, Any]) -> ModelShape:
     except ModelConfigError as exc:
         first = exc.problems[0]
         loc = first.loc[1:] if first.loc[:1] == ("model",) else first.loc
-        raise ModelConfigError((FIELD, "model", *loc), first.msg) from None
+        raise ModelConfigError.at((FIELD, "model", *loc), first) from None
 
 
 def with_draft(shape: ModelShape, draft_layers: tuple[LayerSpec, ...]) -> ModelShape:

@@ -8,6 +8,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from planner.core.errors import invalid
+
 MAX_CONFIG_KEYS = 512
 Parallel = Annotated[int, Field(ge=1, le=1024, strict=True)]
 
@@ -77,7 +79,7 @@ class SpeculativeConfig(_Strict):
     @model_validator(mode="after")
     def _config_size(self) -> SpeculativeConfig:
         if isinstance(self.model, dict) and len(self.model) > MAX_CONFIG_KEYS:
-            raise ValueError(f"draft model config has more than {MAX_CONFIG_KEYS} keys")
+            raise invalid("request.draft_config_too_many_keys", most=MAX_CONFIG_KEYS)
         return self
 
 

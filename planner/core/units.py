@@ -79,7 +79,7 @@ def kv_dtype(name: str, *, field: str = "kv_cache_dtype") -> KVDtype:
     key = name.strip().lower()
     key = _ALIASES.get(key, key)
     if key not in _DTYPES:
-        raise FieldError(field, f"unknown dtype {name!r}; use one of: {', '.join(DTYPE_NAMES)}")
+        raise FieldError(field, "input.unknown_dtype", name=name, names=", ".join(DTYPE_NAMES))
     return _DTYPES[key]
 
 
@@ -102,10 +102,10 @@ def parse_bytes(text: str, *, field: str = "size") -> int:
     """ "48GiB" -> 51539607552, "80 GB" -> 80e9, "1024" -> 1024 bytes."""
     m = _SIZE_RE.match(text)
     if not m:
-        raise FieldError(field, f"cannot read {text!r} as a size; write e.g. 48GiB or 80GB")
+        raise FieldError(field, "input.size_unreadable", text=text)
     value = float(m.group(1)) * _FACTORS[(m.group(2) or "B").lower()]
     if not math.isfinite(value) or value > 2**62:
-        raise FieldError(field, f"{text!r} is too large")
+        raise FieldError(field, "input.size_too_large", text=text)
     return round(value)
 
 
@@ -113,7 +113,7 @@ def parse_rate(text: str, *, field: str = "bandwidth") -> float:
     """ "1.5TB/s" -> 1.5e12 bytes per second."""
     m = _RATE_RE.match(text)
     if not m:
-        raise FieldError(field, f"cannot read {text!r} as a bandwidth; write e.g. 1.5TB/s")
+        raise FieldError(field, "input.bandwidth_unreadable", text=text)
     return float(m.group(1)) * _FACTORS[m.group(2).lower()]
 
 

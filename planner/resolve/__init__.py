@@ -22,7 +22,14 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from planner.catalog.suggest import likely_typo, suggest_models
 from planner.core.config_fields import json_constant
-from planner.core.errors import FieldError, ModelConfigError
+from planner.core.errors import (
+    ERROR_TEMPLATES,
+    FieldError,
+    FieldProblem,
+    Message,
+    ModelConfigError,
+    did_you_mean,
+)
 from planner.resolve.errors import (
     GatedModelError,
     HubUnavailableError,
@@ -250,7 +257,7 @@ def _served(config: Mapping[str, Any], weights: int | None) -> tuple[int | None,
 
 def _from_request(config: Mapping[str, Any]) -> ResolvedModel:
     if not config:
-        raise ModelConfigError("model", "is an empty object; paste the model's config.json")
+        raise ModelConfigError("model", "resolve.config_empty")
     return ResolvedModel(
         id=str(config["_name_or_path"]) if isinstance(config.get("_name_or_path"), str) else None,
         config=_freeze(config),
@@ -263,19 +270,22 @@ def _from_request(config: Mapping[str, Any]) -> ResolvedModel:
 def _from_directory(path: Path) -> ResolvedModel:
     cfg_path = path / "config.json"
     if not cfg_path.is_file():
+        raise ModelFilesError("model", "resolve.directory_without_config", path=str(path))
+    if cfg_path.stat().st_size > MAX_CONFIG_BYTES:
         raise ModelFilesError(
             "model",
-            f"directory {str(path)!r} has no config.json; point `model` at a downloaded model "
-            "directory, a Hub id, or paste the config.json",
+            "resolve.config_too_large",
+            name=cfg_path.name,
+            limit=MAX_CONFIG_BYTES,
         )
-    if cfg_path.stat().st_size > MAX_CONFIG_BYTES:
-        raise ModelFilesError("model", f"{cfg_path.name} is larger than {MAX_CONFIG_BYTES} bytes")
     try:
         config = json.loads(cfg_path.read_text("utf-8"), parse_constant=json_constant)
     except (ValueError, OSError) as exc:
-        raise ModelFilesError("model", f"{str(cfg_path)!r} is not readable JSON ({exc})") from None
+        raise ModelFilesError(
+            "model", "resolve.config_unreadable_json", cfg_path=str(cfg_path), exc=exc
+        ) from None
     if not isinstance(config, dict):
-        raise ModelFilesError("model", f"{str(cfg_path)!r} is not a JSON object")
+        raise ModelFilesError("model", "resolve.config_not_object", cfg_path=str(cfg_path))
     notes: list[str] = []
     try:
         found = local_weights_bytes(path)
@@ -356,7 +366,7 @@ def resolve_model(
     if isinstance(model, Mapping):
         return _from_request(model)
     if not isinstance(model, str) or not model.strip():
-        raise FieldError("model", "must be a model id (e.g. meta-llama/Llama-3.1-8B) or a config")
+        raise FieldError("model", "resolve.model_not_id_or_config")
     if revision is not None:
         check_revision(revision)
     typed = model.strip()
@@ -375,31 +385,19 @@ def resolve_model(
 
     # "Did you mean", offline and before any Hub call (planner.catalog.suggest).
     near = suggest_models(typed)
-    hint = f" Did you mean: {', '.join(near)}?" if near else ""
+    hint = did_you_mean(near)
     typo = likely_typo(typed) if revision is None else None
     if typo is not None:
         raise ModelNotFoundError(
-            "model",
-            f"unknown model {typed!r}: not in the bundled catalog, and a misspelling of the "
-            f"catalog's {typo!r} (the Hub was not asked).{hint}",
-            tuple(near),
+            "model", "resolve.unknown_model_typo", tuple(near), typed=typed, typo=typo, hint=hint
         )
     repo_id = hub_id(typed)
     if repo_id is None:
         raise ModelNotFoundError(
-            "model",
-            f"unknown model {typed!r}: not in the bundled catalog, and not a Hub id of the "
-            "form owner/name. List bundled ids with GET /api/v1/models or `kvplan models`, or "
-            f"paste the model's config.json as `model`.{hint}",
-            tuple(near),
+            "model", "resolve.unknown_model_not_hub_id", tuple(near), typed=typed, hint=hint
         )
     if not s.enabled:
-        raise HubUnavailableError(
-            "model",
-            f"{typed!r} is not in the bundled catalog and Hub access is turned off "
-            "(KVPLAN_HUB_ENABLED=false); paste the model's config.json as `model`, or use a "
-            f"bundled id (GET /api/v1/models or `kvplan models`).{hint}",
-        )
+        raise HubUnavailableError("model", "resolve.hub_off", typed=typed, hint=hint)
 
     key = hub_key(repo_id, revision, s)
     cached = _CACHE.get(key)
@@ -413,8 +411,10 @@ def resolve_model(
         if down is not None:
             raise HubUnavailableError(
                 "model",
-                f"the Hub at {redact_url(s.endpoint_url)} is failing: {down}; paste the "
-                f"model's config.json as `model`, or retry later.{hint}",
+                "resolve.hub_circuit_open",
+                where=redact_url(s.endpoint_url),
+                down=down,
+                hint=hint,
             )
 
     from planner.resolve.hub import fetch
@@ -463,15 +463,24 @@ def _hinted(exc: FieldError, near: list[str]) -> FieldError:
     """A Hub failure for an id close to catalog ids, with the "did you mean" that a catalog miss
     gets (planner.catalog.suggest), so every surface offers it: the CLI and API in the message,
     the page from `suggestions`."""
-    hint = f" Did you mean: {', '.join(near)}?"
-    if not near or hint in exc.detail:
+    if not near or getattr(exc, "suggestions", None):
         return exc
-    msg = (exc.problems[0].msg if exc.problems else exc.detail) + hint
+    problem = exc.problems[0] if exc.problems else exc.whole()
+    hint = did_you_mean(near)
+    if "{hint}" in ERROR_TEMPLATES.get(problem.code, ""):
+        if problem.params.get("hint"):
+            return exc  # already says it
+        message = Message(problem.code, {**problem.params, "hint": hint})
+    else:
+        message = Message.of("resolve.with_hint", reason=problem.message, hint=hint)
+    hinted = FieldProblem.from_message(("model",), message)
     if isinstance(exc, ModelNotFoundError):
-        return ModelNotFoundError("model", msg, tuple(near))
+        found = ModelNotFoundError.at("model", hinted)
+        found.suggestions = tuple(near)  # type: ignore[attr-defined]
+        return found
     if isinstance(exc, HubUnavailableError):
-        out = HubUnavailableError("model", msg)
-        out.suggestions = tuple(near)  # the page's "Did you mean" reads it (web/form.py)
+        out = HubUnavailableError.at("model", hinted)
+        out.suggestions = tuple(near)  # type: ignore[attr-defined]  # the page reads it
         return out
     return exc
 
@@ -485,11 +494,7 @@ def check_revision(revision: str) -> None:
         or any(part in ("", ".", "..") for part in parts)
         or revision.endswith((".lock", "."))
     ):
-        raise FieldError(
-            "revision",
-            f"{revision[:120]!r} is not a branch, tag or commit name (letters, digits, `-`, `_`, "
-            "`.` and `/` between non-empty parts; no `..`)",
-        )
+        raise FieldError("revision", "resolve.revision_invalid", revision=revision[:120])
 
 
 def hub_id(typed: str) -> str | None:
@@ -525,8 +530,10 @@ def hub_state(
     if down is not None:
         return HubUnavailableError(
             "model",
-            f"the Hub at {redact_url(s.endpoint_url)} is failing: {down}; paste the model's "
-            "config.json as `model`, or retry later.",
+            "resolve.hub_circuit_open",
+            where=redact_url(s.endpoint_url),
+            down=down,
+            hint="",
         )
     return None
 

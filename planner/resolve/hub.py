@@ -22,6 +22,7 @@ from huggingface_hub import HfApi, hf_hub_download
 from huggingface_hub import errors as hf_errors
 
 from planner.core.config_fields import json_constant
+from planner.core.errors import Message
 from planner.resolve.errors import (
     GatedModelError,
     HubUnavailableError,
@@ -76,77 +77,63 @@ def _translate(exc: Exception, repo_id: str, revision: str | None, s: HubSetting
     ):
         return HubUnavailableError(
             "model",
-            f"the Hugging Face cache at {str(s.cache_dir)!r} cannot be written "
-            f"({exc.strerror or type(exc).__name__}), so {repo_id!r} cannot be fetched; set "
-            f"HF_HOME to a writable directory (the Deployment mounts one), or {PASTE_HINT}.",
+            "resolve.cache_not_writable",
+            cache_dir=str(s.cache_dir),
+            reason=exc.strerror or type(exc).__name__,
+            repo_id=repo_id,
         )
     if isinstance(exc, hf_errors.GatedRepoError):
         has_token = s.token_for(repo_id) is not None
         return GatedModelError(
             "model",
-            f"{repo_id!r} is gated on {where}: "
-            + (
-                "the token in HF_TOKEN has no access; accept the licence on the model page "
-                "with that account"
-                if has_token
-                else "this server's HF_TOKEN is not used for it (KVPLAN_HUB_TOKEN_REPOS)"
-                if s.token is not None
-                else "set HF_TOKEN to a Hugging Face token whose account accepted its licence"
-            )
-            + f", or {PASTE_HINT}.",
+            "resolve.gated_token_no_access"
+            if has_token
+            else "resolve.gated_token_not_used"
+            if s.token is not None
+            else "resolve.gated_no_token",
+            repo_id=repo_id,
+            where=where,
         )
     if isinstance(exc, hf_errors.RevisionNotFoundError):
         return RevisionNotFoundError(
             "revision",
-            f"{repo_id!r} has no revision {revision!r} on {where}; use a branch, tag or commit "
-            "that exists, or leave revision unset for main.",
+            "resolve.no_such_revision",
+            repo_id=repo_id,
+            revision=revision,
+            where=where,
         )
     if isinstance(exc, hf_errors.RepositoryNotFoundError):
-        return ModelNotFoundError(
-            "model",
-            f"unknown model {repo_id!r}: not in the bundled catalog and no such repo on {where}. "
-            "Check the spelling in `model` (list bundled ids with GET /api/v1/models or "
-            "`kvplan models`); for a private repo set HF_TOKEN; or " + PASTE_HINT + ".",
-        )
+        return ModelNotFoundError("model", "resolve.no_such_repo", repo_id=repo_id, where=where)
     if isinstance(exc, hf_errors.RemoteEntryNotFoundError):
-        return ModelFilesError(
-            "model",
-            f"{repo_id!r} on {where} has no config.json (not a transformers model repo); "
-            + PASTE_HINT
-            + ".",
-        )
+        return ModelFilesError("model", "resolve.repo_without_config", repo_id=repo_id, where=where)
     if isinstance(exc, (hf_errors.OfflineModeIsEnabled, hf_errors.LocalEntryNotFoundError)):
-        return HubUnavailableError(
-            "model",
-            f"{repo_id!r} is not in the bundled catalog and not in the Hugging Face cache, and "
-            "the Hub cannot be asked (HF_HUB_OFFLINE is set or the network is unreachable); "
-            + PASTE_HINT
-            + ", or run once with network access to fill the cache.",
-        )
+        return HubUnavailableError("model", "resolve.offline_not_cached", repo_id=repo_id)
     if isinstance(exc, hf_errors.HfHubHTTPError):
         status = exc.response.status_code if exc.response is not None else None
         if status == 401:
-            return GatedModelError(
-                "model",
-                f"{where} rejected the token in HF_TOKEN (401); set a valid token, unset it for "
-                f"public repos, or {PASTE_HINT}.",
-            )
+            return GatedModelError("model", "resolve.token_rejected", where=where)
         return HubUnavailableError(
             "model",
-            f"the Hub at {where} answered {status or 'an error'} for {repo_id!r}; try again "
-            f"later, or {PASTE_HINT}.",
+            "resolve.hub_error_status",
+            where=where,
+            status=status or "an error",
+            repo_id=repo_id,
         )
     if isinstance(exc, TimeoutError) or (_is_transport(exc) and "Timeout" in type(exc).__name__):
         return HubUnavailableError(
             "model",
-            f"the Hub at {where} did not answer within {s.timeout_seconds:g} s for {repo_id!r} "
-            f"(KVPLAN_HUB_TIMEOUT_SECONDS); {PASTE_HINT}.",
+            "resolve.hub_timeout",
+            where=where,
+            seconds=s.timeout_seconds,
+            repo_id=repo_id,
         )
     if isinstance(exc, (ConnectionError, OSError)) or _is_transport(exc):
         return HubUnavailableError(
             "model",
-            f"no network path to the Hub at {where} ({type(exc).__name__}) for {repo_id!r}; "
-            f"set HF_ENDPOINT to a reachable mirror, or {PASTE_HINT}.",
+            "resolve.hub_unreachable",
+            where=where,
+            error=type(exc).__name__,
+            repo_id=repo_id,
         )
     return exc
 
@@ -154,35 +141,44 @@ def _translate(exc: Exception, repo_id: str, revision: str | None, s: HubSetting
 def _refusal(exc: HubRefused, repo_id: str, where: str, s: HubSettings) -> Exception:
     if exc.kind == "too_large":
         return ModelFilesError(
-            "model", f"{repo_id!r} on {where} offered {exc.detail}; refused before reading it"
+            "model",
+            "resolve.file_offered_too_large",
+            repo_id=repo_id,
+            where=where,
+            detail=exc.detail,
         )
     if exc.kind == "deadline":
         return HubUnavailableError(
             "model",
-            f"the Hub at {where} did not answer within {s.timeout_seconds:g} s for {repo_id!r} "
-            f"(KVPLAN_HUB_TIMEOUT_SECONDS, all requests of one lookup together); {PASTE_HINT}.",
+            "resolve.hub_deadline",
+            where=where,
+            seconds=s.timeout_seconds,
+            repo_id=repo_id,
         )
     if exc.kind == "busy":
         later = (
-            f"retry after {exc.retry_after_seconds:g} s"
+            Message.of("resolve.retry_after", seconds=exc.retry_after_seconds)
             if exc.retry_after_seconds is not None
-            else "try again later"
+            else Message.of("resolve.try_again_later")
         )
         return HubUnavailableError(
             "model",
-            f"the Hub at {where} answered {exc.detail} for {repo_id!r} (rate limited or down); "
-            f"{later}, or {PASTE_HINT}.",
+            "resolve.hub_busy",
+            where=where,
+            detail=exc.detail,
+            repo_id=repo_id,
+            later=later,
         )
     if exc.kind == "network":
         return HubUnavailableError(
             "model",
-            f"{exc.detail} to the Hub at {where} for {repo_id!r}; set HF_ENDPOINT to a "
-            f"reachable mirror, or {PASTE_HINT}.",
+            "resolve.hub_transport_error",
+            detail=exc.detail,
+            where=where,
+            repo_id=repo_id,
         )
     return HubUnavailableError(
-        "model",
-        f"the Hub at {where} sent {exc.detail} for {repo_id!r}, which is not the Hub's protocol; "
-        f"check HF_ENDPOINT, or {PASTE_HINT}.",
+        "model", "resolve.hub_not_protocol", where=where, detail=exc.detail, repo_id=repo_id
     )
 
 
@@ -230,12 +226,16 @@ def _read_json(path: str, limit: int, what: str, repo_id: str) -> Any:
     p = Path(path)
     if p.stat().st_size > limit:
         _forget(p)
-        raise ModelFilesError("model", f"{repo_id!r}: {what} is larger than {limit} bytes")
+        raise ModelFilesError(
+            "model", "resolve.file_too_large", repo_id=repo_id, what=what, limit=limit
+        )
     try:
         return json.loads(p.read_bytes(), parse_constant=json_constant)
     except ValueError as exc:
         _forget(p)
-        raise ModelFilesError("model", f"{repo_id!r}: {what} is not JSON ({exc})") from None
+        raise ModelFilesError(
+            "model", "resolve.file_not_json", repo_id=repo_id, what=what, exc=exc
+        ) from None
 
 
 _METADATA_KEY = re.compile(rb'"metadata"\s*:\s*')
@@ -251,15 +251,23 @@ def _index_total(path: str, repo_id: str) -> int | None:
     size = p.stat().st_size
     if size > MAX_INDEX_BYTES:
         _forget(p)
-        raise ModelFilesError("model", f"{repo_id!r}: {INDEX_NAME} is over {MAX_INDEX_BYTES} bytes")
+        raise ModelFilesError(
+            "model",
+            "resolve.index_too_large",
+            repo_id=repo_id,
+            name=INDEX_NAME,
+            limit=MAX_INDEX_BYTES,
+        )
     if size == 0:
         _forget(p)
-        raise ModelFilesError("model", f"{repo_id!r}: {INDEX_NAME} is empty")
+        raise ModelFilesError("model", "resolve.index_empty", repo_id=repo_id, name=INDEX_NAME)
     decoder = json.JSONDecoder()
     with p.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
         if not data[:4096].lstrip().startswith(b"{"):
             _forget(p)
-            raise ModelFilesError("model", f"{repo_id!r}: {INDEX_NAME} is not a JSON object")
+            raise ModelFilesError(
+                "model", "resolve.index_not_object", repo_id=repo_id, name=INDEX_NAME
+            )
         for m in _METADATA_KEY.finditer(data):
             window = data[m.end() : m.end() + _METADATA_WINDOW_BYTES].decode("utf-8", "replace")
             try:
@@ -358,7 +366,7 @@ def _fetch(repo_id: str, revision: str | None, s: HubSettings) -> HubModel:
             weights = _index_total(index_path, repo_id)
             detail = f"{INDEX_NAME} metadata.total_size (cached)" if weights else None
         if not isinstance(config, dict):
-            raise ModelFilesError("model", f"{repo_id!r}: config.json is not a JSON object")
+            raise ModelFilesError("model", "resolve.repo_config_not_object", repo_id=repo_id)
         return HubModel(repo_id, revision, config, weights, detail, tuple(notes))
 
     api = HfApi(endpoint=endpoint, token=token)
@@ -380,9 +388,7 @@ def _fetch(repo_id: str, revision: str | None, s: HubSettings) -> HubModel:
     files = {sib.rfilename for sib in siblings if isinstance(getattr(sib, "rfilename", None), str)}
     if files and "config.json" not in files:
         raise ModelFilesError(
-            "model",
-            f"{repo_id!r} on {redact_url(endpoint)} has no config.json (not a transformers model "
-            "repo); " + PASTE_HINT + ".",
+            "model", "resolve.repo_without_config", repo_id=repo_id, where=redact_url(endpoint)
         )
     # Downloads ask for the revision as given (main when unset) so the client records the ref
     # in its cache and an offline run later finds the files under the same name.
@@ -390,7 +396,7 @@ def _fetch(repo_id: str, revision: str | None, s: HubSettings) -> HubModel:
     config = _read_json(cfg_path, MAX_CONFIG_BYTES, "config.json", repo_id)
     if not isinstance(config, dict):
         _forget(Path(cfg_path))
-        raise ModelFilesError("model", f"{repo_id!r}: config.json is not a JSON object")
+        raise ModelFilesError("model", "resolve.repo_config_not_object", repo_id=repo_id)
 
     weights = None
     detail = None

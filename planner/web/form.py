@@ -18,7 +18,15 @@ from urllib.parse import parse_qsl, urlencode
 from pydantic import ValidationError
 
 from planner.core.config_fields import json_constant
-from planner.core.errors import FieldProblem, ModelConfigError, PlanError, UnknownIdError
+from planner.core.errors import (
+    ERROR_TEMPLATES,
+    FieldProblem,
+    Message,
+    ModelConfigError,
+    PlanError,
+    UnknownIdError,
+    dotted,
+)
 from planner.core.schema import (
     ENGINES,
     MAX_BANDWIDTH_BYTES_PER_S,
@@ -32,6 +40,7 @@ from planner.core.schema import (
 from planner.core.speculative_schema import MTP_METHOD_ALIASES, SpeculativeMethod
 from planner.quantities import QuantityError, read_number, read_rate, read_size, read_tokens
 from planner.resolve.errors import HubUnavailableError
+from planner.web.i18n import message_text
 
 Gettext = Callable[[str], str]
 
@@ -157,10 +166,21 @@ _MIX_SPLIT = re.compile(r"\s*[x×*]\s*", re.IGNORECASE)
 @dataclass(frozen=True, slots=True)
 class FieldMessage:
     """An error shown next to a field: `text` in the user's language, `detail` from the core
-    (English, shown as such) when the core said more than the form layer knows."""
+    when the core said more than the form layer knows, in the user's language where the
+    catalog translates its code (`detail_lang` None), else English (`detail_lang` "en")."""
 
     text: str
     detail: str | None = None
+    detail_lang: str | None = "en"
+
+
+def core_detail(lead: str, message: Message, _: Gettext, prefix: str = "") -> FieldMessage:
+    """A lead and the core's message as its detail, translated where the catalog has it."""
+    shown = message_text(message, _)
+    if shown is None:
+        return FieldMessage(lead, f"{prefix} {message.text}" if prefix else message.text)
+    # A translation is a sentence of its own: the config field it is about leads, then a colon.
+    return FieldMessage(lead, f"{prefix}：{shown}" if prefix else shown, None)
 
 
 @dataclass
@@ -517,13 +537,10 @@ def core_message(
     chosen by id (nothing pasted) is never called "this config.json"."""
     head = str(problem.loc[0]) if problem.loc else ""
     if isinstance(error, ModelConfigError) and not has_config and head == "model":
-        return FieldMessage(_("This value cannot be planned."), problem.msg)
+        return core_detail(_("This value cannot be planned."), problem.message, _)
     if isinstance(error, ModelConfigError):
-        inner = FieldProblem(problem.loc[1:], problem.msg).field if head == "model" else ""
-        return FieldMessage(
-            _("This config.json cannot be used:"),
-            f"{inner} {problem.msg}" if inner else problem.msg,
-        )
+        inner = dotted(problem.loc[1:]) if head == "model" else ""
+        return core_detail(_("This config.json cannot be used:"), problem.message, _, inner)
     if isinstance(error, UnknownIdError | HubUnavailableError):
         # The catalog's nearest ids, as the CLI gives them ("Did you mean: H200-141GB?").
         near = tuple(getattr(error, "suggestions", ()))
@@ -537,8 +554,8 @@ def core_message(
             return FieldMessage(_("Not in the catalog: pick a GPU from the list.") + hint)
         if head == "speculative_config":
             return FieldMessage(_("Not in the catalog: the draft needs a catalog id.") + hint)
-        return FieldMessage(_("Not found.") + hint, problem.msg)
-    return FieldMessage(_("This value cannot be planned."), problem.msg)
+        return core_detail(_("Not found.") + hint, problem.message, _)
+    return core_detail(_("This value cannot be planned."), problem.message, _)
 
 
 def _validate(body: dict[str, Any], state: FormState, _: Gettext) -> PlanRequest | None:
@@ -551,7 +568,12 @@ def _validate(body: dict[str, Any], state: FormState, _: Gettext) -> PlanRequest
             if name == "requests" and "prefix_tokens" in item.get("msg", ""):
                 name = "prefix_tokens"  # the mix entry's own check names the shared prefix
             if name not in state.errors:
-                state.add(name, FieldMessage(_pydantic_text(item, _), item.get("msg")))
+                kind = str(item.get("type", ""))
+                if kind in ERROR_TEMPLATES:  # a validator's own registered message
+                    coded = Message(kind, dict(item.get("ctx") or {}))
+                    state.add(name, core_detail(_pydantic_text(item, _), coded, _))
+                else:
+                    state.add(name, FieldMessage(_pydantic_text(item, _), item.get("msg")))
         return None
 
 

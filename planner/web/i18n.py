@@ -4,26 +4,31 @@ planner's notes in the page's language.
 
 English is the source language (msgids are English), so `en` needs no catalog. Catalogs are
 `planner/locale/<lang>/LC_MESSAGES/messages.po`; `python scripts/update_locale.py` extracts the
-page's messages and every note template (planner.core.notes) into `messages.pot` and merges
-them into each catalog. A note's msgid is its English template; the page formats the
-translated template with the note's own params, so no English is parsed.
+page's messages, every note template (planner.core.notes), every error and reason template
+(planner.core.errors) and the catalog's remarks into `messages.pot` and merges them into each
+catalog. A note's or an error's msgid is its English template; the page formats the
+translated template with the message's own params (a nested reason translated the same way),
+so no English is parsed.
 """
 
 from __future__ import annotations
 
 import gettext
 import math
+import re
 import string
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
 from io import BytesIO
+from typing import Any
 
 from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po
 from babel.numbers import format_decimal, format_scientific
 from babel.support import Translations
 
+from planner.core.errors import ERROR_TEMPLATES, UNCODED, Message
 from planner.core.notes import TEMPLATES
 from planner.core.schema import NoteOut
 from planner.web.paths import locale_dir
@@ -38,6 +43,7 @@ HTML_LANG: dict[str, str] = {"en": "en", "zh": "zh-Hans"}
 _BABEL_LOCALE: dict[str, str] = {"en": "en_US", "zh": "zh_Hans_CN"}
 
 GiB = 1 << 30
+Gettext = Callable[[str], str]
 TB = 10**12
 
 
@@ -147,7 +153,12 @@ class Numbers:
 
 
 # English strings the core passes as note params: translated like messages where they occur.
-NOTE_PARAM_MSGIDS: tuple[str, ...] = (", its default",)
+NOTE_PARAM_MSGIDS: tuple[str, ...] = (
+    ", its default",
+    # An error's stand-in where the config names no model_type or quant_algo.
+    "this model",
+    "missing",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,30 +169,129 @@ class ShownNote:
     code: str
     text: str
     lang: str | None
+    quote: str | None = None  # an engine's own words, shown as printed (English) after `text`
 
 
 def _is_data(template: str) -> bool:
-    """A template that is only a parameter (a catalog entry's own remark) carries data."""
-    fields = [f for _, f, _, _ in string.Formatter().parse(template) if f is not None]
-    return len(fields) == 1 and template.strip() == "{" + fields[0] + "}"
+    """A template that is only parameters (a catalog entry's own remark, a reason followed by
+    its hint) has no words of its own to translate."""
+    parts = list(string.Formatter().parse(template))
+    has_field = any(f is not None for _, f, _, _ in parts)
+    return has_field and not any(literal.strip() for literal, _, _, _ in parts)
+
+
+def N_(message: str) -> str:
+    """Marks a message for extraction, translated where it is used."""
+    return message
+
+
+# Phrases the core passes as params with a value inside, worded here in each language.
+_DEFAULT_OF = re.compile(r"^the default of (\S+) (\S+)$")
+# Which start-up check an engine's refusal comes from (planner.core.budget.terms.StartStage).
+REFUSAL_STAGES: dict[str, str] = {
+    "no_kv_memory": N_("no memory is left for the KV cache"),
+    "max_model_len": N_("one request of max_model_len does not fit in the KV cache"),
+    "init_free_memory": N_(
+        "the GPU has less free memory at start-up than gpu_memory_utilization asks for"
+    ),
+    "unsupported_version": N_("kvplan does not model this release"),
+}
+
+
+def _param_text(value: str, gettext: Gettext) -> str:
+    """A str param in the page's language where the catalog has it (a catalog entry's remark,
+    an English phrase the core passes); ids, names and numbers stay as they are."""
+    found = _DEFAULT_OF.match(value)
+    if found:
+        return gettext("the default of %(engine)s %(version)s") % {
+            "engine": found[1],
+            "version": found[2],
+        }
+    return gettext(value) if value.strip() else value
+
+
+def _translate(template: str, params: Mapping[str, Any], gettext: Gettext) -> str | None:
+    """`template` with `params` in the catalog's language; None where the catalog has no
+    translation (the caller shows the English, marked as such)."""
+    translated = template if _is_data(template) else gettext(template)
+    if translated == template and not _is_data(template):
+        return None
+    shown: dict[str, Any] = {}
+    changed = False
+    for k, v in params.items():
+        if isinstance(v, Message):
+            inner = message_text(v, gettext)
+            if inner is None:
+                return None
+            shown[k], changed = inner, True
+        elif isinstance(v, str):
+            shown[k] = _param_text(v, gettext)
+            changed = changed or shown[k] != v
+        else:
+            shown[k] = v
+    if _is_data(template) and not changed:
+        return None  # data with no translation of its own: still English
+    try:
+        return translated.format(**shown)
+    except (KeyError, IndexError, ValueError):
+        # A catalog entry out of step with its template: the English text is still right.
+        return None
+
+
+def message_text(message: Message, gettext: Gettext) -> str | None:
+    """An error message (planner.core.errors) in the catalog's language, formatted from its
+    code's translated template and its own params; None where there is no translation."""
+    template = ERROR_TEMPLATES.get(message.code)
+    if message.code == UNCODED or template is None:
+        return None
+    if not template.strip("{} "):
+        return None
+    return _translate(template, message.params, gettext)
 
 
 def show_note(item: NoteOut, lang: str) -> ShownNote:
     if lang == DEFAULT_LANGUAGE:
         return ShownNote(item.code, item.text, None)
     template = TEMPLATES.get(item.code)
-    if template is None or _is_data(template):
+    if template is None:
         return ShownNote(item.code, item.text, HTML_LANG[DEFAULT_LANGUAGE])
-    tr = translations(lang)
-    translated = tr.gettext(template)
-    if translated == template:
+    gettext = translations(lang).gettext
+    stage = REFUSAL_STAGES.get(str(item.params.get("stage")))
+    if item.code == "engine.refuses_to_start" and stage is not None:
+        # The engine's message is quoted as it prints it (searchable); the page says why.
+        said = gettext("%(engine)s would not start with these settings: %(reason)s. It says:")
+        refusal = said % {"engine": item.params.get("engine"), "reason": gettext(stage)}
+        return ShownNote(item.code, refusal, None, str(item.params.get("error") or "") or None)
+    shown = _translate(template, item.params, gettext)
+    if shown is None:
         return ShownNote(item.code, item.text, HTML_LANG[DEFAULT_LANGUAGE])
-    params = {k: tr.gettext(v) if isinstance(v, str) else v for k, v in item.params.items()}
-    try:
-        return ShownNote(item.code, translated.format(**params), None)
-    except (KeyError, IndexError, ValueError):
-        # A catalog entry out of step with its template: the English text is still right.
-        return ShownNote(item.code, item.text, HTML_LANG[DEFAULT_LANGUAGE])
+    return ShownNote(item.code, shown, None)
+
+
+def catalog_texts() -> list[str]:
+    """The catalog's own English: each entry's remarks and refusal reasons (shown as note and
+    error params), translated like messages."""
+    from planner.catalog import list_models, list_refused
+
+    out: list[str] = []
+    for entry in [*list_models(), *list_refused()]:
+        alias_notes = [n for alias in entry.aliases for n in alias.notes]
+        for text in (*entry.notes, *alias_notes, entry.refused or ""):
+            if text and text not in out:
+                out.append(text)
+    return out
+
+
+def extract_errors(
+    fileobj: object, keywords: object, comment_tags: object, options: object
+) -> Iterator[tuple[int, None, str, list[str]]]:
+    """Babel extractor (planner/locale/babel.cfg): every error template (planner.core.errors)
+    and the catalog's remarks and refusals, as messages."""
+    for template in ERROR_TEMPLATES.values():
+        if not _is_data(template):
+            yield 0, None, template, []
+    for text in catalog_texts():
+        yield 0, None, text, []
 
 
 def extract_notes(

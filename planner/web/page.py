@@ -34,7 +34,7 @@ from planner.core.engines.registry import (
     get_engine,
     serving_engines,
 )
-from planner.core.errors import FieldError, FieldProblem, PlanError
+from planner.core.errors import FieldError, Message, PlanError
 from planner.core.inputs import CalibrationLike
 from planner.core.recommend_schema import Recommendation, RecommendRequest
 from planner.core.schema import ENGINES, Plan, PlanRequest
@@ -50,6 +50,7 @@ from planner.web.i18n import (
     LANGUAGES,
     Numbers,
     ShownNote,
+    message_text,
     negotiate,
     show_note,
     translations,
@@ -58,9 +59,11 @@ from planner.web.paths import templates_dir
 from planner.web.step import step_summary, term_labels
 from planner.web.view import (
     BlockMath,
+    FormulaShown,
     MemoryView,
     block_math,
     engine_log_differs,
+    formula_shown,
     memory_view,
     plans_by_context,
     sweep_contexts,
@@ -252,6 +255,7 @@ class Answer:
     log_differs: bool
     symbolic: str | None
     notes: tuple[ShownNote, ...]
+    formula: FormulaShown | None = None  # the bytes-per-token formula, its remark translated
 
 
 def compute(request: PlanRequest, calibration: CalibrationLike | None, lang: str) -> Answer:
@@ -283,6 +287,7 @@ def compute(request: PlanRequest, calibration: CalibrationLike | None, lang: str
         engine_log_differs(result),
         symbolic_formula(result),
         tuple(show_note(n, lang) for n in result.notes_detail),
+        formula_shown(result, _),
     )
 
 
@@ -294,12 +299,12 @@ async def answer_for(
     cost = page_cost(question)
     reason = budget_of(request.app).refusal(cost)
     if reason is not None:
-        raise FieldError(("model",), reason)
+        raise FieldError(("model",), "page.too_expensive", reason=reason)
     portable = CalibrationSnapshot.of(calibration) if calibration is not None else None
     try:
         found = await run_job(request, cost, compute_or_error, question, portable, lang)
     except ProblemException as exc:  # busy or past the deadline: said next to the form
-        raise PlanError(exc.problem.detail) from None
+        raise PlanError("page.busy", reason=exc.problem.detail) from None
     if isinstance(found, CarriedPlanError):
         raise found.rebuild()
     return found
@@ -332,7 +337,7 @@ def _add_core_errors(state: form.FormState, error: PlanError, _: form.Gettext) -
     """The planner's objections, each next to its field; a field already marked keeps the
     form's own message (the planner saw its default, not what was typed)."""
     marked = set(state.errors)
-    for problem in error.problems or [FieldProblem((), error.detail)]:
+    for problem in error.problems or [error.whole()]:
         name = form.form_field(problem.loc, has_config=state.has_config)
         if name not in marked:
             state.add(name, form.core_message(error, problem, _, has_config=state.has_config))
@@ -396,6 +401,19 @@ def launch_for(request: PlanRequest, result: Plan) -> Recommendation | None:
         return recommend(RecommendRequest.model_validate(body))
     except (PlanError, ValidationError):
         return None
+
+
+def launch_why(found: Recommendation | None, _: form.Gettext) -> tuple[str, str | None] | None:
+    """Why the recommender found no launch, in the page's language where the catalog has its
+    code: (text, None), else (the English, "en")."""
+    if found is None or not found.binding_detail:
+        return None
+    if found.binding_detail_code:
+        coded = Message.from_json(found.binding_detail_code, found.binding_detail_params)
+        shown = message_text(coded, _)
+        if shown is not None:
+            return shown, None
+    return found.binding_detail, "en"
 
 
 def launch_job(question: PlanRequest, result: Plan) -> Recommendation | CarriedPlanError | None:
@@ -523,6 +541,7 @@ async def render(
             "/?" + shown_state.share_query() if answer and not shown_state.has_config else None
         ),
         "launch": launch_plan,
+        "launch_why": launch_why(launch_plan, _),
         "can_launch": bool(
             answer
             and shown_state.request

@@ -24,7 +24,7 @@ from planner.api.work import run_job
 from planner.catalog import list_gpus, list_models
 from planner.core.config_fields import json_constant
 from planner.core.engines import DEFAULT_ENGINE, engine_class, log_engines
-from planner.core.errors import FieldProblem, ModelConfigError, PlanError, UnknownIdError
+from planner.core.errors import FieldProblem, Message, ModelConfigError, PlanError, UnknownIdError
 from planner.core.logs import MAX_LOG_BYTES
 from planner.core.reconcile import ENGINE_LABELS
 from planner.core.reconcile_schema import ReconcileRequest, ReconcileResult
@@ -32,8 +32,8 @@ from planner.core.schema import PlanRequest
 from planner.cost import Cost
 from planner.resolve.errors import HubUnavailableError
 from planner.service import plan, reconcile
-from planner.web.form import FieldMessage, Gettext, core_message
-from planner.web.i18n import Numbers, translations
+from planner.web.form import FieldMessage, Gettext, core_detail, core_message
+from planner.web.i18n import Numbers, message_text, show_note, translations
 from planner.web.page import language_of, remember_language, render_page, toggled_language
 
 router = APIRouter(include_in_schema=False)
@@ -182,7 +182,35 @@ def _message(error: PlanError, problem: FieldProblem, _: Gettext) -> FieldMessag
     log's own otherwise; the core's detail."""
     if isinstance(error, ModelConfigError | UnknownIdError | HubUnavailableError):
         return core_message(error, problem, _)
-    return FieldMessage(_("This log cannot be reconciled as given."), problem.msg)
+    return core_detail(_("This log cannot be reconciled as given."), problem.message, _)
+
+
+def reasons_shown(result: ReconcileResult, _: Gettext) -> dict[int, tuple[str, str | None]]:
+    """Each check's reason (by position) in the page's language where the catalog has its code:
+    (text, None), else (the English, "en")."""
+    out: dict[int, tuple[str, str | None]] = {}
+    for i, check in enumerate(result.checks):
+        if not check.reason:
+            continue
+        shown = None
+        if check.reason_code:
+            shown = message_text(Message.from_json(check.reason_code, check.reason_params), _)
+        out[i] = (shown, None) if shown is not None else (check.reason, "en")
+    return out
+
+
+def derivation_shown(result: ReconcileResult, _: Gettext) -> list[tuple[str, str | None]]:
+    """How the reserves were learned, line by line, in the page's language where it can."""
+    r = result.reserves
+    if r is None:
+        return []
+    if len(r.derivation_detail) != len(r.derivation):
+        return [(line, "en") for line in r.derivation]
+    out: list[tuple[str, str | None]] = []
+    for line, detail in zip(r.derivation, r.derivation_detail, strict=True):
+        shown = message_text(Message.from_json(detail.code, detail.params), _)
+        out.append((shown, None) if shown is not None else (line, "en"))
+    return out
 
 
 def plan_link(result: ReconcileResult) -> str | None:
@@ -268,7 +296,7 @@ async def _reconciled(
     try:
         found = await run_job(request, cost, reconcile_and_fit_job, req, inline=False)
     except ProblemException as exc:  # busy or past the deadline: said next to the form
-        raise PlanError(exc.problem.detail) from None
+        raise PlanError("page.busy", reason=exc.problem.detail) from None
     if isinstance(found, CarriedPlanError):
         raise found.rebuild()
     return found
@@ -287,7 +315,7 @@ async def render(
             try:
                 result, fit = await _reconciled(request, req)
             except PlanError as error:
-                for problem in error.problems or [FieldProblem((), error.detail)]:
+                for problem in error.problems or [error.whole()]:
                     errors.setdefault(_form_field(problem.loc), []).append(
                         _message(error, problem, _)
                     )
@@ -308,6 +336,9 @@ async def render(
         "gpu_options": [("", _("None")), *((g.id, g.id) for g in list_gpus())],
         "models": [m.id for m in list_models()],
         "result": result,
+        "reasons": reasons_shown(result, _) if result else {},
+        "derivation": derivation_shown(result, _) if result else [],
+        "notes": [show_note(n, lang) for n in result.notes_detail] if result else [],
         "fit": fit,
         "show": lambda value, unit: show(value, unit, fmt),
         "plan_link": plan_link(result) if result else None,

@@ -7,10 +7,12 @@ Pure functions of a `Plan` (and, for the sweep, of its `PlanRequest`): no HTTP, 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from planner.core.errors import PlanError
 from planner.core.inputs import CalibrationLike
+from planner.core.plan import MLA_FORMULA_REMARK, STATE_FORMULA_END, STATE_FORMULA_JOIN
 from planner.core.schema import Plan, PlanRequest
 from planner.core.variants import Replanner
 from planner.service import default_catalog
@@ -174,6 +176,31 @@ def engine_log_differs(plan: Plan) -> bool:
     if cap is None or cap.engine_reported_concurrency is None:
         return False
     return math.floor(cap.engine_reported_concurrency) != cap.max_requests
+
+
+@dataclass(frozen=True, slots=True)
+class FormulaShown:
+    """The bytes-per-token formula as the page shows it: the arithmetic (`code`, numbers and
+    symbols only) and its remark in the page's language."""
+
+    code: str
+    remark: str | None = None
+
+
+def formula_shown(plan: Plan, _: Callable[[str], str]) -> FormulaShown:
+    """The core's formula split into its arithmetic and its English remark, which the page
+    words itself (planner.core.plan's MLA remark, a hybrid's per-request state)."""
+    formula = plan.kv_bytes_per_token_formula
+    if formula.endswith(" " + MLA_FORMULA_REMARK):
+        return FormulaShown(
+            formula.removesuffix(" " + MLA_FORMULA_REMARK),
+            _("MLA: one latent per layer and token, no ×2 and no head factor."),
+        )
+    if STATE_FORMULA_JOIN in formula and formula.endswith(STATE_FORMULA_END):
+        per_token, state = formula.removesuffix(STATE_FORMULA_END).split(STATE_FORMULA_JOIN, 1)
+        remark = _("per token; the state layers hold %(state)s per request.")
+        return FormulaShown(per_token, remark % {"state": state})
+    return FormulaShown(formula)
 
 
 def symbolic_formula(plan: Plan) -> str | None:

@@ -224,3 +224,45 @@ def test_every_4xx_has_errors(
     assert response.headers["content-type"] == PROBLEM
     errors = response.json()["errors"]
     assert errors and all(e["loc"] and e["msg"] for e in errors)
+
+
+def test_a_planner_error_carries_its_code_and_params(client: TestClient) -> None:
+    # Llama-3.1-8B has 32 attention heads, which tensor_parallel_size 3 does not divide.
+    response = client.post(
+        "/api/v1/plan",
+        content=_with(tensor_parallel_size=3),
+        headers={"content-type": "application/json"},
+    )
+    assert response.status_code == 422
+    (item,) = response.json()["errors"]
+    assert item["code"] == "engine.tp_divides_heads"
+    assert item["params"] == {"label": "vLLM", "hq": 32, "tp": 3, "ok": [1, 2, 4, 8, 16, 32]}
+    assert item["msg"] == (
+        "vLLM requires num_attention_heads (32) divisible by tensor_parallel_size (3); sizes "
+        "that work: [1, 2, 4, 8, 16, 32]"
+    )
+
+
+def test_a_validation_error_has_no_planner_code(client: TestClient) -> None:
+    response = client.post(
+        "/api/v1/plan",
+        content=_with(context_tokens=0),
+        headers={"content-type": "application/json"},
+    )
+    (item,) = response.json()["errors"]
+    assert "code" not in item and "params" not in item
+
+
+def test_a_validator_error_carries_its_code(client: TestClient) -> None:
+    # A shared prefix longer than the request itself: the request's own validator refuses it.
+    body = {
+        **json.loads(_with()),
+        "requests": [{"context_tokens": 1024, "count": 2, "prefix_tokens": 2048}],
+    }
+    response = client.post(
+        "/api/v1/plan", content=json.dumps(body), headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 422
+    (item,) = response.json()["errors"]
+    assert item["code"] == "request.prefix_above_context" and item["params"] == {}
+    assert item["msg"] == "prefix_tokens must not exceed context_tokens"

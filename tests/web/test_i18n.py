@@ -109,13 +109,15 @@ def _catalog() -> dict[object, object]:
 
 
 def test_catalog_covers_every_message_in_the_sources() -> None:
-    """Every `_()`/`ngettext` in templates and planner/web, and every note template, has a
+    """Every `_()`/`ngettext` in templates and planner/web, every note and error template and
+    the catalog's remarks, has a
     Chinese translation, and the catalog holds nothing the sources no longer use (the mapping of
     planner/locale/babel.cfg; `python scripts/update_locale.py` refreshes the catalog)."""
     method_map = [
         ("planner/web/**.py", "python"),
         ("templates/**.html", "jinja2"),
         ("planner/core/notes.py", "planner.web.i18n:extract_notes"),
+        ("planner/core/errors.py", "planner.web.i18n:extract_errors"),
     ]
     options = {"templates/**.html": {"extensions": "jinja2.ext.i18n"}}
     extracted = {
@@ -237,3 +239,58 @@ def test_notes_read_in_chinese_with_their_numbers() -> None:
     assert unknown.lang == "en" and unknown.text == "Plain English."
     data = show_note(NoteOut(code="model.catalog_note", params={"text": "x"}, text="x"), "zh")
     assert data.lang == "en"
+
+
+def test_every_error_code_has_a_chinese_entry_with_the_same_params() -> None:
+    from planner.core.errors import ERROR_TEMPLATES
+    from planner.web.i18n import _is_data, translations
+
+    catalog = translations("zh")
+    missing, broken = [], []
+    for code, template in ERROR_TEMPLATES.items():
+        if _is_data(template):
+            continue  # a pass-through of English from outside the registry
+        zh = catalog.gettext(template)
+        if zh == template:
+            missing.append(code)
+        elif _fields(zh) != _fields(template):
+            broken.append(code)
+    assert missing == [] and broken == []
+
+
+def test_core_errors_read_in_chinese_with_their_numbers(client: TestClient) -> None:
+    # Llama-3.1-8B has 32 attention heads: vLLM refuses tensor_parallel_size 3 and names the
+    # sizes that divide them (engine.requires_num_attention_heads).
+    url = "/?model=meta-llama/Llama-3.1-8B&context_tokens=8192&gpu=H100-SXM-80GB"
+    response = client.get(url + "&tensor_parallel_size=3", headers=ZH)
+    said = error_text(response.text, "tensor_parallel_size")
+    assert "vLLM 要求 num_attention_heads（32）能被 tensor_parallel_size（3）整除" in said
+    assert "[1, 2, 4, 8, 16, 32]" in said
+    slot = re.search(r'<p class="error" id="e-tensor_parallel_size".*?</p>', response.text, re.S)
+    assert slot is not None and 'lang="en"' not in slot.group(0)
+    english = client.get(url + "&tensor_parallel_size=3", headers=EN)
+    assert "vLLM requires num_attention_heads (32) divisible by tensor_parallel_size (3)" in (
+        error_text(english.text, "tensor_parallel_size")
+    )
+
+
+def test_catalog_remarks_read_in_chinese(client: TestClient) -> None:
+    # Mixtral-8x7B's catalog entry carries a remark on its sliding_window (models.json).
+    url = "/?model=mistralai/Mixtral-8x7B-v0.1&context_tokens=8192&kv_budget_gib=48"
+    response = client.get(url, headers=ZH)
+    assert "本条目使用 null" in response.text
+    assert "this entry uses null" not in response.text
+
+
+def test_error_messages_format_from_code_and_params_in_chinese() -> None:
+    from planner.core.errors import FieldError, Message
+    from planner.web.i18n import message_text
+
+    gettext = translations("zh").gettext
+    exc = FieldError("context_tokens", "cli.tokens_unreadable",
+                     reason=Message.of("quantity.not_a_number", text="abc"))  # fmt: skip
+    assert message_text(exc.problems[0].message, gettext) == (
+        "无法把 'abc' 读作数字；请写成 token 数，例如 8192 或 8k（k = 1024）"
+    )
+    # Bare English (an unconverted raise site) has no translation: the page shows it as English.
+    assert message_text(Message.of("plain words"), gettext) is None

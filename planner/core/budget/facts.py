@@ -65,7 +65,7 @@ class ModelFacts:
                 if isinstance(value, int) and value >= 0:
                     return value
             if default is None:
-                raise FieldError("config", f"model config has no {' / '.join(keys)}")
+                raise FieldError("config", "input.config_missing_keys", keys=" / ".join(keys))
             return default
 
         hidden = num("hidden_size", "d_model", "n_embd")
@@ -120,7 +120,7 @@ def weights_bytes_per_rank_estimate(
     checkpoint and should be preferred.
     """
     if num_parameters <= 0 or tensor_parallel_size < 1 or pipeline_parallel_size < 1:
-        raise FieldError("num_parameters", "needs a positive parameter count and TP/PP ≥ 1")
+        raise FieldError("num_parameters", "input.parameters_not_positive")
     embed = min(facts.embedding_parameters(), num_parameters)
     total = embed * facts.dtype_bytes + (num_parameters - embed) * linear_bytes_per_parameter
     return -(-int(total) // (tensor_parallel_size * pipeline_parallel_size))

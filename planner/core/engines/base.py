@@ -105,16 +105,20 @@ class Engine(EngineFlags):
         if kv_explicit and kv_dtype.name not in names:
             raise FieldError(
                 "kv_cache_dtype",
-                f"{self.label} {self.version_text} has no {kv_dtype.name!r} KV cache; use one "
-                f"of: {', '.join(names)}",
+                "engine.kv_dtype_unsupported",
+                label=self.label,
+                version=self.version_text,
+                dtype=kv_dtype.name,
+                names=", ".join(names),
             )
         shared = [i for i, s in enumerate(shape.layers) if not s.owns_kv]
         if shared and not self.kv_sharing:
             raise FieldError(
                 ("model", "num_kv_shared_layers"),
-                f"kvplan does not model how {self.label} caches layers that share KV "
-                f"({len(shared)} of {shape.num_hidden_layers} layers here); plan it for vllm or "
-                "transformers, which give those layers no cache",
+                "engine.kv_sharing_unmodelled",
+                label=self.label,
+                n_shared=len(shared),
+                layers=shape.num_hidden_layers,
             )
         self.validate_parallel(shape, tp, pp)
 
@@ -127,16 +131,20 @@ class Engine(EngineFlags):
         if pp > shape.num_hidden_layers:
             raise FieldError(
                 "pipeline_parallel_size",
-                f"{pp} stages for {shape.num_hidden_layers} layers; use at most "
-                f"{shape.num_hidden_layers}",
+                "engine.too_many_stages",
+                pp=pp,
+                layers=shape.num_hidden_layers,
             )
         hq = shape.num_attention_heads
         if hq % tp:
             ok = [t for t in TP_SIZES if hq % t == 0]
             raise FieldError(
                 "tensor_parallel_size",
-                f"{self.label} requires num_attention_heads ({hq}) divisible by "
-                f"tensor_parallel_size ({tp}); sizes that work: {ok}",
+                "engine.tp_divides_heads",
+                label=self.label,
+                hq=hq,
+                tp=tp,
+                ok=ok,
             )
         if not shape.is_mla and shape.attention_spec is not None:
             self.validate_kv_heads(shape.num_key_value_heads, hq, tp)
@@ -146,27 +154,22 @@ class Engine(EngineFlags):
                     ok = [t for t in TP_SIZES if value % t == 0 and hq % t == 0]
                     raise FieldError(
                         "tensor_parallel_size",
-                        f"{self.label} shards the state layers' {what} ({value}) over "
-                        f"tensor_parallel_size ({tp}), which must divide it; sizes that work: "
-                        f"{ok}",
+                        "engine.tp_divides_state",
+                        label=self.label,
+                        what=what,
+                        value=value,
+                        tp=tp,
+                        ok=ok,
                     )
 
     def validate_kv_heads(self, hkv: int, hq: int, tp: int) -> None:
         """vLLM and SGLang: divisible when heads ≥ ranks, else ranks a multiple of heads."""
         ok = [t for t in TP_SIZES if hq % t == 0 and (hkv % t == 0 if hkv >= t else t % hkv == 0)]
+        facts = {"label": self.label, "hkv": hkv, "tp": tp, "ok": ok}
         if hkv >= tp and hkv % tp:
-            raise FieldError(
-                "tensor_parallel_size",
-                f"{self.label} needs num_key_value_heads ({hkv}) divisible by "
-                f"tensor_parallel_size ({tp}) when heads >= ranks; sizes that work: {ok}",
-            )
+            raise FieldError("tensor_parallel_size", "engine.tp_divides_kv_heads", **facts)
         if hkv < tp and tp % hkv:
-            raise FieldError(
-                "tensor_parallel_size",
-                f"{self.label} replicates KV heads when tensor_parallel_size ({tp}) > "
-                f"num_key_value_heads ({hkv}); it must then be a multiple of {hkv}; "
-                f"sizes that work: {ok}",
-            )
+            raise FieldError("tensor_parallel_size", "engine.tp_multiple_of_kv_heads", **facts)
 
     def kv_cache_dtype_names(self) -> tuple[str, ...]:
         """The KV-cache dtypes this release accepts (kvplan's names)."""
@@ -193,11 +196,7 @@ class Engine(EngineFlags):
         """The shape with its state layers sized as this engine sizes them, the block size it
         then uses, and notes. Engines whose state pools kvplan does not model refuse."""
         arch = shape.model_type or "this model"
-        raise FieldError(
-            "engine",
-            f"kvplan does not model how {self.label} sizes the state (Mamba / linear-attention) "
-            f"layers of {arch} (its own state pool); use engine vllm or transformers",
-        )
+        raise FieldError("engine", "engine.state_layers_unmodelled", label=self.label, arch=arch)
 
     def state_prefix_caching(self, requested: bool) -> bool:
         """Whether prefix caching stays on for a model with state layers."""
@@ -362,7 +361,7 @@ class Engine(EngineFlags):
 
     def launch(self, model: str, s: LaunchSettings, instances: int) -> tuple[str, dict[str, str]]:
         """(command line, extra files by name) for `instances` replicas; `model` is quoted."""
-        raise FieldError("engine", f"{self.label} has no launch command to recommend")
+        raise FieldError("engine", "engine.no_launch_command", label=self.label)
 
     def replicas_note(self, instances: int, tp: int) -> Note | None:
         """How to run several replicas, where the engine has no data-parallel flag."""

@@ -29,8 +29,7 @@ class EngineFlags:
         """The engine with the request's engine-specific flags (SGLang's; others refuse them)."""
         for flag in SGLANG_FLAGS:
             if getattr(req, flag, None) is not None:
-                msg = f"{flag} is an SGLang setting; {self.label} has none (omit it)"
-                raise FieldError(flag, msg)
+                raise FieldError(flag, "engine.sglang_flag_elsewhere", flag=flag, label=self.label)
         return self
 
     def longest_request(self, pool: Pool, max_len: int | None) -> int | None:
@@ -39,8 +38,7 @@ class EngineFlags:
 
     def context_length(self, shape: ModelShape, requested: int, allow_long: bool) -> int:
         """The model length under an explicit context_length (SGLang's --context-length)."""
-        msg = f"context_length is SGLang's; {self.label} takes the length as context_tokens"
-        raise FieldError("context_length", msg)
+        raise FieldError("context_length", "engine.context_length_elsewhere", label=self.label)
 
     def page_on_gpu(
         self, block: int, asked: int | None, shape: ModelShape, gpu: Gpu | None

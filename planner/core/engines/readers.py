@@ -40,7 +40,7 @@ def read_log(ctx: Ctx) -> str:
     for cls, reader in READERS.items():
         if isinstance(ctx.engine, cls):
             return reader(ctx)
-    raise FieldError("engine", f"kvplan does not read {ctx.engine.label} logs")
+    raise FieldError("engine", "engine.logs_unread", label=ctx.engine.label)
 
 
 __all__ = ["READERS", "READS_INPUTS", "Reader", "read_log", "reads_inputs"]

@@ -23,7 +23,7 @@ def engine_class(name: str) -> type[Engine]:
         return ENGINES[name]
     except KeyError:
         raise FieldError(
-            "engine", f"unknown engine {name!r}; use one of: {', '.join(ENGINES)}"
+            "engine", "engine.unknown", name=name, engines=", ".join(ENGINES)
         ) from None
 
 

@@ -58,9 +58,7 @@ class Transformers(Engine):
     def validate_kv_heads(self, hkv: int, hq: int, tp: int) -> None:
         if hkv % tp:
             raise FieldError(
-                "tensor_parallel_size",
-                f"transformers' tp_plan shards KV heads: num_key_value_heads ({hkv}) must be "
-                f"divisible by tensor_parallel_size ({tp})",
+                "tensor_parallel_size", "engine.transformers_tp_kv_heads", hkv=hkv, tp=tp
             )
 
     def kv_heads_per_rank(self, kv_heads: int, tp: int) -> int:
@@ -85,8 +83,7 @@ class Transformers(Engine):
         if tp > 1:
             raise FieldError(
                 "tensor_parallel_size",
-                "kvplan has not checked how transformers' tp_plan shards state (Mamba / "
-                "linear-attention) layers; use tensor_parallel_size 1",
+                "engine.transformers_state_tp",
             )
         bound: dict[LayerSpec, LayerSpec] = {}
         for g in shape.groups:

@@ -84,8 +84,11 @@ class Releases:
         if version is None or not self.covers(version):
             raise FieldError(
                 "engine_version",
-                f"{label} {text!r} is not a supported release; kvplan follows {label} "
-                f"{self.describe()} (e.g. {version_text(self.default)!r})",
+                "engine.release_unsupported",
+                label=label,
+                text=text,
+                releases=self.describe(),
+                example=version_text(self.default),
             )
         return version
 

@@ -58,22 +58,15 @@ def _match(
 def check_text(text: str) -> None:
     """Reject input that is not a text log: empty, binary, or over the size bounds."""
     if len(text) > MAX_LOG_BYTES or len(text.encode("utf-8", "surrogatepass")) > MAX_LOG_BYTES:
-        raise FieldError(
-            "log",
-            f"the log is larger than {MAX_LOG_BYTES // (1 << 20)} MiB; paste only the start-up "
-            "lines (from engine start to 'Maximum concurrency' / 'KV Cache is allocated')",
-        )
+        raise FieldError("log", "reconcile.log_too_large", mib=MAX_LOG_BYTES // (1 << 20))
     if not text.strip():
-        raise FieldError(
-            "log", "the log is empty; paste the engine's start-up lines (its KV-cache lines)"
-        )
+        raise FieldError("log", "reconcile.log_empty")
     sample = text[:65536]
     controls = sum(1 for ch in sample if ord(ch) < 32 and ch not in "\t\n\r\x1b\x0c")
     if "\x00" in text or controls > max(8, len(sample) // 100):
         raise FieldError(
             "log",
-            "this looks like binary data, not a text log (NUL or control bytes); paste the "
-            "engine's text output",
+            "reconcile.log_binary",
         )
 
 
@@ -82,11 +75,7 @@ def parse_log(text: str) -> ParsedLog:
     check_text(text)
     lines = text.rstrip("\n").split("\n")
     if len(lines) > MAX_LOG_LINES:
-        raise FieldError(
-            "log",
-            f"the log has {len(lines):,} lines; at most {MAX_LOG_LINES:,} are read — paste "
-            "the start-up part only",
-        )
+        raise FieldError("log", "reconcile.too_many_lines", n_lines=len(lines), most=MAX_LOG_LINES)
     rules = log_rules()
     markers = _version_markers()
     facts: list[Fact] = []

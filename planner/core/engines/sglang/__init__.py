@@ -228,8 +228,7 @@ class Sglang(Engine):
         """The model files' head checks run at the attention TP (TP / D with DP attention)."""
         if tp % self.attn_dp:
             raise FieldError(
-                "data_parallel_size",
-                f"--dp-size {self.attn_dp} with --enable-dp-attention must divide --tp {tp}",
+                "data_parallel_size", "sglang.dp_attention_divides_tp", attn_dp=self.attn_dp, tp=tp
             )
         super().validate_parallel(shape, tp // self.attn_dp, pp)
 
@@ -270,9 +269,10 @@ class Sglang(Engine):
         if derived is not None and requested > derived and not allow_long:
             raise FieldError(
                 "context_length",
-                f"User-specified context_length ({requested}) is greater than the derived "
-                f"context_length ({derived}); SGLang refuses it unless "
-                f"{self.long_context_override} is set (allow_long_max_model_len=true)",
+                "sglang.context_length_above_derived",
+                requested=requested,
+                derived=derived,
+                long_context_override=self.long_context_override,
             )
         return requested
 

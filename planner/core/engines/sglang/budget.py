@@ -100,10 +100,11 @@ def sglang_budget(
     if not 0 < mem_fraction_static < 1:
         raise FieldError(
             "gpu_memory_utilization",
-            f"mem_fraction_static must be in (0, 1) (got {mem_fraction_static:g})",
+            "sglang.memory_fraction_range",
+            mem_fraction_static=mem_fraction_static,
         )
     if total_memory_bytes < 1 or weights_bytes_per_rank < 0:
-        raise FieldError("gpu", "needs a positive GPU memory and weights ≥ 0")
+        raise FieldError("gpu", "sglang.memory_not_positive")
     multi = tensor_parallel_size > 1 or pipeline_parallel_size > 1
     if free_memory_before_load_bytes is None:
         context = _CONTEXT_MULTI if multi else _CONTEXT_TP1

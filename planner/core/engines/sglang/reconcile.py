@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 
 from planner.core.engines.base import Scheduling
+from planner.core.errors import Message
 from planner.core.logs import Fact, half_unit, to_float, to_int
 from planner.core.parallel import Stages
 from planner.core.reconcile_common import (
@@ -64,7 +65,8 @@ def _dtype_variant(ctx: Ctx, tokens: int, elems: int, text: str) -> list[Variant
     h = half_unit(text)
     return [
         Variant(
-            f"matches a {other.name} KV cache: set kv_cache_dtype", lambda: (value - h, value + h)
+            Message.of("reason.matches_other_kv_dtype", dtype=other.name),
+            lambda: (value - h, value + h),
         )
     ]
 
@@ -88,14 +90,22 @@ def _tokens_check(ctx: Ctx, f: Fact, budget: tuple[int, int, int, str] | None) -
     assert ctx.dtype is not None
     logged = to_int(f.values["tokens"])
     if budget is None:
-        missing = []
+        missing: list[Message] = []
         if ctx.first("load_begin") is None:
-            missing.append("'Load weight begin … avail mem' (free memory before weights)")
+            missing.append(Message.of("reason.sglang_needs_load_begin"))
         if ctx.first("load_end") is None:
-            missing.append("'Load weight end … avail mem' (free memory after weights)")
+            missing.append(Message.of("reason.sglang_needs_load_end"))
         if ctx.settings.memory_fraction is None:
-            missing.append("mem_fraction_static (auto-chosen by SGLang when not passed)")
-        reason = "SGLang's budget needs " + " and ".join(missing) + ", which this log lacks"
+            missing.append(Message.of("reason.sglang_needs_fraction"))
+        named = dict(zip(("a", "b", "c"), missing, strict=False))
+        reason = Message.of(
+            {
+                1: "reason.sglang_budget_needs_1",
+                2: "reason.sglang_budget_needs_2",
+                3: "reason.sglang_budget_needs_3",
+            }.get(len(missing), "reason.sglang_budget_needs_1"),
+            **named,
+        )
         judge(ctx, TOKENS, f, logged, reason=reason)
         return
     lo, mid, hi, how = budget
@@ -152,10 +162,12 @@ def reconcile_sglang(ctx: Ctx) -> str:
         set_reserves(
             ctx,
             [
-                f"KV budget {budget[3]}" if budget else "no budget lines",
-                f"weights per rank {gib(weights_rank)} ('mem usage')"
+                Message.of("derivation.sglang_kv_budget", how=budget[3])
+                if budget
+                else Message.of("derivation.sglang_no_budget"),
+                Message.of("derivation.sglang_weights", weights=gib(weights_rank))
                 if weights_rank is not None
-                else "no weights line",
+                else Message.of("derivation.sglang_no_weights"),
             ],
             weights_rank=weights_rank,
             kv_budget=budget[1] if budget else None,

@@ -105,8 +105,9 @@ class Trtllm(Engine):
             # KVCacheManager.calculate_max_num_blocks asserts free_mem_fraction < 1.0.
             raise FieldError(
                 "gpu_memory_utilization",
-                f"{self.label}'s free_gpu_memory_fraction must be below 1.0 (got {fraction:g}); "
-                "its default is 0.9",
+                "trtllm.memory_fraction_below_1",
+                label=self.label,
+                fraction=fraction,
             )
 
     def window_policy(

@@ -38,12 +38,9 @@ def trtllm_budget(
     `reserve_bytes` replaces activation + non-torch."""
     f = free_gpu_memory_fraction
     if not 0 < f < 1:
-        raise FieldError(
-            "gpu_memory_utilization",
-            f"free_gpu_memory_fraction must be in (0, 1) (got {f:g}); its default is 0.9",
-        )
+        raise FieldError("gpu_memory_utilization", "trtllm.memory_fraction_range", f=f)
     if total_memory_bytes < 1 or weights_bytes_per_rank < 0 or activation_peak_bytes < 0:
-        raise FieldError("gpu", "needs a positive GPU memory, weights ≥ 0, activation ≥ 0")
+        raise FieldError("gpu", "trtllm.memory_not_positive")
     multi = tensor_parallel_size > 1 or pipeline_parallel_size > 1
     if non_torch_bytes is None:
         ctx = _CONTEXT_MULTI if multi else _CONTEXT_TP1

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 
+from planner.core.errors import Message
 from planner.core.logs import Fact, to_float, to_int
 from planner.core.model import cdiv
 from planner.core.reconcile_common import (
@@ -62,7 +63,7 @@ def _primary_check(ctx: Ctx, f: Fact, free: Fact) -> None:
     pred = _blocks(math.floor(mid * frac), bpt, tpb)
     variants = [
         Variant(
-            f"matches tokens_per_block {t} (set block_size {t}; this log does not print it)",
+            Message.of("reason.trtllm_tokens_per_block", t=t),
             const(window(bpt, t, frac)),
         )
         for t in (8, 16, 32, 64, 128)
@@ -72,14 +73,16 @@ def _primary_check(ctx: Ctx, f: Fact, free: Fact) -> None:
     other = kv_dtype("fp8") if ctx.dtype.bits >= 16 else kv_dtype("fp16")
     variants.append(
         Variant(
-            f"matches a {other.name} KV cache: set kv_cache_dtype",
+            Message.of("reason.matches_other_kv_dtype", dtype=other.name),
             lambda: window(bytes_per_token(ctx, other), tpb, frac),
         )
     )
     for fr in (0.85, 0.9, 0.95):
         if abs(fr - frac) > 1e-9:
             variants.append(
-                Variant(f"matches free_gpu_memory_fraction {fr:g}", const(window(bpt, tpb, fr)))
+                Variant(
+                    Message.of("reason.trtllm_memory_fraction", fr=fr), const(window(bpt, tpb, fr))
+                )
             )
     span = window(bpt, tpb, frac)
     judge(
@@ -115,10 +118,7 @@ def reconcile_trtllm(ctx: Ctx) -> str:
                 PRIMARY_BLOCKS,
                 primary,
                 to_int(primary.values["blocks"]),
-                reason=None
-                if not known
-                else "the log has no 'Memory usage when calculating "
-                "max tokens … available' line to recompute it from",
+                reason=None if not known else Message.of("reason.trtllm_no_memory_line"),
             )
     if prof is not None and "kv_bytes_per_token" in prof.values and known:
         bpt = bytes_per_token(ctx)
@@ -180,9 +180,12 @@ def reconcile_trtllm(ctx: Ctx) -> str:
             Figure("kv_tokens", "tokens in paged KV cache", "tokens"),
             f,
             tokens,
-            reason="this (old) log prints no free-memory line to recompute it from; the "
-            f"allocation rounds it up to {blocks:,} blocks of {s.block} = "
-            f"{blocks * s.block:,} tokens",
+            reason=Message.of(
+                "reason.trtllm_old_log_no_free_memory",
+                blocks=blocks,
+                block=s.block,
+                tokens=blocks * s.block,
+            ),
         )
     if free is not None or prof is not None:
         src = free or prof
@@ -190,12 +193,11 @@ def reconcile_trtllm(ctx: Ctx) -> str:
         text = src.values["available_gib"]
         frac = 1.0 if src is prof else (s.memory_fraction or 0.9)
         kv = round(to_float(text) * frac * (1 << 30))
-        derivation = [f"KV budget = available {text} GiB × fraction {frac:g}"]
+        derivation = [Message.of("derivation.trtllm_kv_budget", available=text, fraction=frac)]
         total = src.values.get("total_gib")
         if total is not None:
             derivation.append(
-                f"device total {total} GiB − available {text} GiB = weights + activations "
-                "(TensorRT-LLM applies the fraction to free memory after both)"
+                Message.of("derivation.trtllm_weights_activations", total=total, available=text)
             )
         set_reserves(ctx, derivation, kv_budget=kv)
     return fmt

@@ -255,9 +255,8 @@ class Vllm(VllmStateLayers, VllmLayerBlocks, Engine):
             if on and pp > 1 and not since(self.version, ASYNC_WITH_PP_SINCE):
                 raise FieldError(
                     "async_scheduling",
-                    f"vLLM {self.version_text}: Async scheduling is not supported with "
-                    "pipeline-parallel-size > 1 (from vLLM 0.15 it is); set "
-                    "async_scheduling=false or pipeline_parallel_size=1",
+                    "vllm.async_scheduling_with_pp",
+                    version=self.version_text,
                 )
         batches = self.concurrent_batches(on, pp)
         in_flight = batches * mnbt if since(self.version, IN_FLIGHT_ADMISSION_SINCE) else mnbt

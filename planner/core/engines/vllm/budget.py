@@ -86,12 +86,12 @@ def vllm_budget(
         ("pipeline_parallel_size", pipeline_parallel_size),
     ):
         if value < 1:
-            raise FieldError(name, f"must be ≥ 1 (got {value})")
+            raise FieldError(name, "vllm.below_1", value=value)
     if weights_bytes_per_rank < 0:
-        raise FieldError("weights_bytes", "must be ≥ 0")
+        raise FieldError("weights_bytes", "vllm.negative")
     util = rules.default_utilization if gpu_memory_utilization is None else gpu_memory_utilization
     if not 0 < util <= 1:
-        raise FieldError("gpu_memory_utilization", f"must be in (0, 1] (got {util:g})")
+        raise FieldError("gpu_memory_utilization", "vllm.memory_fraction_range", util=util)
     requested = requested_bytes(engine_version, total_memory_bytes, util)
     has_sampler = last_pp_stage or pipeline_parallel_size == 1
 

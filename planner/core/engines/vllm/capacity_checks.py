@@ -16,20 +16,17 @@ from planner.core.engines.vllm.scenario import (
     readings,
     scenario,
 )
+from planner.core.errors import Message
 from planner.core.logs import to_float, to_int
 from planner.core.reconcile_common import Ctx, Figure, gib, judge, judge_printed, unique_facts
 from planner.core.units import GiB
 
 
-def _min_workers_hint(ctx: Ctx) -> str | None:
+def _min_workers_hint(ctx: Ctx) -> Message | None:
     workers = ctx.settings.tp * ctx.settings.pp
     seen = len(ctx.of("available_kv"))
     if workers > 1 and seen < workers:
-        return (
-            f"likely: vLLM sets num_blocks to the minimum over its {workers} workers, and the "
-            f"log shows {seen} worker's available memory; another worker had less (a KV "
-            "connector or another process on that GPU would do it)"
-        )
+        return Message.of("reason.likely_min_over_workers", workers=workers, seen=seen)
     return None
 
 
@@ -42,13 +39,13 @@ def tokens_checks(ctx: Ctx, src: KvSource | None) -> None:
     for f in unique_facts(ctx.of("kv_tokens"), "tokens"):
         logged = to_int(f.values["tokens"])
         if src is None:
-            reason = "the log has no 'Available KV cache memory' line to recompute it from"
+            reason = Message.of("reason.no_available_kv_line")
             judge(ctx, GPU_TOKENS, f, logged, reason=reason)
             continue
         text = src[0]
         max_len = ctx.settings.max_model_len
         if as_vllm(ctx).tokens_from_concurrency and max_len is None:
-            reason = "'GPU KV cache size' is max concurrency × max_model_len; give max_model_len"
+            reason = Message.of("reason.tokens_need_max_model_len")
             judge(ctx, GPU_TOKENS, f, logged, reason=reason)
             continue
         length = max_len or 1
@@ -162,9 +159,7 @@ def concurrency_checks(ctx: Ctx, src: KvSource | None) -> None:
                 arithmetic=f"from the logged {t:,} tokens = {lo_b:,} blocks: {lo_b:,} {how}",
             )
         else:
-            reason = (
-                "the log has neither the available KV memory nor a block or token count to divide"
-            )
+            reason = Message.of("reason.nothing_to_divide")
             judge(ctx, about, f, to_float(x), reason=reason)
 
 
@@ -179,9 +174,9 @@ def blocks_checks(ctx: Ctx, src: KvSource | None) -> None:
                 GPU_BLOCKS,
                 f,
                 logged,
-                reason=f"this log prints no available KV memory (only the block count); "
-                f"implied KV memory: {logged:,} blocks × {cost:,} B = {gib(logged * cost)} "
-                "per worker",
+                reason=Message.of(
+                    "reason.blocks_only", logged=logged, cost=cost, memory=gib(logged * cost)
+                ),
             )
         else:
             text = src[0]

@@ -20,8 +20,8 @@ def speculation_at(version: Version, sp: Speculation) -> Speculation:
     if not since(version, DFLASH_SINCE):
         raise FieldError(
             ("speculative_config", "method"),
-            f"vLLM {version_text(version)} has no speculative method 'dflash' (SpeculativeConfig "
-            "takes it from vLLM 0.20); use eagle3, or plan for vLLM 0.20 or later",
+            "vllm.dflash_release",
+            version=version_text(version),
         )
     if not since(version, DFLASH_FILL_IN_SLOT_SINCE):
         # Before 0.23 the scheduler reserved DFlash k lookahead slots, as for EAGLE.

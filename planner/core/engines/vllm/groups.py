@@ -120,11 +120,7 @@ def vllm_groups(
     page_max = max(pages.values())
     for p in pages.values():
         if page_max % p:
-            raise FieldError(
-                "model",
-                "vLLM cannot unify the page sizes of this hybrid model "
-                f"({p} vs {page_max} bytes); try hybrid_kv_cache_manager=false",
-            )
+            raise FieldError("model", "vllm.page_sizes_not_unified", p=p, page_max=page_max)
     group_size = group_size_for(list(buckets.values()), group_ratio)
     groups: list[KVGroup] = []
     for s, n in buckets.items():

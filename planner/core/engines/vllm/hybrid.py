@@ -79,42 +79,35 @@ def bind_vllm_state(
     if not old and not since(version, PLATFORM_ALIGN_SINCE):
         raise FieldError(
             "engine_version",
-            f"kvplan knows vLLM's sizing of state (Mamba / linear-attention) layers for 0.11 "
-            f"and 0.29–0.33, not for {'.'.join(map(str, version[:2]))}: the block-size alignment "
-            "and state blocks per request changed in between; use engine_version 0.29 or later, "
-            "or 0.11",
+            "vllm.state_release_unmodelled",
+            version=".".join(map(str, version[:2])),
         )
     if old and shape.model_type in QWEN3_5_TYPES:
         raise FieldError(
             "engine_version",
-            "vLLM 0.11 has no Qwen3.5 model (its registry lists no Qwen3_5 architecture); use "
-            "engine_version 0.33",
+            "vllm.qwen3_5_not_in_0_11",
         )
     if old and shape.draft_layers and any(isinstance(s, GatedDeltaNetSpec) for s in shape.layers):
         raise FieldError(
             ("speculative_config", "method"),
-            "kvplan has sized MTP drafts on gated-delta-net hybrids as vLLM 0.33 does (checked "
-            "against its own code), not 0.11's; use engine_version 0.33",
+            "vllm.mtp_hybrid_release",
         )
     if pp > 1:
         raise FieldError(
             "pipeline_parallel_size",
-            "kvplan does not yet split a hybrid (state + attention) model across vLLM "
-            "pipeline stages; use pipeline_parallel_size 1",
+            "vllm.hybrid_pipeline_unmodelled",
         )
     attn = shape.attention_spec
     states = [g.spec for g in shape.groups if isinstance(g.spec, StateSpec)]
     if attn is None:
         raise FieldError(
             "model",
-            "attention-free models (every layer a state layer) are not modelled for vLLM: "
-            "it sizes them without an attention page to align to",
+            "vllm.attention_free_unmodelled",
         )
     if any(s.is_window for s in (g.spec for g in shape.groups)):
         raise FieldError(
             "model",
-            "kvplan does not model vLLM hybrids that mix state layers with sliding-window "
-            "attention",
+            "vllm.state_with_sliding_unmodelled",
         )
     # The model-level state vLLM aligns to: the model's mixer with this TP and speculation.
     ranked = [replace(s, tp=tp).bind(model_dtype=model_dtype, num_spec=num_spec) for s in states]

@@ -47,8 +47,8 @@ def check_shared_kv_parallel(shape: ModelShape, pp: int) -> None:
     if pp > 1 and any(not s.owns_kv for s in shape.layers):
         raise FieldError(
             "pipeline_parallel_size",
-            f"vLLM runs {shape.model_type or 'this model'} (layers sharing KV) without pipeline "
-            "parallelism; use pipeline_parallel_size 1",
+            "vllm.kv_sharing_pipeline",
+            model_type=shape.model_type or "this model",
         )
 
 
@@ -60,8 +60,9 @@ def sparse_mla_block(requested: int | None, shape: ModelShape) -> tuple[int, lis
     if requested is not None and requested % SPARSE_MLA_BLOCK:
         raise FieldError(
             "block_size",
-            f"vLLM's sparse MLA backend (DeepSeek-V3.2 indexer) needs block_size a multiple of "
-            f"{SPARSE_MLA_BLOCK}; got {requested}",
+            "vllm.sparse_mla_block_size",
+            multiple=SPARSE_MLA_BLOCK,
+            requested=requested,
         )
     block = requested or SPARSE_MLA_BLOCK
     return block, [note("block.vllm_sparse_mla", block=block)]

@@ -65,10 +65,14 @@ def check_quantization_on_gpu(version: Version, shape: ModelShape, gpu: Gpu) -> 
         return
     raise FieldError(
         "gpu",
-        f"vLLM {version_text(version)}: the quantization method {method} is not supported for "
-        f"the current GPU. Minimum capability: {need}. Current capability: {cap} ({gpu.name}); "
-        f"choose a GPU of compute capability {need // 10}.{need % 10} or newer, or a checkpoint "
-        "in another format",
+        "vllm.quantization_capability",
+        version=version_text(version),
+        method=method,
+        need=need,
+        cap=cap,
+        gpu=gpu.name,
+        need_major=need // 10,
+        need_minor=need % 10,
     )
 
 

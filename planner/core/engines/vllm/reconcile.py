@@ -32,6 +32,7 @@ from planner.core.engines.vllm.startup_checks import (
     v0_error_checks,
     v1_error_checks,
 )
+from planner.core.errors import Message
 from planner.core.logs import to_float, to_int
 from planner.core.reconcile_common import Ctx, Figure, gib, judge, set_reserves
 from planner.core.units import GiB
@@ -58,7 +59,7 @@ def kv_source(ctx: Ctx) -> KvSource | None:
     return None
 
 
-def _budget_from_tokens(ctx: Ctx, tokens: int, derivation: list[str]) -> int:
+def _budget_from_tokens(ctx: Ctx, tokens: int, derivation: list[Message]) -> int:
     """The KV memory a logged "GPU KV cache size" implies when the log shows no available
     memory: the blocks it counts (inverting the release's formula) × what a block costs."""
     sc = scenario(ctx)
@@ -69,27 +70,41 @@ def _budget_from_tokens(ctx: Ctx, tokens: int, derivation: list[str]) -> int:
         # tokens = int(num_blocks / need × max_model_len)
         need = pool.blocks_per_request(length)
         blocks = -(-tokens * need // length)
-        how = f"{tokens:,} tokens × {need:,} blocks per request / max_model_len {length:,}"
+        how = Message.of(
+            "derivation.blocks_from_concurrency", tokens=tokens, need=need, length=length
+        )
     else:
         # tokens = num_blocks // groups × block_size
         groups, bs = len(pool.groups), min(g.block_size for g in pool.groups)
         blocks = tokens // bs * groups
-        how = f"{tokens:,} tokens / {bs} × {groups} group{'s' if groups > 1 else ''}"
+        how = Message.of(
+            "derivation.blocks_per_group" if groups == 1 else "derivation.blocks_per_groups",
+            tokens=tokens,
+            bs=bs,
+            groups=groups,
+        )
     derivation.append(
-        f"KV budget from the logged 'GPU KV cache size': {how} = {blocks:,} blocks × "
-        f"{cost:,} B = {gib(blocks * cost)} (the log shows no available memory)"
+        Message.of(
+            "derivation.kv_from_tokens",
+            how=how,
+            blocks=blocks,
+            cost=cost,
+            budget=gib(blocks * cost),
+        )
     )
     return blocks * cost
 
 
 def _reserves(ctx: Ctx, src: KvSource | None) -> None:
     s = ctx.settings
-    derivation: list[str] = []
+    derivation: list[Message] = []
     weights_rank = activation = non_torch = graphs = kv = None
     w = ctx.first("weights")
     if w is not None:
         weights_rank = round(to_float(w.values["gib"]) * GiB)
-        derivation.append(f"weights per rank {w.values['gib']} GiB (line {w.line_no})")
+        derivation.append(
+            Message.of("derivation.weights_per_rank", gib=w.values["gib"], line=w.line_no)
+        )
         if w.values.get("unit") == "GB":
             ctx.notes.add("reconcile.vllm.weights_gb_is_gib")
     prof = ctx.first("v1_profile") or ctx.first("v0_breakdown")
@@ -115,23 +130,25 @@ def _reserves(ctx: Ctx, src: KvSource | None) -> None:
     reserve = None
     if activation is not None:
         reserve = activation + (non_torch or 0)
-        derivation.append(f"reserve = activation peak + non-torch = {gib(reserve)}")
+        derivation.append(Message.of("derivation.reserve_from_profile", reserve=gib(reserve)))
     elif s.gpu_memory_bytes and s.memory_fraction and weights_rank is not None and kv is not None:
         requested = requested_bytes(ctx.engine.version_text, s.gpu_memory_bytes, s.memory_fraction)
         reserve = requested - weights_rank - kv
         derivation.append(
-            f"reserve = {gib(s.gpu_memory_bytes)} × {s.memory_fraction:g} (vLLM "
-            f"{ctx.engine.version_text}: {gib(requested)}) − weights − available KV = "
-            f"{gib(reserve)}"
+            Message.of(
+                "derivation.reserve_from_fraction",
+                memory=gib(s.gpu_memory_bytes),
+                fraction=s.memory_fraction,
+                version=ctx.engine.version_text,
+                requested=gib(requested),
+                reserve=gib(reserve),
+            )
         )
         if reserve < 0:
             ctx.notes.add("reconcile.vllm.reserve_negative")
             reserve = None
     elif kv is not None:
-        derivation.append(
-            "give the GPU (its catalog id, or its memory) and the memory fraction it ran with "
-            "to learn the reserve from the available memory"
-        )
+        derivation.append(Message.of("derivation.reserve_needs_gpu"))
     if weights_rank is None and reserve is None and kv is None:
         return
     set_reserves(

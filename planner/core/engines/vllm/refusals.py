@@ -37,11 +37,7 @@ def refuse(
     version_label = version_text(version)
     arch = shape.model_type or "this model"
     if model_dtype == "fp16" and shape.model_type in _NO_FLOAT16:
-        raise FieldError(
-            "dtype",
-            f"vLLM does not run {arch} in float16 (numerical instability); use "
-            "dtype bfloat16 or auto",
-        )
+        raise FieldError("dtype", "vllm.float16_unstable", arch=arch)
     sparse = any(isinstance(s, SparseMLASpec) for s in shape.layers)
     # DeepseekV32ForCausalLM.verify_and_update_config (run before the check below) turns a
     # bfloat16 cache into auto: the model's dtype, whatever it is.
@@ -57,23 +53,20 @@ def refuse(
         allowed = "`auto`" + (f" or `{model}`" if model_dtype in ("fp16", "bf16") else "")
         raise FieldError(
             "kv_cache_dtype",
-            f'vLLM {version_label}: kv_cache_dtype="{cache}" is incompatible with '
-            f'dtype="{model}". Please set `--kv-cache-dtype` to {allowed}.',
+            "vllm.kv_dtype_incompatible",
+            version_label=version_label,
+            cache=cache,
+            model=model,
+            allowed=allowed,
         )
     if shape.quant_method is not None and model_dtype == "fp32":
         # Quantization methods list their activation dtypes (get_supported_act_dtypes):
         # bfloat16 and float16 at most (mxfp4: bfloat16 only).
-        raise FieldError(
-            "dtype",
-            f"vLLM does not run a {shape.quant_method} checkpoint in float32 (its "
-            "quantization method supports 16-bit activations only); use dtype auto or "
-            "bfloat16",
-        )
+        raise FieldError("dtype", "vllm.quantized_float32", method=shape.quant_method)
     if shape.quant_method == "mxfp4" and model_dtype == "fp16":
         raise FieldError(
             "dtype",
-            "vLLM's mxfp4 quantization (gpt-oss) supports bfloat16 only; use dtype auto or "
-            "bfloat16",
+            "vllm.mxfp4_bfloat16_only",
         )
     mla_checked = shape.is_mla and since(version, MLA_DTYPE_CHECK_SINCE)
     # The backends' supported_kv_cache_dtypes (FlashAttention's supports_kv_cache_dtype) list
@@ -86,31 +79,26 @@ def refuse(
         kind = "MLA attention" if shape.is_mla else "attention"
         raise FieldError(
             "kv_cache_dtype",
-            f"vLLM {version_label}: no {kind} backend on Hopper lists a bfloat16 KV cache "
-            "(bfloat16 joins their lists in 0.15); use kv_cache_dtype auto",
+            "vllm.bf16_kv_on_hopper",
+            version_label=version_label,
+            kind=kind,
         )
     if mla_checked and model_dtype == "fp32":
         raise FieldError(
             "dtype",
-            "no vLLM MLA attention backend on CUDA runs float32 (FlashMLA, FlashAttention-"
-            "MLA, Triton MLA take float16 and bfloat16); use dtype auto or bfloat16",
+            "vllm.mla_float32",
         )
     if mla_checked and kv_dtype.name not in _MLA_KV_DTYPES:
         raise FieldError(
             "kv_cache_dtype",
-            f"no vLLM MLA attention backend on CUDA supports a {kv_dtype.name} KV cache; "
-            f"use one of: {', '.join(_MLA_KV_DTYPES)}",
+            "vllm.mla_kv_dtype",
+            dtype=kv_dtype.name,
+            dtypes=", ".join(_MLA_KV_DTYPES),
         )
     if mla_checked and sparse and kv_dtype.bits == 8 and model_dtype != "bf16":
         # Sparse MLA on SM90: FlashAttention-MLA-sparse takes no fp8 cache; FlashMLA-sparse
         # (fp8) and FlashInfer-MLA-sparse (fp8, fp8_e4m3) run bfloat16 models only.
-        raise FieldError(
-            "dtype",
-            f"vLLM's sparse MLA backends (DeepSeek-V3.2 indexer) on Hopper run an "
-            f"{kv_dtype.name} KV cache with a bfloat16 model only (FlashMLA-sparse, FlashInfer-"
-            "MLA-sparse), and FlashAttention-MLA-sparse takes no fp8 cache; use dtype auto or "
-            "bfloat16, or kv_cache_dtype auto",
-        )
+        raise FieldError("dtype", "vllm.sparse_mla_hopper_dtype", dtype=kv_dtype.name)
     if (
         shape.model_type in _NO_KV_REPLICATION
         and not shape.is_mla
@@ -118,7 +106,8 @@ def refuse(
     ):
         raise FieldError(
             "tensor_parallel_size",
-            f"vLLM's {arch} divides num_key_value_heads ({shape.num_key_value_heads}) by "
-            f"tensor_parallel_size ({tp}) without replication, leaving 0 KV heads per rank; "
-            f"use at most {shape.num_key_value_heads}",
+            "vllm.kv_heads_below_tp",
+            arch=arch,
+            kv_heads=shape.num_key_value_heads,
+            tp=tp,
         )

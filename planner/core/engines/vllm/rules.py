@@ -35,14 +35,14 @@ def parse_vllm_version(text: str) -> Version:
     words = (text or "").split()
     v = parse_version(words[0]) if words else None  # "0.10.1.dev (main, …)": its first word
     if v is None:
-        raise FieldError(
-            "engine_version", f"{text!r} is not a vLLM version; give one such as '0.19.0'"
-        )
+        raise FieldError("engine_version", "vllm.version_unreadable", text=text)
     if not RELEASES.covers(v):
         raise FieldError(
             "engine_version",
-            f"vLLM {text} is outside the releases whose memory profiling is modelled "
-            f"({version_text(RELEASES.first)}.0–{version_text(RELEASES.last)}.x)",
+            "vllm.release_outside_rules",
+            text=text,
+            first=version_text(RELEASES.first),
+            last=version_text(RELEASES.last),
         )
     return v
 

@@ -10,7 +10,7 @@ from planner.core.capacity import KVGroup, Pool
 from planner.core.engines.base import Scheduling
 from planner.core.engines.vllm import Vllm
 from planner.core.engines.vllm.groups import VllmPool, vllm_groups
-from planner.core.errors import FieldError
+from planner.core.errors import FieldError, Message
 from planner.core.logs import Fact
 from planner.core.model import ModelShape
 from planner.core.parallel import Stages, pipeline_stage_layers
@@ -134,7 +134,10 @@ def stage_sizes(ctx: Ctx, pp: int) -> list[int]:
         if sum(part) != layers or len(part) != pp:
             raise FieldError(
                 ("settings", "pipeline_layer_partition"),
-                f"must list {pp} stage sizes summing to {layers} layers (got {part})",
+                "vllm.pp_layer_partition",
+                pp=pp,
+                layers=layers,
+                part=part,
             )
         return list(part)
     return [len(x) for x in pipeline_stage_layers(layers, pp)]
@@ -224,41 +227,40 @@ def readings(ctx: Ctx, figure: Callable[[Scenario], Range | None]) -> list[Varia
     base = scenario(ctx)
     out: list[Variant] = []
 
-    def add(reason: str, **kw: object) -> None:
+    def add(reason: Message, **kw: object) -> None:
         out.append(Variant(reason, lambda: figure(scenario(ctx, **kw))))  # type: ignore[arg-type]
 
     if s.pp > 1:
         add(
-            f"the log charges all {ctx.shape.num_hidden_layers} layers of every pipeline stage "
-            "against one stage's memory (a version-dependent start-up check, vllm#34076); "
-            "per stage the figure is as predicted",
+            Message.of("reason.pp_whole_model_charged", layers=ctx.shape.num_hidden_layers),
             whole_model=True,
         )
     if ctx.dtype.bits >= 16:
-        add("matches an fp8 KV cache: set kv_cache_dtype to fp8", dtype=kv_dtype("fp8"))
+        add(Message.of("reason.matches_fp8_kv"), dtype=kv_dtype("fp8"))
     else:
         add(
-            f"matches a {ctx.shape.dtype} KV cache: set kv_cache_dtype to auto",
+            Message.of("reason.matches_model_dtype_kv", dtype=ctx.shape.dtype),
             dtype=kv_dtype(ctx.shape.dtype if ctx.shape.dtype != "fp32" else "bf16"),
         )
     if s.draft == 0 and not ctx.shape.draft_layers:
         for k in (1, 2, 3):
             add(
-                f"matches with {k} speculative draft layer{'s' if k > 1 else ''} (EAGLE/MTP) "
-                f"in the KV cache: set speculative_config (or draft_layers {k})",
+                Message.of(
+                    "reason.matches_draft_layer" if k == 1 else "reason.matches_draft_layers", k=k
+                ),
                 draft=k,
             )
     for t in (1, 2, 4, 8, 16):
         if t != s.tp:
-            add(f"matches tensor_parallel_size {t} (KV heads per rank differ)", tp=t)
+            add(Message.of("reason.matches_tp", t=t), tp=t)
     if s.hybrid and base.policy != scenario(ctx, hybrid=False).policy:
         add(
-            "matches with the hybrid KV cache manager disabled (every layer full length)",
+            Message.of("reason.matches_hybrid_manager_off"),
             hybrid=False,
         )
     if ctx.shape.is_mla and s.block not in (64, 128):
         for b in (64, 128):
-            add(f"matches block_size {b} (vLLM's MLA backends force it on CUDA)", block=b)
+            add(Message.of("reason.matches_mla_block_size", b=b), block=b)
     return out
 
 

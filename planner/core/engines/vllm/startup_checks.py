@@ -12,7 +12,7 @@ from planner.core.engines.vllm.scenario import (
     readings,
     scenario,
 )
-from planner.core.errors import PlanError
+from planner.core.errors import Message, PlanError
 from planner.core.logs import to_int
 from planner.core.reconcile_common import (
     Ctx,
@@ -29,6 +29,18 @@ from planner.core.reconcile_common import (
 )
 from planner.core.specs import LayerSpec, Stack
 from planner.core.units import GiB
+
+
+def _draft_reason(k: int, old_grouping: bool) -> Message:
+    """The padding explained by k draft layers (and the grouping rule before vLLM #29303)."""
+    if old_grouping:
+        return Message.of(
+            "reason.draft_layer_old_grouping" if k == 1 else "reason.draft_layers_old_grouping",
+            k=k,
+        )
+    return Message.of(
+        "reason.draft_layer_in_cache" if k == 1 else "reason.draft_layers_in_cache", k=k
+    )
 
 
 def v0_error_checks(ctx: Ctx, src: KvSource | None) -> None:
@@ -71,10 +83,13 @@ def v0_error_checks(ctx: Ctx, src: KvSource | None) -> None:
                 MAX_TOKENS,
                 f,
                 logged,
-                reason=f"the log prints no KV memory or block count to recompute it from; "
-                f"implied: {logged:,} tokens = {implied:,} blocks × {cost:,} B = "
-                f"{gib(implied * cost)} of KV per worker (vLLM v0 takes the minimum over "
-                "workers)",
+                reason=Message.of(
+                    "reason.v0_no_kv_memory",
+                    logged=logged,
+                    implied=implied,
+                    cost=cost,
+                    memory=gib(implied * cost),
+                ),
             )
 
 
@@ -93,10 +108,11 @@ def v1_error_checks(ctx: Ctx) -> None:
             span_w: Range = (w / GiB - 0.005, w / GiB + 0.005)
             variants.append(
                 Variant(
-                    "the start-up check charges all "
-                    f"{ctx.shape.num_hidden_layers if ctx.shape else 0} layers (every pipeline "
-                    f"stage) against one stage's memory: {gib(w)} "
-                    "(version-dependent, vllm#34076)",
+                    Message.of(
+                        "reason.pp_check_charges_all_layers",
+                        layers=ctx.shape.num_hidden_layers if ctx.shape else 0,
+                        needed=gib(w),
+                    ),
                     const(span_w),
                 )
             )
@@ -118,8 +134,7 @@ def v1_error_checks(ctx: Ctx) -> None:
             if whole is not None:
                 est_variants.append(
                     Variant(
-                        "estimated with all layers of every pipeline stage, as this version's "
-                        "check charges them (vllm#34076)",
+                        Message.of("reason.pp_estimate_all_layers"),
                         const((whole.estimate(lo), whole.estimate(hi))),
                     )
                 )
@@ -173,8 +188,7 @@ def padding_checks(ctx: Ctx) -> None:
         pred = hit[0] if hit else (current[0] if current else (0, 0.0))
         variants = [
             Variant(
-                "version-dependent: before vLLM PR #29303 the group size was always the smallest "
-                "layer bucket",
+                Message.of("reason.padding_old_group_rule"),
                 const(_hit(_padding(base, base.whole, True), layers, pct)),
             )
         ]
@@ -182,9 +196,7 @@ def padding_checks(ctx: Ctx) -> None:
             for i, stack in enumerate(base.stacks):
                 variants.append(
                     Variant(
-                        f"version-dependent: this warning groups pipeline stage {i}'s layers on "
-                        "their own (a start-up check that groups each worker's layers); the "
-                        "cache itself uses the whole model's groups",
+                        Message.of("reason.padding_per_stage", i=i),
                         const(_hit(_padding(base, stack, False), layers, pct)),
                     )
                 )
@@ -194,9 +206,7 @@ def padding_checks(ctx: Ctx) -> None:
                 for old in (False, True):
                     variants.append(
                         Variant(
-                            f"the KV cache includes {k} speculative draft layer"
-                            f"{'s' if k > 1 else ''} (EAGLE/MTP)"
-                            + (" and the grouping rule before vLLM PR #29303" if old else ""),
+                            _draft_reason(k, old),
                             const(_hit(_padding(sc, sc.whole, old), layers, pct)),
                         )
                     )

@@ -150,7 +150,7 @@ def vllm_mxfp4_weights_bytes_per_rank(
     e, layers = facts.num_experts, facts.num_hidden_layers
     h, i_full = facts.hidden_size, facts.expert_intermediate_size
     if not facts.is_moe or i_full <= 0:
-        raise FieldError("model", "MXFP4 expert weights need an MoE config (experts, top-k)")
+        raise FieldError("model", "vllm.mxfp4_needs_moe")
     tp = tensor_parallel_size
     i = -(-i_full // tp)
     if backend == "marlin":
