@@ -53,6 +53,7 @@ RELEASES = {
     "0.33.0": ("vllm_hybrid_sizing.py", HYBRIDS_0_29, 192),
     "0.32.0": ("vllm_hybrid_sizing.py", HYBRIDS_0_29, 96),
     "0.31.0": ("vllm_hybrid_sizing.py", HYBRIDS_0_29, 96),
+    "0.30.0": ("vllm_hybrid_sizing.py", HYBRIDS_0_29, 96),
     "0.29.0": ("vllm_hybrid_sizing.py", HYBRIDS_0_29, 96),
     "0.11.0": (
         "vllm_hybrid_sizing_0_11.py",
