@@ -85,8 +85,8 @@ ENGINE_ERRORS: dict[str, str] = {
     ),
     "vllm.state_release_unmodelled": (
         "kvplan knows vLLM's sizing of state (Mamba / linear-attention) layers for 0.11 and "
-        "0.29–0.33, not for {version}: the block-size alignment and state blocks per request "
-        "changed in between; use engine_version 0.29 or later, or 0.11"
+        "0.28–0.33, not for {version}: the block-size alignment and state blocks per request "
+        "changed in between; use engine_version 0.28 or later, or 0.11"
     ),
     "vllm.mtp_hybrid_release": (
         "kvplan has sized MTP drafts on gated-delta-net hybrids as vLLM 0.33 does (checked against "

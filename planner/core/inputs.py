@@ -260,7 +260,10 @@ def resolve(
         )  # fmt: skip
         notes.extend(state_notes)
         prefix_on = engine.state_prefix_caching(prefix_on)
-    sched = engine.scheduling(request.max_num_batched_tokens, request.async_scheduling, gpu, pp)
+    sched = engine.scheduling(
+        request.max_num_batched_tokens, request.async_scheduling, gpu, pp, shape,
+        speculation.method if speculation is not None else None,
+    )  # fmt: skip
     if speculation is not None and speculation.reserved_tokens:
         sched = replace(sched, reserved_tokens=speculation.reserved_tokens)
 

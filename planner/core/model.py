@@ -92,6 +92,7 @@ class ModelShape:
     rope_scaling: tuple[str, float, int | None] | None = None  # (type, factor, original max)
     model_max_length: int | None = None
     quant_method: str | None = None  # the checkpoint's quantization_config.quant_method
+    architectures: tuple[str, ...] = ()  # config.json's "architectures" (model classes)
 
     @property
     def stack(self) -> Stack:
@@ -256,6 +257,7 @@ def shape_from_config(
         rope_scaling=_rope_scaling(cfg),
         model_max_length=_int_field(cfg, "model_max_length", hi=1 << 30),
         quant_method=_quant_method(config),
+        architectures=_architectures(config),
         groups=group_layers(layers),
         id=model_id,
         model_type=model_type,
@@ -278,6 +280,13 @@ def shape_from_config(
         expert_intermediate_size=expert_width,
         shared_expert_intermediate_size=shared_width,
     )
+
+
+def _architectures(config: Mapping[str, Any]) -> tuple[str, ...]:
+    raw = config.get("architectures")
+    if not isinstance(raw, list | tuple):
+        return ()
+    return tuple(a for a in raw if isinstance(a, str))
 
 
 def _quant_method(config: Mapping[str, Any]) -> str | None:

@@ -144,6 +144,7 @@ def resolve_settings(
         {"True": True, "False": False}.get(logged_async) if logged_async else None,
         gpu,
         r.pp,
+        shape,
     )
     r.mnbt = sched.in_flight_tokens
     if sched.async_scheduling is not None:

@@ -8,11 +8,13 @@ from typing import ClassVar
 
 import pytest
 
+from planner.catalog import get_model
 from planner.core.capacity import Pool
 from planner.core.engines import ENGINES, Releases, get_engine, register
 from planner.core.engines.base import Engine
 from planner.core.engines.sglang import TokenPool
 from planner.core.errors import FieldError
+from planner.core.model import shape_from_config
 from planner.core.specs import LayerSpec, WindowPolicy
 from planner.core.units import KVDtype
 from tests.core.conftest import GiB, run
@@ -91,6 +93,56 @@ def test_release_rules_switch_where_vllm_changed_them() -> None:
     assert get_engine("vllm", "0.26").scheduling(8192, None, None, 1).in_flight_tokens == 16384
     assert get_engine("vllm", "0.19").default_memory_utilization() == 0.9
     assert get_engine("vllm", "0.20").default_memory_utilization() == 0.92
+
+
+# Which model runner vLLM 0.25-0.28 picks decides the batches in flight under PP with async
+# scheduling (vllm/config/vllm.py, read in the 0.25.1-0.28.0 wheels): max_concurrent_batches is
+# pp + 1 on the V2 runner, pp on V1 (V1 "does not fully support async scheduling with PP");
+# use_v2_model_runner is True for a dense model (_is_default_v2_model_runner_model: `not
+# model_config.is_moe`), for the MoE architectures in DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES
+# (DeepseekV2ForCausalLM since 0.25.1), and False for other MoE models and for speculative
+# methods outside eagle/eagle3/mtp/dflash/dspark (_get_v2_model_runner_unsupported_features).
+# From 0.29 every model takes V2.
+@pytest.mark.parametrize(
+    ("version", "model", "spec", "batches"),
+    [
+        ("0.28", "mistralai/Mistral-7B-v0.1", None, 4),  # dense: V2
+        ("0.26", "google/gemma-2-9b", None, 4),
+        ("0.28", "mistralai/Mistral-7B-v0.1", "ngram", 3),  # n-gram drafts: V1
+        ("0.28", "mistralai/Mistral-7B-v0.1", "eagle", 4),
+        ("0.28", "openai/gpt-oss-20b", None, 3),  # MoE, not listed: V1
+        ("0.28", "deepseek-ai/DeepSeek-V2-Lite", None, 4),  # MoE, listed
+        ("0.28", "deepseek-ai/DeepSeek-V3", None, 3),  # MoE, not listed
+        ("0.29", "openai/gpt-oss-20b", None, 4),  # every model on V2
+    ],
+)
+def test_vllm_runner_decides_the_batches_in_flight(
+    version: str, model: str, spec: str | None, batches: int
+) -> None:
+    shape = shape_from_config(get_model(model).config)
+    sched = get_engine("vllm", version).scheduling(512, True, None, 3, shape, spec)
+    assert sched.concurrent_batches == batches
+    assert sched.in_flight_tokens == batches * 512
+    # Without PP both runners overlap two batches.
+    assert (
+        get_engine("vllm", version).scheduling(512, True, None, 1, shape, spec).concurrent_batches
+        == 2
+    )
+
+
+# vLLM 0.28.0's own answer (tests/oracle/fixtures/vllm/0.28.0/vllm_sizing.json, case
+# Mistral-7B-v0.1-kv_fp8_e5m2-dt_auto-bs16-tp1-pp3-40G-ctx12345-mnbt512-async): the sliding
+# group (window 4,096) takes cdiv(min(4,095 + 4 batches x 512, 12,345), 16) + 1 = 385 blocks a
+# request, and 309 requests are resident.
+def test_vllm_0_28_dense_sliding_model_under_pp_reserves_pp_plus_one_batches() -> None:
+    p = run(
+        model="mistralai/Mistral-7B-v0.1", engine_version="0.28.0", kv_cache_dtype="fp8_e5m2",
+        block_size=16, pipeline_parallel_size=3, kv_budget_bytes=40 * GiB,
+        context_tokens=12345, max_num_batched_tokens=512, async_scheduling=True,
+    )  # fmt: skip
+    assert p.capacity is not None
+    assert p.capacity.blocks_per_request == 385
+    assert p.capacity.max_requests == 309
 
 
 def test_vllm_only_settings_are_refused_for_other_engines() -> None:

@@ -249,6 +249,8 @@ def test_unknown_layer_type_is_refused_by_name_and_index(
         ({"engine": "sglang"}, "engine"),
         ({"engine": "trtllm"}, "engine"),
         ({"engine": "vllm", "engine_version": "0.20"}, "engine_version"),
+        # 0.21-0.27 pick mamba_cache_mode "all" (not modelled); 0.28's own code is checked.
+        ({"engine": "vllm", "engine_version": "0.27.1"}, "engine_version"),
         ({"pipeline_parallel_size": 2}, "pipeline_parallel_size"),
         ({"tensor_parallel_size": 16}, "tensor_parallel_size"),  # 12 attention heads
     ],
@@ -257,6 +259,12 @@ def test_setups_kvplan_cannot_size_are_refused(kw: dict[str, Any], field: str) -
     with pytest.raises(FieldError) as err:
         _plan(HYBRID["ibm-granite/granite-4.0-h-tiny"], **kw)
     assert err.value.problems[0].field == field
+
+
+def test_vllm_0_28_hybrids_are_planned() -> None:
+    # 0.28.0's own sizing code gives 0.29's answers for every hybrid its transformers loads
+    # (tests/oracle/fixtures/vllm/0.28.0/vllm_hybrid_sizing.json, 192/192).
+    assert _plan(HYBRID["ibm-granite/granite-4.0-h-tiny"], engine_version="0.28.0").capacity
 
 
 def test_state_heads_tp_must_divide() -> None:

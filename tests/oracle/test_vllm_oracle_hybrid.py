@@ -52,7 +52,15 @@ HYBRIDS_0_29 = (
 RELEASES = {
     "0.33.0": ("vllm_hybrid_sizing.py", HYBRIDS_0_29, 192),
     "0.32.0": ("vllm_hybrid_sizing.py", HYBRIDS_0_29, 96),
+    "0.31.0": ("vllm_hybrid_sizing.py", HYBRIDS_0_29, 96),
+    "0.30.0": ("vllm_hybrid_sizing.py", HYBRIDS_0_29, 96),
     "0.29.0": ("vllm_hybrid_sizing.py", HYBRIDS_0_29, 96),
+    # 0.28.0's transformers (5.5.3, its lower bound) cannot parse Nemotron-H's layer pattern.
+    "0.28.0": (
+        "vllm_hybrid_sizing.py",
+        tuple(m for m in HYBRIDS_0_29 if m != "nvidia/NVIDIA-Nemotron-Nano-9B-v2"),
+        96,
+    ),
     "0.11.0": (
         "vllm_hybrid_sizing_0_11.py",
         (

@@ -245,8 +245,11 @@ class Engine(EngineFlags):
         return shape.dtype, []
 
     def scheduling(
-        self, requested_mnbt: int | None, requested_async: bool | None, gpu: Gpu | None, pp: int
-    ) -> Scheduling:
+        self, requested_mnbt: int | None, requested_async: bool | None, gpu: Gpu | None, pp: int,
+        shape: ModelShape | None = None, spec: str | None = None,
+    ) -> Scheduling:  # fmt: skip
+        """The scheduler settings; `shape` and `spec` (the speculative method) are for engines
+        whose runner depends on the model."""
         mnbt = requested_mnbt or self.default_max_num_batched_tokens(gpu)
         return Scheduling(mnbt, None, mnbt, 1)
 

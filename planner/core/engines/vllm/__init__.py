@@ -55,9 +55,9 @@ from planner.core.engines.vllm.releases import (
     RELEASES,
     TOKENS_FROM_CONCURRENCY_SINCE,
     UTIL_092_SINCE,
-    V2_RUNNER_SINCE,
 )
 from planner.core.engines.vllm.rules import derived_max_model_len
+from planner.core.engines.vllm.runner import concurrent_batches
 from planner.core.engines.vllm.start import (
     vllm_check_memory_bytes,
     vllm_estimate_max_model_len,
@@ -233,18 +233,15 @@ class Vllm(VllmStateLayers, VllmLayerBlocks, Engine):
         # V1 runner, and the V2 runner is the default from 0.29).
         return not (pp > 1 and self.version[:2] == ASYNC_DEFAULT_SINCE)
 
-    def concurrent_batches(self, async_on: bool, pp: int) -> int:
-        """VllmConfig.max_concurrent_batches."""
-        if async_on:
-            if since(self.version, V2_RUNNER_SINCE):
-                return pp + 1
-            if pp <= 1:
-                return 2
-        return pp
+    def concurrent_batches(
+        self, async_on: bool, pp: int, shape: ModelShape | None = None, spec: str | None = None
+    ) -> int:
+        return concurrent_batches(self.version, async_on, pp, shape, spec)
 
     def scheduling(
-        self, requested_mnbt: int | None, requested_async: bool | None, gpu: Gpu | None, pp: int
-    ) -> Scheduling:
+        self, requested_mnbt: int | None, requested_async: bool | None, gpu: Gpu | None, pp: int,
+        shape: ModelShape | None = None, spec: str | None = None,
+    ) -> Scheduling:  # fmt: skip
         mnbt = requested_mnbt or self.default_max_num_batched_tokens(gpu)
         if requested_async is None:
             on = self.async_default(pp)
@@ -258,7 +255,7 @@ class Vllm(VllmStateLayers, VllmLayerBlocks, Engine):
                     "vllm.async_scheduling_with_pp",
                     version=self.version_text,
                 )
-        batches = self.concurrent_batches(on, pp)
+        batches = self.concurrent_batches(on, pp, shape, spec)
         in_flight = batches * mnbt if since(self.version, IN_FLIGHT_ADMISSION_SINCE) else mnbt
         return Scheduling(mnbt, on, in_flight, batches, why)
 

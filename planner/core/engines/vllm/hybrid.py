@@ -19,10 +19,10 @@ Two rule sets, each read in its release's wheel:
 hybrids, the block is 16 × cdiv(state, 16 × a FullAttentionSpec token page, K and V even for MLA),
 one state block per request, `mamba_block_size = max_model_len`.
 
-0.29-0.32 (read in their wheels, checked by the oracle) have 0.33's rules except the prefill
+0.28-0.32 (read in their wheels, checked by the oracle) have 0.33's rules except the prefill
 checkpoints of gated delta nets: `QwenGatedDeltaNetAttention` declares none and the platform
 alignment has no checkpoint lcm (both 0.33); Mamba2's one checkpoint block
-(`MambaMixer2.get_kv_cache_spec`) starts in 0.32. Releases between 0.11 and 0.29 changed these
+(`MambaMixer2.get_kv_cache_spec`) starts in 0.32. Releases between 0.11 and 0.28 changed these
 rules in steps kvplan has not checked (0.25's prefix caching picks mamba_cache_mode "all" for
 some models); they are refused.
 """
@@ -44,8 +44,8 @@ from planner.core.units import KVDtype
 # The two rule sets read (first release each applies to, last release verified).
 OLD_RULES = ((0, 9, 0), (0, 11, 99))
 # The platform alignment (`Platform._align_hybrid_block_size`) with prefix caching kept on,
-# as far back as the oracle has checked it.
-PLATFORM_ALIGN_SINCE = (0, 29, 0)
+# as far back as the oracle has checked it (0.28.0's own code gives 0.29's answers).
+PLATFORM_ALIGN_SINCE = (0, 28, 0)
 # MambaMixer2.get_kv_cache_spec declares one prefill checkpoint block (num_prefill_checkpoint_
 # blocks=1); before, Mamba2 held 2 + speculative blocks in align mode.
 MAMBA2_CHECKPOINT_SINCE = (0, 32, 0)

@@ -19,6 +19,28 @@ IN_FLIGHT_ADMISSION_SINCE = (0, 26)
 # The V2 model runner is the default for every model; with async scheduling it keeps pp + 1
 # batches in flight (VllmConfig.max_concurrent_batches).
 V2_RUNNER_SINCE = (0, 29)
+# Before that, the V2 runner is the default only for dense (non-MoE) generative models and the
+# MoE architectures listed below, neither hybrid nor attention-free, with no speculative method
+# it lacks (`VllmConfig.use_v2_model_runner`, `_is_default_v2_model_runner_model`,
+# `_get_v2_model_runner_unsupported_features` and DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES in
+# vllm/config/vllm.py, read in the 0.25.1, 0.26.0, 0.27.1 and 0.28.0 wheels; 0.25.1 is the
+# oldest read). It shows from 0.26, where window admission counts the in-flight batches: a
+# sliding-window model under PP with async scheduling keeps pp + 1 (checked by the 0.28 oracle).
+DENSE_V2_RUNNER_SINCE = (0, 25)
+# The MoE architectures on the V2 runner by default, with the release that listed each first.
+V2_RUNNER_MOE_ARCHITECTURES = {
+    "DeepseekV2ForCausalLM": (0, 25),
+    "Qwen2MoeForCausalLM": (0, 25),
+    "GraniteMoeForCausalLM": (0, 25),
+    "InklingForCausalLM": (0, 26),
+    "InklingForConditionalGeneration": (0, 26),
+    "LongcatFlashNgramForCausalLM": (0, 26),
+    "KimiK3ForConditionalGeneration": (0, 27),
+    "DeepseekV4ForCausalLM": (0, 28),
+}
+# Speculative methods the V2 runner drafts with (others, n-gram included, take the V1 runner),
+# and EAGLE3 only without pipeline parallelism.
+V2_RUNNER_SPEC_METHODS = ("eagle", "eagle3", "mtp", "dflash", "dspark")
 # "GPU KV cache size: N tokens" = int(max_concurrency × max_model_len) (get_kv_cache_capacity);
 # before, num_blocks // groups × block_size. A patch release: 0.20.0 and 0.20.1rc1 (real
 # logs) still had the old one, so 0.20.1's pre-releases come before it (versions.since).
