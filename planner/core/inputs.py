@@ -365,11 +365,8 @@ def resolve_draft(
         try:
             engine.validate_parallel(draft_shape, tp, 1)
         except FieldError as exc:
-            raise FieldError(
-                ("speculative_config", "model"),
-                "input.draft_reason",
-                reason=exc.problems[0].message,
-            ) from None
+            at, reason = ("speculative_config", "model"), exc.problems[0].message
+            raise FieldError(at, "input.draft_reason", reason=reason) from None
     sp = resolve_speculation(spec, model.shape, target_config, draft_shape, draft_weights, tp)
     sp = engine.speculation(sp)  # the release's own draft rules
     if sp.method == "mtp" and model.weights_bytes is not None:

@@ -31,6 +31,7 @@ from planner.core.engines.registry import (
     engine_class,
     engine_labels,
     engine_names,
+    flag_engines,
     get_engine,
     serving_engines,
 )
@@ -556,7 +557,7 @@ async def render(
         ],
         "switch_options": [("", _("Default")), ("true", _("On")), ("false", _("Off"))],
         "sglang_fields": form.SGLANG_FIELDS,
-        "sglang_open": state.values.get("engine") == "sglang"
+        "sglang_open": state.values.get("engine") in flag_engines()
         or any(state.values.get(n) or n in state.errors for n in form.SGLANG_FIELDS),
     }
     # A pasted config may describe an unreleased model: keep it out of caches.

@@ -24,6 +24,7 @@ SGLANG_FLAGS = (
 class EngineFlags:
     __slots__ = ()
     label: ClassVar[str]
+    takes_sglang_flags: ClassVar[bool] = False  # True where `for_request` reads SGLANG_FLAGS
 
     def for_request(self, req: Any) -> Self:
         """The engine with the request's engine-specific flags (SGLang's; others refuse them)."""

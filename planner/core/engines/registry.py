@@ -58,6 +58,11 @@ def log_engines() -> tuple[str, ...]:
     return tuple(name for name, cls in ENGINES.items() if cls.reads_logs)
 
 
+def flag_engines() -> tuple[str, ...]:
+    """Engines that take SGLang's start-up flags (the page shows those fields with them)."""
+    return tuple(name for name, cls in ENGINES.items() if cls.takes_sglang_flags)
+
+
 def engine_labels() -> dict[str, str]:
     return {name: cls.label for name, cls in ENGINES.items()}
 
@@ -75,6 +80,7 @@ __all__ = [
     "engine_class",
     "engine_labels",
     "engine_names",
+    "flag_engines",
     "get_engine",
     "log_engines",
     "register",

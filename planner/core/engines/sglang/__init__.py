@@ -95,6 +95,7 @@ class SwaTokenPool(TokenPool):
 class Sglang(Engine):
     name: ClassVar[str] = "sglang"
     label: ClassVar[str] = "SGLang"
+    takes_sglang_flags: ClassVar[bool] = True
     # Any 0.5.x, answered with the rules read in 0.5.23 (releases.py).
     releases: ClassVar[Releases] = Releases((0, 5, 0), last=rel.VERIFIED, default=rel.VERIFIED)
     default_block_size: ClassVar[int] = 1
