@@ -74,6 +74,12 @@ def test_automatic_fraction() -> None:
         gpu_memory_bytes=24 * GIB, tensor_parallel_size=1, pipeline_parallel_size=1
     )
     assert frac == round((24576 - 7280) / 24576, 3)
+    # PP 2: prefill graphs are opt-in (cuda_graph_hook.apply_cuda_graph_compatibility):
+    # 512 + 1.5 × 8192 + 2/8 × 1024 + 2 × 256 = 13,568 MiB.
+    frac, _ = sglang_default_fraction(
+        gpu_memory_bytes=80 * GIB, tensor_parallel_size=1, pipeline_parallel_size=2
+    )
+    assert frac == round((81920 - 13568) / 81920, 3)
     # --max-total-tokens 1024 caps the prefill graphs at 1024 tokens: 7,280 − 8 × 12 MiB.
     frac, _ = sglang_default_fraction(
         gpu_memory_bytes=24 * GIB,

@@ -20,7 +20,6 @@ from planner.core.engines.sglang.releases import (
     GRAPH_BS_RUNNING_CAP_SINCE,
     PREFILL_GRAPH_MIB_PER_SIZE,
     PREFILL_GRAPH_MLA_MIB,
-    PREFILL_GRAPH_PP_MAX_TOKENS,
     VERIFIED,
     memory_tier,
     prefill_graph_sizes,
@@ -94,19 +93,18 @@ def sglang_default_fraction(
     elif max_running_requests is not None and since(version, GRAPH_BS_RUNNING_CAP_SINCE):
         graph_bs = min(graph_bs, max_running_requests)
     prefill_tokens = chunk
-    if pipeline_parallel_size > 1:
-        prefill_tokens = min(prefill_tokens, PREFILL_GRAPH_PP_MAX_TOKENS)
     if max_total_tokens is not None:
         prefill_tokens = min(prefill_tokens, max_total_tokens)
+    prefill_graphs = pipeline_parallel_size == 1  # opt-in with PP > 1
     return sglang_auto_mem_fraction_static(
         gpu_memory_bytes=gpu_memory_bytes,
         chunked_prefill_size=chunk,
         cuda_graph_max_bs=graph_bs,
         tensor_parallel_size=tensor_parallel_size,
         pipeline_parallel_size=pipeline_parallel_size,
-        prefill_graph_sizes=prefill_graph_sizes(prefill_tokens),
+        prefill_graph_sizes=prefill_graph_sizes(prefill_tokens) if prefill_graphs else 0,
         attn_dp_size=attn_dp_size,
-        mla_prefill_graphs=is_mla,
+        mla_prefill_graphs=is_mla and prefill_graphs,
     )
 
 

@@ -61,11 +61,11 @@ TRTLLM_MHA_DEFAULT_PAGE = 64
 # Prefill CUDA graphs: on CUDA the prefill phase captures "breakable" graphs by default
 # (model_executor/cuda_graph_config.py default_prefill_backend, 0.5.21 to 0.5.23) at the
 # token counts of arg_groups/cuda_graph_hook.py generate_prefill_cuda_graph_batch_sizes up to
-# the chunked prefill size (at most --max-total-tokens, at most 8192 with PP > 1), and
-# memory_hook.reserve_for_graph_mb reserves 8 MiB per captured size, or 1.5 GiB flat for MLA.
+# the chunked prefill size (at most --max-total-tokens), and memory_hook.reserve_for_graph_mb
+# reserves 8 MiB per captured size, or 1.5 GiB flat for MLA. With PP > 1 they are opt-in
+# (cuda_graph_hook.apply_cuda_graph_compatibility turns the default off).
 PREFILL_GRAPH_MIB_PER_SIZE = 8
 PREFILL_GRAPH_MLA_MIB = 1536
-PREFILL_GRAPH_PP_MAX_TOKENS = 8192
 
 
 def prefill_graph_sizes(max_tokens: int) -> int:
@@ -140,7 +140,6 @@ __all__ = [
     "MID_TIER_SINCE",
     "PREFILL_GRAPH_MIB_PER_SIZE",
     "PREFILL_GRAPH_MLA_MIB",
-    "PREFILL_GRAPH_PP_MAX_TOKENS",
     "RUNNING_CAP_SINCE",
     "RUNNING_CAP_TOKENS_SINCE",
     "TRTLLM_MHA_DEFAULT_PAGE",
