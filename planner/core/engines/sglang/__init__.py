@@ -90,7 +90,8 @@ class SwaTokenPool(TokenPool):
 class Sglang(Engine):
     name: ClassVar[str] = "sglang"
     label: ClassVar[str] = "SGLang"
-    # Any 0.5.x, answered with the rules read in 0.5.23 (releases.py).
+    # Any 0.5.x: the rules read in 0.5.23, and where an older release differs its own
+    # (releases.py `*_SINCE`).
     releases: ClassVar[Releases] = Releases((0, 5, 0), last=rel.VERIFIED, default=rel.VERIFIED)
     default_block_size: ClassVar[int] = 1
     memory_base = "free_before_load"
