@@ -206,6 +206,13 @@ def test_rules_keyed_by_release() -> None:
     assert running_requests(None, 3000, 4096, version=(0, 5, 10)) == 1500
     assert running_requests(100_000, 3000, 4096, version=(0, 5, 9)) == 100_000
     assert running_requests(None, 3000, 4096, version=(0, 5, 9)) == 2048
+    # server_args.py, sglang-0.5.8.post1 wheel: piecewise prefill graphs are opt-in, so 80 GiB at
+    # TP 1 reserves 512 + 1.5 × 8192 + 128 + 2 × 256 = 13,440 MiB, no prefill graphs.
+    frac, _ = sglang_default_fraction(
+        gpu_memory_bytes=80 * GIB, tensor_parallel_size=1, pipeline_parallel_size=1,
+        version=(0, 5, 9),
+    )  # fmt: skip
+    assert frac == round((81920 - 13440) / 81920, 3)
 
 
 def test_plan_follows_the_release() -> None:

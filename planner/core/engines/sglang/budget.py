@@ -20,6 +20,7 @@ from planner.core.engines.sglang.releases import (
     GRAPH_BS_RUNNING_CAP_SINCE,
     PREFILL_GRAPH_MIB_PER_SIZE,
     PREFILL_GRAPH_MLA_MIB,
+    PREFILL_GRAPHS_DEFAULT_SINCE,
     VERIFIED,
     memory_tier,
     prefill_graph_sizes,
@@ -95,7 +96,8 @@ def sglang_default_fraction(
     prefill_tokens = chunk
     if max_total_tokens is not None:
         prefill_tokens = min(prefill_tokens, max_total_tokens)
-    prefill_graphs = pipeline_parallel_size == 1  # opt-in with PP > 1
+    # Opt-in with PP > 1, and in every setting before 0.5.10.
+    prefill_graphs = pipeline_parallel_size == 1 and since(version, PREFILL_GRAPHS_DEFAULT_SINCE)
     return sglang_auto_mem_fraction_static(
         gpu_memory_bytes=gpu_memory_bytes,
         chunked_prefill_size=chunk,

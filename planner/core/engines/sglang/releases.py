@@ -66,6 +66,10 @@ TRTLLM_MHA_DEFAULT_PAGE = 64
 # (cuda_graph_hook.apply_cuda_graph_compatibility turns the default off).
 PREFILL_GRAPH_MIB_PER_SIZE = 8
 PREFILL_GRAPH_MLA_MIB = 1536
+# Before 0.5.10 prefill (piecewise) CUDA graphs are opt-in (server_args.py
+# enable_piecewise_cuda_graph = False, sglang-0.5.8.post1 wheel; 0.5.10.post1 has
+# disable_piecewise_cuda_graph = False instead).
+PREFILL_GRAPHS_DEFAULT_SINCE: Version = (0, 5, 10)
 
 
 def prefill_graph_sizes(max_tokens: int) -> int:
@@ -138,6 +142,7 @@ __all__ = [
     "MEMORY_TIERS",
     "MID_TIER_BEFORE",
     "MID_TIER_SINCE",
+    "PREFILL_GRAPHS_DEFAULT_SINCE",
     "PREFILL_GRAPH_MIB_PER_SIZE",
     "PREFILL_GRAPH_MLA_MIB",
     "RUNNING_CAP_SINCE",
