@@ -9,7 +9,12 @@ from typing import Any
 import pytest
 
 from planner.core.engines.sglang.budget import sglang_default_fraction
-from planner.core.engines.sglang.releases import max_req_len, memory_tier, running_requests
+from planner.core.engines.sglang.releases import (
+    max_req_len,
+    memory_tier,
+    prefill_graph_sizes,
+    running_requests,
+)
 from planner.core.errors import FieldError
 from planner.core.schema import PlanRequest
 from planner.service import plan
@@ -34,26 +39,55 @@ def test_memory_tiers() -> None:
     assert memory_tier(180 * 1024, 1) == (16384, 512)
 
 
+def test_prefill_graph_sizes() -> None:
+    # cuda_graph_hook.generate_prefill_cuda_graph_batch_sizes: 4–32 by 4 (8), 48–256 by 16
+    # (14), 288–512 by 32 (8), 576–1024 by 64 (8), 1280–4096 by 256 (12), then by 512.
+    assert prefill_graph_sizes(1024) == 38
+    assert prefill_graph_sizes(4096) == 50
+    assert prefill_graph_sizes(8192) == 50 + 8
+    assert prefill_graph_sizes(16384) == 50 + 24
+
+
 def test_automatic_fraction() -> None:
-    # 80 GiB, TP 1: reserved = 512 + 1.5 × 8192 + 1/8 × 1024 + 2 × 256 = 13,440 MiB;
-    # round((81920 − 13440) / 81920, 3) = 0.836.
+    # 80 GiB, TP 1: reserved = 512 + 1.5 × 8192 + 1/8 × 1024 + 2 × 256 (decode graphs) + 8 × 58
+    # (the prefill graphs captured up to 8192 tokens) = 13,904 MiB; round((81920 − 13904) /
+    # 81920, 3) = 0.830.
     frac, _ = sglang_default_fraction(
         gpu_memory_bytes=80 * GIB, tensor_parallel_size=1, pipeline_parallel_size=1
     )
-    assert frac == 0.836
-    # --max-running-requests 8 caps the default graph batch: 13,440 − 2 × 248 = 12,944 MiB.
+    assert frac == 0.830
+    # MLA: the prefill graphs reserve 1.5 GiB flat: 13,440 + 1,536 = 14,976 MiB.
+    frac, _ = sglang_default_fraction(
+        gpu_memory_bytes=80 * GIB, tensor_parallel_size=1, pipeline_parallel_size=1, is_mla=True
+    )
+    assert frac == round((81920 - 14976) / 81920, 3)
+    # --max-running-requests 8 caps the default graph batch: 13,904 − 2 × 248 = 13,408 MiB.
     frac, _ = sglang_default_fraction(
         gpu_memory_bytes=80 * GIB,
         tensor_parallel_size=1,
         pipeline_parallel_size=1,
         max_running_requests=8,
     )
-    assert frac == round((81920 - 12944) / 81920, 3)
-    # 24 GiB: 512 + 1.5 × 4096 + 128 + 2 × 48 = 6,880 MiB (no 10 GiB floor below 60 GiB).
+    assert frac == round((81920 - 13408) / 81920, 3)
+    # 24 GiB: 512 + 1.5 × 4096 + 128 + 2 × 48 + 8 × 50 = 7,280 MiB (no 10 GiB floor below 60).
     frac, _ = sglang_default_fraction(
         gpu_memory_bytes=24 * GIB, tensor_parallel_size=1, pipeline_parallel_size=1
     )
-    assert frac == round((24576 - 6880) / 24576, 3)
+    assert frac == round((24576 - 7280) / 24576, 3)
+    # PP 2: prefill graphs are opt-in (cuda_graph_hook.apply_cuda_graph_compatibility):
+    # 512 + 1.5 × 8192 + 2/8 × 1024 + 2 × 256 = 13,568 MiB.
+    frac, _ = sglang_default_fraction(
+        gpu_memory_bytes=80 * GIB, tensor_parallel_size=1, pipeline_parallel_size=2
+    )
+    assert frac == round((81920 - 13568) / 81920, 3)
+    # --max-total-tokens 1024 caps the prefill graphs at 1024 tokens: 7,280 − 8 × 12 MiB.
+    frac, _ = sglang_default_fraction(
+        gpu_memory_bytes=24 * GIB,
+        tensor_parallel_size=1,
+        pipeline_parallel_size=1,
+        max_total_tokens=1024,
+    )
+    assert frac == round((24576 - 7184) / 24576, 3)
 
 
 def test_running_requests_and_longest_request() -> None:
@@ -123,11 +157,11 @@ def test_max_total_tokens_and_swa_ratio() -> None:
 def test_dp_attention() -> None:
     # memory_hook.reserve_for_graph_mb: DP attention adds max_bs × D × 3 MiB, and × 1.5 more
     # above a batch of 300: TP 8 (graph batch 512), D 4 on 80 GiB: 512 + 1.5 × 8192 + 1024 +
-    # 2 × 512 + 512 × 4 × 3 + 512 × 4 × 1.5 = 24,064 MiB.
+    # 2 × 512 + 512 × 4 × 3 + 512 × 4 × 1.5 + 8 × 58 (prefill graphs) = 24,528 MiB.
     frac, _ = sglang_default_fraction(
         gpu_memory_bytes=80 * GIB, tensor_parallel_size=8, pipeline_parallel_size=1, attn_dp_size=4
     )
-    assert frac == round((81920 - 24064) / 81920, 3)
+    assert frac == round((81920 - 24528) / 81920, 3)
     # Attention TP = 8 / 4 = 2: Qwen3-8B's 8 KV heads are 4 per rank; an explicit
     # --max-running-requests is shared by the 4 workers.
     p = _plan(
@@ -143,3 +177,49 @@ def test_dp_attention() -> None:
         _plan(kv_budget_bytes=GIB, tensor_parallel_size=2, data_parallel_size=4,
               enable_dp_attention=True)  # fmt: skip
     assert e.value.problems[0].field == "data_parallel_size"
+
+
+def test_rules_keyed_by_release() -> None:
+    # memory_hook.handle_gpu_memory_settings, sglang-0.5.19 wheel: the 20–35 GiB tier is
+    # chunked_prefill_size 2048 with a graph batch of 24 (80 at TP ≥ 4); 0.5.20's is 4096/48/160.
+    assert memory_tier(24 * 1024, 1, (0, 5, 19)) == (2048, 24)
+    assert memory_tier(24 * 1024, 4, (0, 5, 19)) == (2048, 80)
+    assert memory_tier(24 * 1024, 1, (0, 5, 20)) == (4096, 48)
+    assert memory_tier(80 * 1024, 1, (0, 5, 19)) == (8192, 256)
+    # sglang-0.5.21 wheel: an explicit --max-running-requests does not cap the default graph
+    # batch, so 80 GiB at TP 1 reserves 512 + 1.5 × 8192 + 128 + 2 × 256 + 8 × 58 = 13,904 MiB
+    # whatever the cap; 0.5.22 caps the batch at 8: 13,904 − 2 × 248 = 13,408 MiB.
+    for version, reserved in (((0, 5, 21), 13904), ((0, 5, 22), 13408)):
+        frac, _ = sglang_default_fraction(
+            gpu_memory_bytes=80 * GIB,
+            tensor_parallel_size=1,
+            pipeline_parallel_size=1,
+            max_running_requests=8,
+            version=version,
+        )
+        assert frac == round((81920 - reserved) / 81920, 3)
+    # The explicit running cap (_resolve_max_num_reqs): 3,000 tokens at context 4,096 give an
+    # estimate of int(3000 / 4096 × 512) = 375, clamped to 2,048. 0.5.14 on: min(asked,
+    # 3000 // 2); 0.5.10–0.5.13: min(asked, 2,048); 0.5.9: asked as given, the default 2,048.
+    assert running_requests(100_000, 3000, 4096, version=(0, 5, 14)) == 1500
+    assert running_requests(100_000, 3000, 4096, version=(0, 5, 13)) == 2048
+    assert running_requests(None, 3000, 4096, version=(0, 5, 10)) == 1500
+    assert running_requests(100_000, 3000, 4096, version=(0, 5, 9)) == 100_000
+    assert running_requests(None, 3000, 4096, version=(0, 5, 9)) == 2048
+    # server_args.py, sglang-0.5.8.post1 wheel: piecewise prefill graphs are opt-in, so 80 GiB at
+    # TP 1 reserves 512 + 1.5 × 8192 + 128 + 2 × 256 = 13,440 MiB, no prefill graphs.
+    frac, _ = sglang_default_fraction(
+        gpu_memory_bytes=80 * GIB, tensor_parallel_size=1, pipeline_parallel_size=1,
+        version=(0, 5, 9),
+    )  # fmt: skip
+    assert frac == round((81920 - 13440) / 81920, 3)
+
+
+def test_plan_follows_the_release() -> None:
+    # The same deployment at 0.5.21 and 0.5.22: only 0.5.22 lets --max-running-requests 8 lower
+    # the reserve, so its fraction is the larger.
+    kw: dict[str, Any] = {"gpu": "H100-SXM-80GB", "weights_bytes": 16 * GIB, "max_num_seqs": 8}
+    old = _plan(engine_version="0.5.21", **kw).capacity.budget.gpu_memory_utilization
+    new = _plan(engine_version="0.5.22", **kw).capacity.budget.gpu_memory_utilization
+    plain = _plan(gpu="H100-SXM-80GB", weights_bytes=16 * GIB).capacity.budget
+    assert old == plain.gpu_memory_utilization < new

@@ -1,6 +1,8 @@
 """SGLang's own start-up sizing, run on a CPU host: the oracle for the planner's SGLang figures.
 
-Runs inside an SGLang release's own virtualenv (`make .venv-oracle-sglang-<release>/.installed`):
+Runs inside an SGLang release's own virtualenv (`make .venv-oracle-sglang-<release>/.installed`),
+0.5.19 to 0.5.23 (the few calls spelled otherwise before 0.5.21 are switched on what the release
+has: `runtime_context.SpawnRanks`, the configurator's `ps`):
 
     python sglang_sizing.py inputs.json outputs.json
 
@@ -127,6 +129,7 @@ from sglang.srt.distributed.utils import get_pp_indices  # noqa: E402
 from sglang.srt.layers.quantization.mxfp4 import Mxfp4Config  # noqa: E402
 from sglang.srt.mem_cache import kv_cache_configurator as _kvc_mod  # noqa: E402
 from sglang.srt.mem_cache.kv_cache_dtype import configure_kv_cache_dtype  # noqa: E402
+from sglang.srt.model_executor import cuda_graph_config as _cuda_graph_config  # noqa: E402
 from sglang.srt.model_executor.model_runner_components.layer_setup import (  # noqa: E402
     ModelLayerInfo,
 )
@@ -135,6 +138,12 @@ from sglang.srt.model_executor.model_runner_components.spec_aux_hidden_state imp
 )
 from sglang.srt.server_args import prepare_server_args  # noqa: E402
 from sglang.srt.speculative.spec_info import SpeculativeAlgorithm  # noqa: E402
+
+# Stub 3b: the prefill CUDA-graph backend's default asks torch (`utils.is_cuda()`), not the
+# platform facts of stub 3; on CUDA it is "breakable" (model_executor/cuda_graph_config.py
+# default_prefill_backend, 0.5.21–0.5.23), and the automatic fraction reserves for it.
+if hasattr(_cuda_graph_config, "default_prefill_backend"):
+    _cuda_graph_config.default_prefill_backend = lambda: _cuda_graph_config.Backend.BREAKABLE
 
 # Stub 7: mxfp4 registers only when is_cuda() is true at import time (gpt-oss needs it).
 for _table in ("BASE_QUANTIZATION_METHODS", "QUANTIZATION_METHODS"):
@@ -147,6 +156,14 @@ for _m in (_memory_hook, _kvc_mod):
     if hasattr(_m, "get_available_gpu_memory"):
         _m.get_available_gpu_memory = _available_gib  # type: ignore[attr-defined]
 
+# Before 0.5.21: publish takes no spawn ranks, the groups are a scoped override (0.5.20's
+# override_permanently holds derived widths only), and the configurator takes a ParallelState
+# `ps` in place of attn_dp_size / pp_size (sglang-0.5.20 wheel, runtime_context.py and
+# mem_cache/kv_cache_configurator.py).
+_SPAWN_RANKS = hasattr(rc, "SpawnRanks")
+_CONFIGURATOR_PS = "ps" in _kvc_mod.KVCacheConfigurator.__dataclass_fields__
+_SCOPES: list[Any] = []
+
 
 class _Group:
     """Stub 6: a process group of one (no torch.distributed)."""
@@ -156,6 +173,15 @@ class _Group:
         self.rank_in_group = 0
         self.cpu_group = None
         self.device_group = None
+
+
+def _world_group() -> _Group:
+    """Stub 6c: parallel_state.get_world_group() as the pre-0.5.21 configurator asks it."""
+    return _Group(int(_FACTS.get("world_size", 1)))
+
+
+if hasattr(_kvc_mod, "get_world_group"):
+    _kvc_mod.get_world_group = _world_group  # type: ignore[attr-defined]
 
 
 def _pp_min_all_reduce(tensor: Any, op: Any = None, group: Any = None, **_k: Any) -> None:
@@ -282,11 +308,11 @@ def _configurator(case: dict[str, Any], sa: Any, mc: Any, pp_rank: int) -> Any:
         speculative_draft_attention_backend=None,
     )
     spec = SpeculativeAlgorithm.from_string(None)
+    widths = {"attn_dp_size": rc.get_parallel().attn_dp_size, "pp_size": pp}
     return _kvc_mod.KVCacheConfigurator(
         device="cuda",
         gpu_id=0,
-        attn_dp_size=rc.get_parallel().attn_dp_size,
-        pp_size=pp,
+        **({"ps": types.SimpleNamespace(**widths)} if _CONFIGURATOR_PS else widths),
         pp_group=_Group(pp),
         model=model,
         model_config=mc,
@@ -322,7 +348,10 @@ def run_case(case: dict[str, Any], work: Path) -> dict[str, Any]:
     _FACTS["gpu_mib"] = case["gpu_mib"]
     pre = case["free_before_load_bytes"] / GIB
     _FACTS["free_gib"] = pre
-    override = rc.override_platform(**_platform_facts(case["compute_capability"]))
+    # Only the facts this release knows (is_sm110 is 0.5.22's).
+    known = set(getattr(rc, "_PLATFORM_PROBES", ())) | set(getattr(rc, "_PLATFORM_VALUES", ()))
+    facts = _platform_facts(case["compute_capability"])
+    override = rc.override_platform(**{k: v for k, v in facts.items() if not known or k in known})
     override.install()
     stage = "server_args"
     try:
@@ -338,16 +367,23 @@ def run_case(case: dict[str, Any], work: Path) -> dict[str, Any]:
             mem_fraction_static=v.mem_fraction_static,
             chunked_prefill_size=v.chunked_prefill_size,
             cuda_graph_max_bs=v.cuda_graph_config.decode.max_bs,
+            prefill_cuda_graph_backend=str(v.cuda_graph_config.prefill.backend),
             page_size=v.page_size,
             attention_backend=v.attention_backend,
         )
         stage = "model_config"
-        rc.publish(sa, role="scheduler", ranks=rc.SpawnRanks(world_rank=0, gpu_id=0))
         tp_all = int(case.get("tensor_parallel_size", 1))
         pp_all = int(case.get("pipeline_parallel_size", 1))
-        rc.get_parallel().override_permanently(
-            world_group=_Group(tp_all * pp_all), tp_group=_Group(tp_all)
-        )
+        _FACTS["world_size"] = tp_all * pp_all
+        groups = {"world_group": _Group(tp_all * pp_all), "tp_group": _Group(tp_all)}
+        if _SPAWN_RANKS:
+            rc.publish(sa, role="scheduler", ranks=rc.SpawnRanks(world_rank=0, gpu_id=0))
+            rc.get_parallel().override_permanently(**groups)
+        else:
+            rc.publish(sa, role="scheduler")
+            scope = rc.get_parallel().override(**groups)
+            scope.__enter__()
+            _SCOPES.append(scope)
         mc = model_config_of(sa)
         tp = rc.get_parallel().attn_tp_size
         out.update(
@@ -393,6 +429,8 @@ def run_case(case: dict[str, Any], work: Path) -> dict[str, Any]:
             out["traceback"] = traceback.format_exc()[-3000:]
     finally:
         override.restore()
+        while _SCOPES:
+            _SCOPES.pop().__exit__(None, None, None)
         try:
             rc.get_parallel().clear_stamp()
         except Exception:

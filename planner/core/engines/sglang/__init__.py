@@ -96,7 +96,8 @@ class Sglang(Engine):
     name: ClassVar[str] = "sglang"
     label: ClassVar[str] = "SGLang"
     takes_sglang_flags: ClassVar[bool] = True
-    # Any 0.5.x, answered with the rules read in 0.5.23 (releases.py).
+    # Any 0.5.x: the rules read in 0.5.23, and where an older release differs its own
+    # (releases.py `*_SINCE`).
     releases: ClassVar[Releases] = Releases((0, 5, 0), last=rel.VERIFIED, default=rel.VERIFIED)
     default_block_size: ClassVar[int] = 1
     memory_base = "free_before_load"
@@ -147,6 +148,9 @@ class Sglang(Engine):
             cuda_graph_max_bs=req.cuda_graph_max_bs,
             max_running_requests=req.max_num_seqs,
             attn_dp_size=self.attn_dp,
+            version=self.version,
+            is_mla=inp.shape.is_mla,
+            max_total_tokens=self.max_total_tokens,
         )
         return frac
 
@@ -236,13 +240,13 @@ class Sglang(Engine):
     def default_max_num_seqs(self, gpu: Gpu | None, pool_tokens: int, ctx: int) -> int | None:
         """max_running_requests = min(clamp(pool tokens / context length × 512, 2048, 4096),
         pool tokens // 2)."""
-        return max(1, rel.running_requests(None, pool_tokens, ctx))
+        return max(1, rel.running_requests(None, pool_tokens, ctx, version=self.version))
 
     def running_cap(self, asked: int | None, gpu: Gpu | None, tokens: int, ctx: int) -> int | None:
         """An explicit --max-running-requests is clamped to pool tokens // 2 as well."""
         if asked is None:
             return self.default_max_num_seqs(gpu, tokens, ctx)
-        return rel.running_requests(asked, tokens, ctx, self.attn_dp)
+        return rel.running_requests(asked, tokens, ctx, self.attn_dp, self.version)
 
     def for_request(self, req: Any) -> Self:
         ratio = getattr(req, "swa_full_tokens_ratio", None)

@@ -16,7 +16,16 @@ from __future__ import annotations
 import math
 
 from planner.core.budget.terms import BudgetTerms, StartVerdict, Term
-from planner.core.engines.sglang.releases import memory_tier
+from planner.core.engines.sglang.releases import (
+    GRAPH_BS_RUNNING_CAP_SINCE,
+    PREFILL_GRAPH_MIB_PER_SIZE,
+    PREFILL_GRAPH_MLA_MIB,
+    PREFILL_GRAPHS_DEFAULT_SINCE,
+    VERIFIED,
+    memory_tier,
+    prefill_graph_sizes,
+)
+from planner.core.engines.versions import Version, since
 from planner.core.errors import FieldError
 from planner.core.units import GiB, MiB
 
@@ -36,14 +45,20 @@ def sglang_auto_mem_fraction_static(
     prefill_graph_sizes: int = 0,
     cuda_graphs: bool = True,
     attn_dp_size: int = 1,
+    mla_prefill_graphs: bool = False,
 ) -> tuple[float, str]:
     """SGLang's default when --mem-fraction-static is not given (non-disaggregated); DP
-    attention pads the decode graphs (reserve_for_graph_mb)."""
+    attention pads the decode graphs, prefill graphs take 8 MiB a captured size or 1.5 GiB
+    with MLA (reserve_for_graph_mb)."""
     gpu_mib = gpu_memory_bytes / MiB
     reserved = 512 + max(chunked_prefill_size, 2048) * 1.5
     reserved += tensor_parallel_size * pipeline_parallel_size / 8 * 1024
     if cuda_graphs:
-        reserved += cuda_graph_max_bs * 2 + prefill_graph_sizes * 8
+        reserved += cuda_graph_max_bs * 2
+        if mla_prefill_graphs:
+            reserved += PREFILL_GRAPH_MLA_MIB
+        else:
+            reserved += prefill_graph_sizes * PREFILL_GRAPH_MIB_PER_SIZE
     if attn_dp_size > 1:
         reserved += cuda_graph_max_bs * attn_dp_size * 3
         if cuda_graph_max_bs > 300:
@@ -63,24 +78,35 @@ def sglang_default_fraction(
     cuda_graph_max_bs: int | None = None,
     max_running_requests: int | None = None,
     attn_dp_size: int = 1,
+    version: Version = VERIFIED,
+    is_mla: bool = False,
+    max_total_tokens: int | None = None,
 ) -> tuple[float, str]:
     """The automatic mem_fraction_static from the GPU's tiers (memory_hook.py): the chunked
     prefill and decode-graph batch default by GPU memory, an explicit --max-running-requests
-    caps a default graph batch, and 0.5.23 captures no prefill graphs by default."""
-    chunk, graph_bs = memory_tier(gpu_memory_bytes / MiB, tensor_parallel_size)
+    caps a default graph batch (from 0.5.22), and the prefill graphs CUDA captures by default
+    up to the chunked prefill size (releases.prefill_graph_sizes)."""
+    chunk, graph_bs = memory_tier(gpu_memory_bytes / MiB, tensor_parallel_size, version)
     if chunked_prefill_size is not None:
         chunk = chunked_prefill_size
     if cuda_graph_max_bs is not None:
         graph_bs = cuda_graph_max_bs
-    elif max_running_requests is not None:
+    elif max_running_requests is not None and since(version, GRAPH_BS_RUNNING_CAP_SINCE):
         graph_bs = min(graph_bs, max_running_requests)
+    prefill_tokens = chunk
+    if max_total_tokens is not None:
+        prefill_tokens = min(prefill_tokens, max_total_tokens)
+    # Opt-in with PP > 1, and in every setting before 0.5.10.
+    prefill_graphs = pipeline_parallel_size == 1 and since(version, PREFILL_GRAPHS_DEFAULT_SINCE)
     return sglang_auto_mem_fraction_static(
         gpu_memory_bytes=gpu_memory_bytes,
         chunked_prefill_size=chunk,
         cuda_graph_max_bs=graph_bs,
         tensor_parallel_size=tensor_parallel_size,
         pipeline_parallel_size=pipeline_parallel_size,
+        prefill_graph_sizes=prefill_graph_sizes(prefill_tokens) if prefill_graphs else 0,
         attn_dp_size=attn_dp_size,
+        mla_prefill_graphs=is_mla and prefill_graphs,
     )
 
 

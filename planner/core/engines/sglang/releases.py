@@ -1,12 +1,14 @@
 """SGLang's start-up rules, each with the first release it was read in (the PyPI wheel, file
-named); the sizing code of other 0.5.x releases has not been diffed yet, so every 0.5.x release
-is answered with these rules (the release matrix names the releases checked).
+named). A rule that changed within 0.5.x names the first release with the new rule (`*_SINCE`);
+every 0.5.x release is answered, and the release matrix (docs/engine-versions.md) names the
+releases whose own code was run against these rules.
 
 The figures are SGLang's own and checked by its code run as an oracle (tests/oracle).
 """
 
 from __future__ import annotations
 
+from planner.core.engines.versions import Version, since
 from planner.core.hardware import Gpu
 
 # The release the rules below were read in and the oracle ran (tests/oracle/versions-sglang.txt).
@@ -27,10 +29,23 @@ MEMORY_TIERS: tuple[tuple[float, int, int, int], ...] = (
 )
 
 
-def memory_tier(gpu_mib: float, tp: int) -> tuple[int, int]:
+# The 20–35 GiB tier before 0.5.20 (sglang-0.5.19 wheel, arg_groups/memory_hook.py
+# handle_gpu_memory_settings; the same figures in server_args.py _handle_gpu_memory_settings
+# back to 0.5.5): chunked_prefill_size 2048, graph max batch 24 at TP < 4, 80 at TP ≥ 4.
+MID_TIER_SINCE: Version = (0, 5, 20)
+MID_TIER_BEFORE = (2048, 24, 80)
+
+# memory_hook.py handle_gpu_memory_settings: an explicit --max-running-requests caps a default
+# decode graph max batch from 0.5.22 (sglang-0.5.22 wheel; 0.5.21's has no such cap).
+GRAPH_BS_RUNNING_CAP_SINCE: Version = (0, 5, 22)
+
+
+def memory_tier(gpu_mib: float, tp: int, version: Version = VERIFIED) -> tuple[int, int]:
     """(chunked_prefill_size, decode CUDA-graph max batch) SGLang picks for this GPU."""
     for bound, chunk, small_tp, big_tp in MEMORY_TIERS:
         if gpu_mib < bound:
+            if bound == 35 * 1024 and not since(version, MID_TIER_SINCE):
+                chunk, small_tp, big_tp = MID_TIER_BEFORE
             return chunk, small_tp if tp < 4 else big_tp
     raise AssertionError("the last tier is unbounded")
 
@@ -41,6 +56,28 @@ def memory_tier(gpu_mib: float, tp: int) -> tuple[int, int]:
 # page (the default 1 included) to 64; MLA models on SM100 run flashinfer (page as given).
 TRTLLM_MHA_PAGES = (16, 32, 64, 128)
 TRTLLM_MHA_DEFAULT_PAGE = 64
+
+
+# Prefill CUDA graphs: on CUDA the prefill phase captures "breakable" graphs by default
+# (model_executor/cuda_graph_config.py default_prefill_backend, 0.5.21 to 0.5.23) at the
+# token counts of arg_groups/cuda_graph_hook.py generate_prefill_cuda_graph_batch_sizes up to
+# the chunked prefill size (at most --max-total-tokens), and memory_hook.reserve_for_graph_mb
+# reserves 8 MiB per captured size, or 1.5 GiB flat for MLA. With PP > 1 they are opt-in
+# (cuda_graph_hook.apply_cuda_graph_compatibility turns the default off).
+PREFILL_GRAPH_MIB_PER_SIZE = 8
+PREFILL_GRAPH_MLA_MIB = 1536
+# Before 0.5.10 prefill (piecewise) CUDA graphs are opt-in (server_args.py
+# enable_piecewise_cuda_graph = False, sglang-0.5.8.post1 wheel; 0.5.10.post1 has
+# disable_piecewise_cuda_graph = False instead).
+PREFILL_GRAPHS_DEFAULT_SINCE: Version = (0, 5, 10)
+
+
+def prefill_graph_sizes(max_tokens: int) -> int:
+    """How many prefill token counts SGLang captures up to `max_tokens`."""
+    steps = ((4, 32, 4), (48, 256, 16), (288, 512, 32), (576, 1024, 64), (1280, 4096, 256))
+    sizes = [n for lo, hi, step in steps for n in range(lo, hi + 1, step)]
+    sizes += range(4608, max_tokens + 1, 512)
+    return sum(1 for n in sizes if n <= max_tokens)
 
 
 def is_sm100(gpu: Gpu | None) -> bool:
@@ -60,18 +97,35 @@ KV_CACHE_DTYPES = ("auto", "bf16", "bfloat16", "fp8_e4m3", "fp8_e5m2")
 # clamped too; both at most tokens // 2.
 RUNNING_ESTIMATE_PER_CONTEXT = 512
 RUNNING_ESTIMATE_BOUNDS = (2048, 4096)
+# The explicit cap's history (model_runner_kv_cache_mixin._resolve_max_num_reqs, then
+# kv_cache_configurator.resolve_max_num_reqs): from 0.5.14 min(requested // dp, tokens // 2)
+# (sglang-0.5.14 wheel); 0.5.10–0.5.13 min(requested // dp, the clamped estimate), the default
+# at most tokens // 2 (sglang-0.5.10.post1 wheel); before 0.5.10 neither is capped and the
+# request is taken as given (model_runner_kv_cache_mixin.init_memory_pool, sglang-0.5.9 wheel).
+RUNNING_CAP_TOKENS_SINCE: Version = (0, 5, 14)
+RUNNING_CAP_SINCE: Version = (0, 5, 10)
 
 
 def running_requests(
-    requested: int | None, pool_tokens: int, context_len: int, attn_dp: int = 1
+    requested: int | None,
+    pool_tokens: int,
+    context_len: int,
+    attn_dp: int = 1,
+    version: Version = VERIFIED,
 ) -> int:
     """max_running_requests as SGLang resolves it, per attention-DP worker (an explicit one is
     shared by the workers)."""
-    if requested is not None:
-        return min(max(1, requested // attn_dp), pool_tokens // 2)
     lo, hi = RUNNING_ESTIMATE_BOUNDS
     estimated = int(pool_tokens / max(1, context_len) * RUNNING_ESTIMATE_PER_CONTEXT)
-    return min(max(min(estimated, hi), lo), pool_tokens // 2)
+    estimated = max(min(estimated, hi), lo)
+    if not since(version, RUNNING_CAP_SINCE):
+        return requested if requested is not None else estimated
+    if requested is None:
+        return min(estimated, pool_tokens // 2)
+    per_worker = max(1, requested // attn_dp)
+    if not since(version, RUNNING_CAP_TOKENS_SINCE):
+        return min(per_worker, estimated)
+    return min(per_worker, pool_tokens // 2)
 
 
 # managers/tp_worker.py get_worker_info (0.5.23): the longest request SGLang admits is
@@ -82,14 +136,23 @@ def max_req_len(context_len: int | None, pool_tokens: int) -> int:
 
 
 __all__ = [
+    "GRAPH_BS_RUNNING_CAP_SINCE",
     "KV_CACHE_DTYPES",
     "KV_CACHE_DTYPE_CHOICES",
     "MEMORY_TIERS",
+    "MID_TIER_BEFORE",
+    "MID_TIER_SINCE",
+    "PREFILL_GRAPHS_DEFAULT_SINCE",
+    "PREFILL_GRAPH_MIB_PER_SIZE",
+    "PREFILL_GRAPH_MLA_MIB",
+    "RUNNING_CAP_SINCE",
+    "RUNNING_CAP_TOKENS_SINCE",
     "TRTLLM_MHA_DEFAULT_PAGE",
     "TRTLLM_MHA_PAGES",
     "VERIFIED",
     "is_sm100",
     "max_req_len",
     "memory_tier",
+    "prefill_graph_sizes",
     "running_requests",
 ]
