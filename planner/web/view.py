@@ -154,20 +154,24 @@ class BlockMath:
     block_bytes: int | None  # page × layers per rank, when budget // it == num_blocks
     blocks_per_request_simple: bool  # blocks_per_request == ceil(context / block_size)
     max_requests_simple: bool  # max == (num_blocks - reserved) // blocks_per_request
+    # The layers in block_bytes: those holding KV per token (a draft's included), where the
+    # plan says, else every layer of the rank.
+    layers: int = 0
 
 
 def block_math(plan: Plan) -> BlockMath | None:
     cap = plan.capacity
     if cap is None:
         return None
-    block_bytes: int | None = plan.per_rank.page_bytes * plan.per_rank.layers
+    layers = plan.per_rank.kv_layers or plan.per_rank.layers
+    block_bytes: int | None = plan.per_rank.page_bytes * layers
     if not block_bytes or cap.kv_budget_bytes // block_bytes != cap.num_blocks:
         block_bytes = None
     simple_bpr = cap.blocks_per_request == math.ceil(cap.context_tokens / plan.block_size)
     simple_max = cap.blocks_per_request > 0 and cap.max_requests == (
         (cap.num_blocks - cap.reserved_blocks) // cap.blocks_per_request
     )
-    return BlockMath(block_bytes, simple_bpr, simple_max)
+    return BlockMath(block_bytes, simple_bpr, simple_max, layers)
 
 
 def engine_log_differs(plan: Plan) -> bool:

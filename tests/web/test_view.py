@@ -214,3 +214,17 @@ def test_a_length_where_nothing_fits_is_a_dash_and_the_legend_says_why() -> None
     marks = {item.mark: item.label for item in figure.legend if item.mark}
     assert marks["—"] == "No request of that length fits"
     assert any(item.cls == "col-kv is-current" for item in figure.legend)
+
+
+def test_textbook_block_bytes_count_an_eagle_heads_layer() -> None:
+    # issue 25: with an EAGLE head (one Llama layer, the target's 8 KV heads × 128) the pool's
+    # blocks hold 33 layers' pages; vLLM's num_blocks = budget // (page × 33) (its KV cache
+    # groups share one block table), so the textbook step shows 33, never the target's 32.
+    from tests.core.test_reconcile_draft import EAGLE_HEAD
+
+    spec = {"method": "eagle", "model": EAGLE_HEAD, "num_speculative_tokens": 3}
+    result = _plan(context_tokens=8192, kv_budget_bytes=40 * GiB, speculative_config=spec)
+    steps = block_math(result)
+    assert steps is not None and steps.layers == 33
+    assert result.capacity is not None and steps.block_bytes == 64 * KiB * 33
+    assert result.capacity.num_blocks == 40 * GiB // (64 * KiB * 33) == 19_859
