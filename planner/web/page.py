@@ -157,9 +157,10 @@ def field_labels(_: form.Gettext) -> dict[str, str]:
 
 
 def releases_text() -> str:
-    """`vLLM 0.9 to 0.33, SGLang 0.5.0 to 0.5.23, …`: the releases each engine's rules cover."""
+    """`vLLM 0.9–0.33, SGLang 0.5, …`: the releases each engine's rules cover (an en dash for
+    the range, which reads the same in every language of the page)."""
     return ", ".join(
-        f"{engine_class(name).label} {engine_class(name).releases.describe()}"
+        f"{engine_class(name).label} {engine_class(name).releases.describe().replace(' to ', '–')}"
         for name in engine_names()
     )
 
