@@ -73,6 +73,21 @@ def record(engine: str, release: str, grid: str, agrees: bool) -> None:
     row[1] += 1
 
 
+def acceptance_verdict(engine_label: str, theirs: dict[str, Any], mine: dict[str, Any]) -> str:
+    """Whether both sides accept a case: "ok", or a one-line difference. Each side is
+    `{"accepted": bool, "error": str | None}`, the planner's also `"fields"` (the request fields
+    its refusal names, which a refusal must have)."""
+    if not theirs["accepted"]:
+        if mine["accepted"]:
+            return f"{engine_label} refuses ({theirs['error'][:300]}); the planner plans it"
+        if not mine["fields"]:
+            return f"both refuse, but the planner names no field: {mine['error']}"
+        return "ok"
+    if not mine["accepted"]:
+        return f"{engine_label} runs it; the planner refuses: {str(mine['error'])[:300]}"
+    return "ok"
+
+
 def agreement_table() -> str:
     """The matrix as a Markdown table (README): engine, release, grid, N agree / M cases."""
     lines = [

@@ -155,3 +155,16 @@ def test_whole_release_tags_share_the_fixture_too(
     assert "v1.9" not in stored and '"case2"' in stored
     whole = [{"id": f"v2.0.0-case{i}", "x": i} for i in range(3)]
     assert _ask("2.0.0", whole)["v2.0.0-case2"] == {"id": "v2.0.0-case2", "twice": 4}
+
+
+def test_acceptance_verdict_names_each_disagreement() -> None:
+    ran = {"accepted": True, "error": None}
+    refused = {"accepted": False, "error": "too long"}
+    named = {"accepted": False, "error": "x", "fields": ["max_model_len"]}
+    unnamed = {"accepted": False, "error": "x", "fields": []}
+    planned = {"accepted": True, "error": None, "fields": []}
+    assert matrix.acceptance_verdict("E", ran, planned) == "ok"
+    assert matrix.acceptance_verdict("E", refused, named) == "ok"
+    assert matrix.acceptance_verdict("E", refused, planned).startswith("E refuses (too long)")
+    assert "names no field" in matrix.acceptance_verdict("E", refused, unnamed)
+    assert matrix.acceptance_verdict("E", ran, named).startswith("E runs it; the planner refuses")

@@ -32,7 +32,7 @@ from planner.core.errors import FieldError, PlanError
 from planner.core.schema import PlanRequest
 from planner.service import plan
 from tests.oracle.conftest import SUMMARY_KEY
-from tests.oracle.matrix import oracle_results, record, releases
+from tests.oracle.matrix import acceptance_verdict, oracle_results, record, releases
 
 pytestmark = pytest.mark.oracle
 
@@ -360,19 +360,9 @@ def compare(c: dict[str, Any], r: dict[str, Any]) -> tuple[dict[str, str], list[
     body, missing = _plan_request(c)
     mine = _planner_figures(body)
     theirs = _oracle_figures(r)
-    verdict: dict[str, str] = {}
-    if not theirs["accepted"]:
-        if mine["accepted"]:
-            verdict["accepted"] = f"SGLang refuses ({theirs['error'][:300]}); the planner plans it"
-        elif not mine["fields"]:
-            verdict["accepted"] = f"both refuse, but the planner names no field: {mine['error']}"
-        else:
-            verdict["accepted"] = "ok"
+    verdict = {"accepted": acceptance_verdict("SGLang", theirs, mine)}
+    if not (theirs["accepted"] and mine["accepted"]):
         return verdict, missing
-    if not mine["accepted"]:
-        verdict["accepted"] = f"SGLang runs it; the planner refuses: {str(mine['error'])[:300]}"
-        return verdict, missing
-    verdict["accepted"] = "ok"
     for fig in FIGURES[1:]:
         a, b = theirs[fig], mine[fig]
         if fig == "kv_heads" and a is None:  # MLA: one latent head, not reported by SGLang

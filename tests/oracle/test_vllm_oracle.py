@@ -31,7 +31,7 @@ from planner.core.errors import FieldError, PlanError
 from planner.core.schema import PlanRequest
 from planner.service import plan
 from tests.oracle.conftest import AGREEMENT_KEY, SUMMARY_KEY, run_cached_oracle
-from tests.oracle.matrix import record, releases
+from tests.oracle.matrix import acceptance_verdict, record, releases
 
 pytestmark = pytest.mark.oracle
 
@@ -399,14 +399,9 @@ def compare(
     body, missing = _plan_request(c)
     mine = _planner_figures(body)
     theirs = _oracle_figures(r)
-    verdict: dict[str, str] = {}
+    verdict = {"accepted": acceptance_verdict("vLLM", theirs, mine)}
     if not theirs["accepted"]:
-        if mine["accepted"]:
-            verdict["accepted"] = f"vLLM refuses ({theirs['error'][:300]}); the planner plans it"
-        elif not mine["fields"]:
-            verdict["accepted"] = f"both refuse, but the planner names no field: {mine['error']}"
-        else:
-            verdict["accepted"] = "ok"
+        if not mine["accepted"] and mine["fields"]:
             # Which field each side blames is reported, not asserted: vLLM stops at its first
             # check, and a configuration can be wrong in two ways at once.
             notes["planner_refusal_fields"] = ",".join(mine["fields"])
@@ -417,9 +412,7 @@ def compare(
                 )
         return verdict, missing
     if not mine["accepted"]:
-        verdict["accepted"] = f"vLLM runs it; the planner refuses: {mine['error'][:300]}"
         return verdict, missing
-    verdict["accepted"] = "ok"
     for fig in FIGURES[1:]:
         if fig not in theirs:
             continue

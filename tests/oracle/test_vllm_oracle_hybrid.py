@@ -30,7 +30,7 @@ from planner.core.errors import FieldError, PlanError
 from planner.core.schema import PlanRequest
 from planner.service import plan
 from tests.oracle.conftest import run_cached_oracle
-from tests.oracle.matrix import record
+from tests.oracle.matrix import acceptance_verdict, record
 
 pytestmark = pytest.mark.oracle
 
@@ -366,18 +366,9 @@ def _oracle_figures(r: dict[str, Any]) -> dict[str, Any]:
 
 def compare(c: dict[str, Any], r: dict[str, Any]) -> dict[str, str]:
     mine, theirs = _planner_figures(c), _oracle_figures(r)
-    verdict: dict[str, str] = {}
-    if not theirs["accepted"]:
-        if mine["accepted"]:
-            verdict["accepted"] = f"vLLM refuses ({theirs['error'][:300]}); the planner plans it"
-        elif not mine["fields"]:
-            verdict["accepted"] = f"both refuse, but the planner names no field: {mine['error']}"
-        else:
-            verdict["accepted"] = "ok"
+    verdict = {"accepted": acceptance_verdict("vLLM", theirs, mine)}
+    if not (theirs["accepted"] and mine["accepted"]):
         return verdict
-    if not mine["accepted"]:
-        return {"accepted": f"vLLM runs it; the planner refuses: {mine['error'][:300]}"}
-    verdict["accepted"] = "ok"
     for fig in (*FIGURES[1:], *DRAFT_FIGURES):
         if fig in theirs:
             a, b = theirs[fig], mine.get(fig)
