@@ -253,13 +253,13 @@ def resolve(
     block, page_notes = engine.page_on_gpu(block, request.block_size, shape, gpu)
     notes.extend(page_notes)
     if shape.has_state:  # sized once dtype, TP and cache mode are known (vLLM raises the block)
+        prefix_on = engine.state_prefix_caching(request.enable_prefix_caching)
         shape, block, state_notes = engine.bind_state(
             shape, block_size=block, kv=kv, model_dtype=model_dtype, tp=tp, pp=pp,
             prefix_caching=prefix_on, max_model_len=ctx,
             num_spec=speculation.num_speculative_tokens if speculation is not None else 0,
         )  # fmt: skip
         notes.extend(state_notes)
-        prefix_on = engine.state_prefix_caching(prefix_on)
     sched = engine.scheduling(
         request.max_num_batched_tokens, request.async_scheduling, gpu, pp, shape,
         speculation.method if speculation is not None else None,

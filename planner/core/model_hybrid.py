@@ -323,6 +323,24 @@ def _kimi_slots(lac: object, n: int) -> list[list[str]]:
     return [["kda"] if i + 1 in kda_set else ["full_attention"] for i in range(n)]
 
 
+# Transformers' config classes' Mamba chunk size where a config omits it (GraniteMoeHybridConfig,
+# FalconH1Config, BambaConfig, Zamba2Config, Mamba2Config: 256; NemotronHConfig: 128).
+_CHUNK_DEFAULTS = {
+    "granitemoehybrid": 256, "falcon_h1": 256, "bamba": 256, "zamba2": 256, "mamba2": 256,
+    "nemotron_h": 128,
+}  # fmt: skip
+
+
+def mamba_chunk_tokens(cfg: Mapping[str, Any], model_type: str | None) -> int | None:
+    """vLLM's ModelConfig.get_mamba_chunk_size: `mamba_chunk_size`, else `chunk_size` (as the
+    config class holds them), else None (vLLM: 2048, Mamba1 has no chunks)."""
+    for key in ("mamba_chunk_size", "chunk_size"):
+        value = cfg.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= 1 << 20:
+            return value
+    return _CHUNK_DEFAULTS.get(model_type or "")
+
+
 def hybrid_layers(
     cfg: Mapping[str, Any], n: int, model_type: str | None, attention: AttentionFactory
 ) -> tuple[LayerSpec, ...] | None:
@@ -355,4 +373,5 @@ __all__ = [
     "STATE_MODEL_TYPES",
     "hybrid_layers",
     "is_hybrid",
+    "mamba_chunk_tokens",
 ]

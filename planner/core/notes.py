@@ -158,6 +158,11 @@ TEMPLATES: dict[str, str] = {
         "in {held} block(s) per state group (mamba_cache_mode {mode}); their size does not "
         "grow with the context."
     ),
+    "state.vllm_mode_all": (
+        "State (Mamba) layers: with prefix caching vLLM {version} keeps a state block for "
+        "every {block} tokens of each request in each state group, and one per speculative "
+        "token (mamba_cache_mode all), so their blocks grow with the context."
+    ),
     "state.constant": (
         "State (Mamba / linear-attention) layers keep a constant per-request state "
         "({state_bytes:,} B per request on each rank), whatever the context length."

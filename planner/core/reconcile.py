@@ -229,7 +229,7 @@ def _bind_state(
             model_dtype=model_dtype,
             tp=settings.tp,
             pp=settings.pp,
-            prefix_caching=engine.prefix_caching_default if prefix is None else prefix,
+            prefix_caching=engine.state_prefix_caching(prefix),
             max_model_len=settings.max_model_len or shape.max_position_embeddings or 1,
         )
     except FieldError as exc:

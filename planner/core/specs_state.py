@@ -43,6 +43,9 @@ class StateSpec(LayerSpec):
     padded_at_tp: int = 1  # the TP the padding was computed for (a rank's page)
     held_blocks: int = 1  # blocks the engine reserves for one request
     block_tokens: int | None = None  # vLLM mamba_block_size (its group's block size)
+    # vLLM mamba_cache_mode "all": a state block for every block_tokens tokens of a request,
+    # besides the held_blocks (then its speculative blocks)
+    per_block: bool = False
     # Conv columns kept beyond kernel − 1 (transformers keeps the whole kernel: 1).
     conv_extra: int = 0
     # The engine keeps the recurrent (SSM) state in fp32 whatever the model dtype (transformers'
@@ -105,13 +108,15 @@ class StateSpec(LayerSpec):
     def paged_request(
         self, ctx: int, policy: WindowPolicy, dtype: KVDtype, block_size: int
     ) -> tuple[int, int]:
-        return self.held_blocks, self.held_blocks * self.page_bytes(dtype, block_size)
+        held = self.cyclic_blocks(ctx, self.block_tokens or block_size)
+        return held, held * self.page_bytes(dtype, block_size)
 
     def admission_blocks(self, ctx: int, block_size: int, in_flight_tokens: int) -> int:
-        return self.held_blocks
+        return self.cyclic_blocks(ctx, block_size)
 
     def cyclic_blocks(self, ctx: int, block_size: int) -> int:
-        return self.held_blocks
+        # MambaSpec.max_memory_usage_bytes: cdiv(max_model_len, block) + speculative in "all"
+        return self.held_blocks + (-(-ctx // block_size) if self.per_block else 0)
 
     def group_block_size(self, block_size: int) -> int:
         return self.block_tokens or block_size
@@ -133,9 +138,11 @@ class StateSpec(LayerSpec):
         block_tokens: int | None = None,
         conv_extra: int = 0,
         recurrent_fp32: bool = False,
+        per_block: bool = False,
     ) -> StateSpec:
         return replace(
             self,
+            per_block=per_block,
             conv_extra=conv_extra,
             recurrent_fp32=recurrent_fp32,
             model_dtype_bytes=DTYPE_BYTES.get(model_dtype, 2),

@@ -249,8 +249,8 @@ def test_unknown_layer_type_is_refused_by_name_and_index(
         ({"engine": "sglang"}, "engine"),
         ({"engine": "trtllm"}, "engine"),
         ({"engine": "vllm", "engine_version": "0.20"}, "engine_version"),
-        # 0.21-0.27 pick mamba_cache_mode "all" (not modelled); 0.28's own code is checked.
-        ({"engine": "vllm", "engine_version": "0.27.1"}, "engine_version"),
+        # Not yet checked against their own code (0.27's and newer are).
+        ({"engine": "vllm", "engine_version": "0.26.0"}, "engine_version"),
         ({"pipeline_parallel_size": 2}, "pipeline_parallel_size"),
         ({"tensor_parallel_size": 16}, "tensor_parallel_size"),  # 12 attention heads
     ],
@@ -265,6 +265,29 @@ def test_vllm_0_28_hybrids_are_planned() -> None:
     # 0.28.0's own sizing code gives 0.29's answers for every hybrid its transformers loads
     # (tests/oracle/fixtures/vllm/0.28.0/vllm_hybrid_sizing.json, 192/192).
     assert _plan(HYBRID["ibm-granite/granite-4.0-h-tiny"], engine_version="0.28.0").capacity
+
+
+def test_vllm_0_27_mamba_prefix_caching_keeps_a_state_block_per_chunk() -> None:
+    # vLLM 0.27.1 (MambaModelConfig, Platform._align_hybrid_block_size, MambaSpec): granite
+    # declares Mamba prefix caching, so prefix caching picks mamba_cache_mode "all". State:
+    # conv (4 − 1) × (3,072 + 2 × 128) + SSM 48 × 64 × 128, × 2 B = 806,400 B; an attention
+    # token 2 × 4 × 128 × 2 B = 2,048 B → cdiv(806,400, 2,048) = 394 tokens, in whole chunks of
+    # lcm(mamba_chunk_size 256, 16) → 512; then cdiv(8,192, 512) = 16 state blocks per group.
+    # The 0.27.1 oracle gives the same (tests/oracle/fixtures/vllm/0.27.1, "all" cases).
+    granite = HYBRID["ibm-granite/granite-4.0-h-tiny"]
+    p = _plan(granite, engine_version="0.27.1", enable_prefix_caching=True, context_tokens=8192)
+    assert p.block_size == 512
+    assert p.capacity is not None
+    assert {(g.kind, g.block_size, g.blocks_per_request) for g in p.capacity.kv_groups} == {
+        ("mamba", 512, 16),
+        ("full", 512, 16),
+    }
+    # Hybrids opt in to prefix caching before 0.28 (EngineArgs defaults: `not is_hybrid`):
+    # mode "none", the block 16 × cdiv(806,400, 16 × 2,048) = 400, one state block per group.
+    p = _plan(granite, engine_version="0.27.1", context_tokens=8192)
+    assert p.block_size == 400
+    assert p.capacity is not None
+    assert {g.blocks_per_request for g in p.capacity.kv_groups if g.kind == "mamba"} == {1}
 
 
 def test_state_heads_tp_must_divide() -> None:

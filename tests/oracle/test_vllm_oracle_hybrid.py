@@ -61,6 +61,11 @@ RELEASES = {
         tuple(m for m in HYBRIDS_0_29 if m != "nvidia/NVIDIA-Nemotron-Nano-9B-v2"),
         96,
     ),
+    "0.27.1": (
+        "vllm_hybrid_sizing_0_21.py",
+        tuple(m for m in HYBRIDS_0_29 if m != "nvidia/NVIDIA-Nemotron-Nano-9B-v2"),
+        96,
+    ),
     "0.11.0": (
         "vllm_hybrid_sizing_0_11.py",
         (
@@ -263,9 +268,13 @@ def _run(version: str, request: pytest.FixtureRequest) -> dict[str, dict[str, An
     harness = RELEASES[version][0]
     cache_dir = Path(request.config.rootpath) / ".pytest_cache" / "vllm-oracle"
     cache_dir.mkdir(parents=True, exist_ok=True)
-    base = "vllm_sizing_0_11.py" if harness.endswith("_0_11.py") else "vllm_sizing.py"
+    base: tuple[str, ...] = ("vllm_sizing.py",)
+    if harness.endswith("_0_11.py"):
+        base = ("vllm_sizing_0_11.py",)
+    elif harness.endswith("_0_21.py"):
+        base = ("vllm_hybrid_sizing.py", "vllm_sizing.py")
     return run_cached_oracle(
-        version, harness, _oracle_inputs(version), cache_dir, prefix="hybrid-", also_read=(base,)
+        version, harness, _oracle_inputs(version), cache_dir, prefix="hybrid-", also_read=base
     )
 
 

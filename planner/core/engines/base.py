@@ -198,9 +198,9 @@ class Engine(EngineFlags):
         arch = shape.model_type or "this model"
         raise FieldError("engine", "engine.state_layers_unmodelled", label=self.label, arch=arch)
 
-    def state_prefix_caching(self, requested: bool) -> bool:
-        """Whether prefix caching stays on for a model with state layers."""
-        return requested
+    def state_prefix_caching(self, requested: bool | None) -> bool:
+        """Whether prefix caching is on for a model with state layers (None: not asked)."""
+        return self.prefix_caching_default if requested is None else requested
 
     # -- per-rank shapes ---------------------------------------------------------------------
     def kv_heads_per_rank(self, kv_heads: int, tp: int) -> int:

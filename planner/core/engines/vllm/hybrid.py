@@ -22,9 +22,14 @@ one state block per request, `mamba_block_size = max_model_len`.
 0.28-0.32 (read in their wheels, checked by the oracle) have 0.33's rules except the prefill
 checkpoints of gated delta nets: `QwenGatedDeltaNetAttention` declares none and the platform
 alignment has no checkpoint lcm (both 0.33); Mamba2's one checkpoint block
-(`MambaMixer2.get_kv_cache_spec`) starts in 0.32. Releases between 0.11 and 0.28 changed these
-rules in steps kvplan has not checked (0.25's prefix caching picks mamba_cache_mode "all" for
-some models); they are refused.
+(`MambaMixer2.get_kv_cache_spec`) starts in 0.32.
+
+Before 0.28 (from STATE_RULES_SINCE, each release checked by its own code): hybrids opt in to
+prefix caching, and with it models that declare Mamba prefix caching (granite-4.0-h, Falcon-H1,
+Nemotron-H, Jamba) take mamba_cache_mode "all": a state block for every `mamba_block_size`
+tokens of a request (+ speculative blocks), the block aligned to lcm(the model's Mamba chunk
+size, the kernel alignment) × enough chunks for the state; the other hybrids take "align".
+Releases between 0.11 and STATE_RULES_SINCE are refused.
 """
 
 from __future__ import annotations
@@ -33,6 +38,16 @@ from dataclasses import replace
 from math import lcm
 
 from planner.core.engines.versions import Version, since
+from planner.core.engines.vllm.releases import (
+    ALIGN_MODE_ONLY_SINCE,
+    GDN_CHECKPOINT_SINCE,
+    HYBRID_PREFIX_DEFAULT_SINCE,
+    MAMBA2_CHECKPOINT_SINCE,
+    MAMBA_PREFIX_CACHING_TYPES,
+    MLA_HYBRID_128_SINCE,
+    OLD_STATE_RULES,
+    STATE_RULES_SINCE,
+)
 from planner.core.errors import FieldError
 from planner.core.model import ModelShape, with_layers
 from planner.core.model_hybrid import QWEN3_5_TYPES
@@ -41,21 +56,12 @@ from planner.core.specs import LayerSpec, MLASpec, cdiv
 from planner.core.specs_state import GatedDeltaNetSpec, StateSpec
 from planner.core.units import KVDtype
 
-# The two rule sets read (first release each applies to, last release verified).
-OLD_RULES = ((0, 9, 0), (0, 11, 99))
-# The platform alignment (`Platform._align_hybrid_block_size`) with prefix caching kept on,
-# as far back as the oracle has checked it (0.28.0's own code gives 0.29's answers).
-PLATFORM_ALIGN_SINCE = (0, 28, 0)
-# MambaMixer2.get_kv_cache_spec declares one prefill checkpoint block (num_prefill_checkpoint_
-# blocks=1); before, Mamba2 held 2 + speculative blocks in align mode.
-MAMBA2_CHECKPOINT_SINCE = (0, 32, 0)
-# GDN layers export prefill checkpoints (FlashInfer prefill on SM90) and the platform aligns to
-# them (QwenGatedDeltaNetAttention._exports_checkpoints, get_mamba_prefill_checkpoint_alignment).
-GDN_CHECKPOINT_SINCE = (0, 33, 0)
 # Smallest kernel block of the SM90 attention backends vLLM picks for these models
 # (FlashAttention, FlashAttention-MLA, Triton MLA: MultipleOf(16); FlashInfer 16).
 KERNEL_BLOCK = 16
 MLA_HYBRID_ALIGNMENT = 128
+# ModelConfig.get_mamba_chunk_size without a chunk size in the config (Mamba1 has none).
+DEFAULT_MAMBA_CHUNK = 2048
 GDN_FLASHINFER_ALIGNMENT = 64  # v1/attention/backends/gdn_attn.py
 
 
@@ -75,8 +81,8 @@ def bind_vllm_state(
 ) -> tuple[ModelShape, int, list[Note]]:
     """The shape with every state layer bound as vLLM `version` sizes it, the raised block
     size, and notes saying what changed."""
-    old = OLD_RULES[0] <= version <= OLD_RULES[1]
-    if not old and not since(version, PLATFORM_ALIGN_SINCE):
+    old = OLD_STATE_RULES[0] <= version <= OLD_STATE_RULES[1]
+    if not old and not since(version, STATE_RULES_SINCE):
         raise FieldError(
             "engine_version",
             "vllm.state_release_unmodelled",
@@ -123,10 +129,10 @@ def bind_vllm_state(
         needed = KERNEL_BLOCK * cdiv(state_page, KERNEL_BLOCK * attn_1)
         checkpoints_on = False
     else:
-        mode = "align" if prefix_caching else "none"
+        mode = _cache_mode(version, shape, prefix_caching)
         attn_1 = rank_attn.page_bytes(kv, 1)
         align = max(KERNEL_BLOCK, block_size)
-        if isinstance(attn, MLASpec):
+        if isinstance(attn, MLASpec) and since(version, MLA_HYBRID_128_SINCE):
             align = max(align, MLA_HYBRID_ALIGNMENT)
         # GDN exports prefill checkpoints only with FlashInfer's prefill (SM90) in align mode,
         # and the platform aligns to them only when every state layer can.
@@ -137,17 +143,24 @@ def bind_vllm_state(
         )
         if checkpoints_on:
             align = lcm(align, GDN_FLASHINFER_ALIGNMENT)
-        needed = align * cdiv(state_page, align * attn_1)
+        if mode == "all":
+            # Whole Mamba chunks (lcm with the kernel alignment) covering the state's tokens.
+            chunk = lcm(shape.mamba_chunk_tokens or DEFAULT_MAMBA_CHUNK, align)
+            needed = chunk * cdiv(cdiv(state_page, attn_1), chunk)
+        else:
+            needed = align * cdiv(state_page, align * attn_1)
         needed = KERNEL_BLOCK * cdiv(needed, KERNEL_BLOCK)
     block = max(block_size, needed)
     if block != block_size:
         notes.append(note("block.vllm_hybrid_raised", block=block, requested=block_size))
     page = block * attn_1
-    block_tokens = block if mode == "align" else max_model_len
+    block_tokens = max_model_len if mode == "none" else block
     bound: dict[LayerSpec, LayerSpec] = {}
     for s, r in zip(states, ranked, strict=True):
         if old:
             held = 1
+        elif mode == "all":
+            held = num_spec  # beyond the block per block_tokens tokens
         elif mode == "align":
             gdn_ckpt = checkpoints_on and isinstance(s, GatedDeltaNetSpec)
             declared = s.checkpoint_blocks if since(version, MAMBA2_CHECKPOINT_SINCE) else 0
@@ -162,16 +175,15 @@ def bind_vllm_state(
             padded_at_tp=tp,
             held_blocks=held,
             block_tokens=block_tokens,
+            per_block=mode == "all",
         )
     layers = tuple(bound.get(s, s) for s in shape.layers)
-    notes.append(
-        note(
-            "state.vllm_mode",
-            mode=mode,
-            version=".".join(map(str, version[:2])),
-            held=next(iter(bound.values())).admission_blocks(0, block, 0) if bound else 0,
-        )
-    )
+    label = ".".join(map(str, version[:2]))
+    if mode == "all":
+        notes.append(note("state.vllm_mode_all", version=label, block=block))
+    else:
+        held = next(iter(bound.values())).admission_blocks(0, block, 0) if bound else 0
+        notes.append(note("state.vllm_mode", mode=mode, version=label, held=held))
     return with_layers(shape, layers), block, notes
 
 
@@ -180,9 +192,14 @@ class VllmStateLayers:
 
     version: Version
 
-    def state_prefix_caching(self, requested: bool) -> bool:
-        # 0.11's MambaModelConfig switches prefix caching off for every hybrid model.
-        return requested and not OLD_RULES[0] <= self.version <= OLD_RULES[1]
+    def state_prefix_caching(self, requested: bool | None) -> bool:
+        # 0.11's MambaModelConfig switches prefix caching off for every hybrid model; until
+        # 0.28 hybrids opt in (None: the default).
+        if OLD_STATE_RULES[0] <= self.version <= OLD_STATE_RULES[1]:
+            return False
+        if requested is None:
+            return since(self.version, HYBRID_PREFIX_DEFAULT_SINCE)
+        return requested
 
     def bind_state(
         self,
@@ -202,6 +219,15 @@ class VllmStateLayers:
             pp=pp, prefix_caching=prefix_caching, max_model_len=max_model_len,
             num_spec=num_spec, attention_kv_heads=shape.num_key_value_heads,
         )  # fmt: skip
+
+
+def _cache_mode(version: Version, shape: ModelShape, prefix_caching: bool) -> str:
+    """vLLM's mamba_cache_mode (MambaModelConfig.verify_and_update_config)."""
+    if not prefix_caching:
+        return "none"
+    if not since(version, ALIGN_MODE_ONLY_SINCE) and shape.model_type in MAMBA_PREFIX_CACHING_TYPES:
+        return "all"
+    return "align"
 
 
 def _bytes(kv: KVDtype) -> int:

@@ -176,3 +176,29 @@ LOG_SOURCE_LINES: dict[str, tuple[tuple[int, ...], ...]] = {
 # most public logs of that form come from.
 SEPARATE_LINES_RELEASES = ("0.9", "0.27")
 SEPARATE_LINES_ASSUMED = "0.19"
+
+# -- state layers (Mamba, gated delta nets, KDA, short convolutions): engines/vllm/hybrid.py ----
+# The two rule sets: 0.9–0.11 (prefix caching off for hybrids, one state block per request) and
+# the one read from here on (the platform's block alignment, `mamba_cache_mode`). Releases in
+# between are refused; each release of the range was checked by its own code (tests/oracle).
+OLD_STATE_RULES = ((0, 9, 0), (0, 11, 99))
+STATE_RULES_SINCE = (0, 27)
+# Prefix caching is on by default for hybrids as for every model; before, hybrids opt in
+# (EngineArgs._set_default_chunked_prefill_and_prefix_caching_args: `not is_hybrid`).
+HYBRID_PREFIX_DEFAULT_SINCE = (0, 28)
+# Before it, prefix caching picks mamba_cache_mode "all" for models that declare Mamba prefix
+# caching (SupportsMambaPrefixCaching: MambaModelConfig.verify_and_update_config), "align" for
+# the others: "all" keeps a state block per mamba_block_size tokens, which the platform aligns
+# to lcm(the model's Mamba chunk size, the kernel block) (`Platform._align_hybrid_block_size`).
+ALIGN_MODE_ONLY_SINCE = (0, 28)
+MAMBA_PREFIX_CACHING_TYPES = frozenset(
+    {"granitemoehybrid", "falcon_h1", "nemotron_h", "jamba", "mamba", "falcon_mamba", "mamba2",
+     "zamba2"}
+)  # fmt: skip
+# MLA hybrids align the block to at least 128 (TRTLLM/FlashInfer MLA decode kernels).
+MLA_HYBRID_128_SINCE = (0, 27)
+# MambaMixer2.get_kv_cache_spec declares one prefill checkpoint block (align mode).
+MAMBA2_CHECKPOINT_SINCE = (0, 32)
+# GDN layers export prefill checkpoints (FlashInfer prefill on SM90) and the platform aligns to
+# them (QwenGatedDeltaNetAttention._exports_checkpoints, get_mamba_prefill_checkpoint_alignment).
+GDN_CHECKPOINT_SINCE = (0, 33)
