@@ -46,6 +46,8 @@ HYBRIDS_0_29 = (
     "moonshotai/Kimi-Linear-48B-A3B-Instruct",
     "LiquidAI/LFM2-2.6B",
 )
+# 0.24 – 0.28's transformers (5.5.3) cannot parse Nemotron-H's layer pattern.
+HYBRIDS_0_24 = tuple(m for m in HYBRIDS_0_29 if m != "nvidia/NVIDIA-Nemotron-Nano-9B-v2")
 # Each release's harness, and the models it can size on CPU: 0.11.0 has no Kimi-Linear or
 # LFM2 class here, cannot inspect Qwen3-Next without its Triton kernels, and its transformers
 # (4.57) has no NemotronH config.
@@ -55,17 +57,9 @@ RELEASES = {
     "0.31.0": ("vllm_hybrid_sizing.py", HYBRIDS_0_29, 96),
     "0.30.0": ("vllm_hybrid_sizing.py", HYBRIDS_0_29, 96),
     "0.29.0": ("vllm_hybrid_sizing.py", HYBRIDS_0_29, 96),
-    # 0.28.0's transformers (5.5.3, its lower bound) cannot parse Nemotron-H's layer pattern.
-    "0.28.0": (
-        "vllm_hybrid_sizing.py",
-        tuple(m for m in HYBRIDS_0_29 if m != "nvidia/NVIDIA-Nemotron-Nano-9B-v2"),
-        96,
-    ),
-    "0.27.1": (
-        "vllm_hybrid_sizing_0_21.py",
-        tuple(m for m in HYBRIDS_0_29 if m != "nvidia/NVIDIA-Nemotron-Nano-9B-v2"),
-        96,
-    ),
+    "0.28.0": ("vllm_hybrid_sizing.py", HYBRIDS_0_24, 96),
+    "0.27.1": ("vllm_hybrid_sizing_0_21.py", HYBRIDS_0_24, 96),
+    "0.26.0": ("vllm_hybrid_sizing_0_21.py", HYBRIDS_0_24, 96),
     "0.11.0": (
         "vllm_hybrid_sizing_0_11.py",
         (
