@@ -60,6 +60,7 @@ RELEASES = {
     "0.28.0": ("vllm_hybrid_sizing.py", HYBRIDS_0_24, 96),
     "0.27.1": ("vllm_hybrid_sizing_0_21.py", HYBRIDS_0_24, 96),
     "0.26.0": ("vllm_hybrid_sizing_0_21.py", HYBRIDS_0_24, 96),
+    "0.25.1": ("vllm_hybrid_sizing_0_21.py", HYBRIDS_0_24, 96),
     "0.11.0": (
         "vllm_hybrid_sizing_0_11.py",
         (
@@ -266,7 +267,7 @@ def _run(version: str, request: pytest.FixtureRequest) -> dict[str, dict[str, An
     if harness.endswith("_0_11.py"):
         base = ("vllm_sizing_0_11.py",)
     elif harness.endswith("_0_21.py"):
-        base = ("vllm_hybrid_sizing.py", "vllm_sizing.py")
+        base = ("vllm_hybrid_sizing.py", "vllm_sizing.py", "vllm_sizing_0_21.py")
     return run_cached_oracle(
         version, harness, _oracle_inputs(version), cache_dir, prefix="hybrid-", also_read=base
     )

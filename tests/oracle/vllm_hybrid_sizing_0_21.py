@@ -6,6 +6,14 @@ Runs INSIDE the oracle virtualenv, never in the service's (usage as vllm_hybrid_
 - No `VllmConfig.num_lookahead_tokens` (0.28 adds it): the Scheduler's constructor sets the
   same number (k for EAGLE/MTP and draft models, k + 1 for DFlash; v1/core/sched/scheduler.py,
   read in 0.27.1's wheel); the config gets it under 0.28's name.
+- 0.21-0.24: the plain harness's own shims (vllm_sizing_0_21.py: the attention backend asked
+  inside the engine's config context, 0.24's get_kv_cache_capacity for 0.21-0.23, no
+  vllm._C), with the hybrid harness's engine config as the context.
+- 0.21 has no `layers/mamba/gdn` package: its gated delta net is
+  `layers/mamba/gdn_linear_attn.GatedDeltaNetAttention` (Qwen3-Next's; 0.22 splits it into the
+  base class and QwenGatedDeltaNetAttention) and Kimi's KDA `layers/kda.KimiDeltaAttention`
+  (no GDN subclass: it takes its tensor-parallel size the same way). The hybrid harness gets
+  them under 0.22's module names.
 - The start check refuses at once. vllm_sizing.py's one-call planning (0.21-0.32) defers a
   worker's refusal until every worker has been checked; with one worker and a budget below
   one block vLLM itself raises the check's ValueError, while going on reaches the per-worker
@@ -15,16 +23,63 @@ Runs INSIDE the oracle virtualenv, never in the service's (usage as vllm_hybrid_
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import sys
+import types
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import vllm_hybrid_sizing as hybrid
-import vllm_sizing as base
-from vllm.config import VllmConfig
-from vllm.v1.core import kv_cache_utils
+RELEASE = tuple(int(x) for x in importlib.metadata.version("vllm").split(".")[:2])
+if RELEASE < (0, 25):
+    # First: it patches what the others import.
+    import vllm_sizing_0_21 as shims
+if RELEASE < (0, 22):
+    from vllm.model_executor.layers import kda
+    from vllm.model_executor.layers.mamba import gdn_linear_attn
+
+    _names = {
+        "base": ("GatedDeltaNetAttention", gdn_linear_attn.GatedDeltaNetAttention),
+        "qwen_gdn_linear_attn": (
+            "QwenGatedDeltaNetAttention",
+            gdn_linear_attn.GatedDeltaNetAttention,
+        ),
+        "kimi_gdn_linear_attn": ("KimiGatedDeltaNetAttention", kda.KimiDeltaAttention),
+    }
+    _package = types.ModuleType("vllm.model_executor.layers.mamba.gdn")
+    _package.__path__ = []
+    sys.modules[_package.__name__] = _package
+    for _leaf, (_attr, _cls) in _names.items():
+        _mod = types.ModuleType(f"{_package.__name__}.{_leaf}")
+        setattr(_mod, _attr, _cls)
+        setattr(_package, _leaf, _mod)
+        sys.modules[_mod.__name__] = _mod
+
+import vllm_hybrid_sizing as hybrid  # noqa: E402
+import vllm_sizing as base  # noqa: E402
+from vllm.config import VllmConfig  # noqa: E402
+from vllm.v1.core import kv_cache_utils  # noqa: E402
+
+if RELEASE < (0, 25):
+    _engine_config = hybrid._engine_config
+
+    def _engine_config_kept(c: dict[str, Any], model_dir: str, extra: dict[str, Any]) -> Any:
+        cfg = _engine_config(c, model_dir, extra)
+        shims._CURRENT["cfg"] = cfg
+        return cfg
+
+    hybrid._engine_config = _engine_config_kept
+if RELEASE < (0, 22):
+    _mamba_layer = hybrid._mamba_layer
+
+    def _mamba_layer_sized(kind: str, cfg: Any, prefix: str) -> Any:
+        obj = _mamba_layer(kind, cfg, prefix)
+        if kind == "kda":  # KimiDeltaAttention.__init__: get_tensor_model_parallel_world_size
+            obj.tp_size = hybrid._tp()
+        return obj
+
+    hybrid._mamba_layer = _mamba_layer_sized
 
 
 def _lookahead_tokens(cfg: Any) -> int:

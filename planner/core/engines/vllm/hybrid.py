@@ -40,6 +40,8 @@ from math import lcm
 from planner.core.engines.versions import Version, since
 from planner.core.engines.vllm.releases import (
     ALIGN_MODE_ONLY_SINCE,
+    ALL_MODE_WITH_SPEC_SINCE,
+    BAMBA_ALIGN_SINCE,
     GDN_CHECKPOINT_SINCE,
     HYBRID_PREFIX_DEFAULT_SINCE,
     MAMBA2_CHECKPOINT_SINCE,
@@ -129,7 +131,7 @@ def bind_vllm_state(
         needed = KERNEL_BLOCK * cdiv(state_page, KERNEL_BLOCK * attn_1)
         checkpoints_on = False
     else:
-        mode = _cache_mode(version, shape, prefix_caching)
+        mode = _cache_mode(version, shape, prefix_caching, num_spec)
         attn_1 = rank_attn.page_bytes(kv, 1)
         align = max(KERNEL_BLOCK, block_size)
         if isinstance(attn, MLASpec) and since(version, MLA_HYBRID_128_SINCE):
@@ -221,13 +223,16 @@ class VllmStateLayers:
         )  # fmt: skip
 
 
-def _cache_mode(version: Version, shape: ModelShape, prefix_caching: bool) -> str:
+def _cache_mode(version: Version, shape: ModelShape, prefix_caching: bool, num_spec: int) -> str:
     """vLLM's mamba_cache_mode (MambaModelConfig.verify_and_update_config)."""
     if not prefix_caching:
         return "none"
-    if not since(version, ALIGN_MODE_ONLY_SINCE) and shape.model_type in MAMBA_PREFIX_CACHING_TYPES:
-        return "all"
-    return "align"
+    declared = shape.model_type in MAMBA_PREFIX_CACHING_TYPES and not (
+        shape.model_type == "bamba" and since(version, BAMBA_ALIGN_SINCE)
+    )
+    if since(version, ALIGN_MODE_ONLY_SINCE) or not declared:
+        return "align"
+    return "all" if not num_spec or since(version, ALL_MODE_WITH_SPEC_SINCE) else "align"
 
 
 def _bytes(kv: KVDtype) -> int:

@@ -182,9 +182,10 @@ SEPARATE_LINES_ASSUMED = "0.19"
 # the one read from here on (the platform's block alignment, `mamba_cache_mode`). Releases in
 # between are refused; each release of the range was checked by its own code (tests/oracle).
 OLD_STATE_RULES = ((0, 9, 0), (0, 11, 99))
-STATE_RULES_SINCE = (0, 26)
+STATE_RULES_SINCE = (0, 25)
 # Prefix caching is on by default for hybrids as for every model; before, hybrids opt in
-# (EngineArgs._set_default_chunked_prefill_and_prefix_caching_args: `not is_hybrid`).
+# (EngineArgs._set_default_chunked_prefill_and_prefix_caching_args: `and not is_hybrid` in
+# 0.26 – 0.27, ModelConfig.is_prefix_caching_supported False for "hybrid" before).
 HYBRID_PREFIX_DEFAULT_SINCE = (0, 28)
 # Before it, prefix caching picks mamba_cache_mode "all" for models that declare Mamba prefix
 # caching (SupportsMambaPrefixCaching: MambaModelConfig.verify_and_update_config), "align" for
@@ -193,8 +194,13 @@ HYBRID_PREFIX_DEFAULT_SINCE = (0, 28)
 ALIGN_MODE_ONLY_SINCE = (0, 28)
 MAMBA_PREFIX_CACHING_TYPES = frozenset(
     {"granitemoehybrid", "falcon_h1", "nemotron_h", "jamba", "mamba", "falcon_mamba", "mamba2",
-     "zamba2"}
+     "zamba2", "bamba"}
 )  # fmt: skip
+# BambaForCausalLM no longer declares it (0.24.0's bamba.py).
+BAMBA_ALIGN_SINCE = (0, 24)
+# With speculative decoding too (MambaSpec counts its blocks in "all" mode); 0.21 takes
+# "align" for them when a speculative config is set.
+ALL_MODE_WITH_SPEC_SINCE = (0, 22)
 # MLA hybrids align the block to at least 128 (TRTLLM/FlashInfer MLA decode kernels).
 MLA_HYBRID_128_SINCE = (0, 27)
 # MambaMixer2.get_kv_cache_spec declares one prefill checkpoint block (align mode).
