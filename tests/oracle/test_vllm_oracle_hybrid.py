@@ -61,6 +61,7 @@ RELEASES = {
     "0.27.1": ("vllm_hybrid_sizing_0_21.py", HYBRIDS_0_24, 96),
     "0.26.0": ("vllm_hybrid_sizing_0_21.py", HYBRIDS_0_24, 96),
     "0.25.1": ("vllm_hybrid_sizing_0_21.py", HYBRIDS_0_24, 96),
+    "0.24.0": ("vllm_hybrid_sizing_0_21.py", HYBRIDS_0_24, 96),
     "0.11.0": (
         "vllm_hybrid_sizing_0_11.py",
         (
