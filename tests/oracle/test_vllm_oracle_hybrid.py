@@ -46,7 +46,8 @@ HYBRIDS_0_29 = (
     "moonshotai/Kimi-Linear-48B-A3B-Instruct",
     "LiquidAI/LFM2-2.6B",
 )
-# 0.24 – 0.28's transformers (5.5.3) cannot parse Nemotron-H's layer pattern.
+# Without Nemotron-H: the transformers of 0.24 – 0.28 (5.5.3) cannot parse its layer pattern,
+# that of 0.21 – 0.23 (4.57.1) has no NemotronH config (vLLM ships none).
 HYBRIDS_0_24 = tuple(m for m in HYBRIDS_0_29 if m != "nvidia/NVIDIA-Nemotron-Nano-9B-v2")
 # Each release's harness, and the models it can size on CPU: 0.11.0 has no Kimi-Linear or
 # LFM2 class here, cannot inspect Qwen3-Next without its Triton kernels, and its transformers
@@ -62,6 +63,7 @@ RELEASES = {
     "0.26.0": ("vllm_hybrid_sizing_0_21.py", HYBRIDS_0_24, 96),
     "0.25.1": ("vllm_hybrid_sizing_0_21.py", HYBRIDS_0_24, 96),
     "0.24.0": ("vllm_hybrid_sizing_0_21.py", HYBRIDS_0_24, 96),
+    "0.23.0": ("vllm_hybrid_sizing_0_21.py", HYBRIDS_0_24, 96),
     "0.11.0": (
         "vllm_hybrid_sizing_0_11.py",
         (
