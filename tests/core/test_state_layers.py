@@ -250,7 +250,7 @@ def test_unknown_layer_type_is_refused_by_name_and_index(
         ({"engine": "trtllm"}, "engine"),
         ({"engine": "vllm", "engine_version": "0.20"}, "engine_version"),
         # Not yet checked against their own code (0.27's and newer are).
-        ({"engine": "vllm", "engine_version": "0.22.1"}, "engine_version"),
+        ({"engine": "vllm", "engine_version": "0.21.0"}, "engine_version"),
         ({"pipeline_parallel_size": 2}, "pipeline_parallel_size"),
         ({"tensor_parallel_size": 16}, "tensor_parallel_size"),  # 12 attention heads
     ],
