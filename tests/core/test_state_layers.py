@@ -290,6 +290,18 @@ def test_vllm_0_27_mamba_prefix_caching_keeps_a_state_block_per_chunk() -> None:
     assert {g.blocks_per_request for g in p.capacity.kv_groups if g.kind == "mamba"} == {1}
 
 
+@pytest.mark.parametrize(("version", "state_bytes"), [("0.28.0", 8192), ("0.29.0", 16384)])
+def test_short_conv_rows_grow_with_speculative_tokens_from_0_29(
+    version: str, state_bytes: int
+) -> None:
+    # LFM2-2.6B (conv_dim 2,048, conv_L_cache 3, bf16), 2 speculative tokens: ShortConv's
+    # get_state_shape passes num_spec to short_conv_state_shape from 0.29 (read in the 0.28.0
+    # and 0.29.0 wheels): (3 − 1) × 2,048 × 2 B = 8,192 B before, (3 − 1 + 2) × … = 16,384 B.
+    spec = {"method": "ngram", "num_speculative_tokens": 2}
+    p = _plan(HYBRID["LiquidAI/LFM2-2.6B"], engine_version=version, speculative_config=spec)
+    assert [g.state_bytes_per_request for g in p.model.groups if g.mixer] == [state_bytes]
+
+
 def test_state_heads_tp_must_divide() -> None:
     # Attention heads allow TP 4; the gated delta net's 2 key heads do not (vLLM `divide`).
     cfg = {**HYBRID["Qwen/Qwen3-Next-80B-A3B-Instruct"], "linear_num_key_heads": 2,

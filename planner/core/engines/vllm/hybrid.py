@@ -48,6 +48,7 @@ from planner.core.engines.vllm.releases import (
     MAMBA_PREFIX_CACHING_TYPES,
     MLA_HYBRID_128_SINCE,
     OLD_STATE_RULES,
+    SHORT_CONV_SPEC_ROWS_SINCE,
     STATE_RULES_SINCE,
 )
 from planner.core.errors import FieldError
@@ -55,7 +56,7 @@ from planner.core.model import ModelShape, with_layers
 from planner.core.model_hybrid import QWEN3_5_TYPES
 from planner.core.notes import Note, note
 from planner.core.specs import LayerSpec, MLASpec, cdiv
-from planner.core.specs_state import GatedDeltaNetSpec, StateSpec
+from planner.core.specs_state import GatedDeltaNetSpec, ShortConvSpec, StateSpec
 from planner.core.units import KVDtype
 
 # Smallest kernel block of the SM90 attention backends vLLM picks for these models
@@ -118,7 +119,8 @@ def bind_vllm_state(
             "vllm.state_with_sliding_unmodelled",
         )
     # The model-level state vLLM aligns to: the model's mixer with this TP and speculation.
-    ranked = [replace(s, tp=tp).bind(model_dtype=model_dtype, num_spec=num_spec) for s in states]
+    rows = {s: _spec_rows(version, s, num_spec) for s in states}
+    ranked = [replace(s, tp=tp).bind(model_dtype=model_dtype, num_spec=rows[s]) for s in states]
     state_page = max(s.state_bytes for s in ranked)
     rank_attn = attn.on_rank(tp, max(1, attention_kv_heads // tp))
     notes: list[Note] = []
@@ -172,7 +174,7 @@ def bind_vllm_state(
         # The model keeps the whole state; its ranks (on_rank(tp)) get the padded page.
         bound[s] = s.bind(
             model_dtype=model_dtype,
-            num_spec=num_spec,
+            num_spec=rows[s],
             page_padded_bytes=page if page != r.state_bytes else None,
             padded_at_tp=tp,
             held_blocks=held,
@@ -221,6 +223,13 @@ class VllmStateLayers:
             pp=pp, prefix_caching=prefix_caching, max_model_len=max_model_len,
             num_spec=num_spec, attention_kv_heads=shape.num_key_value_heads,
         )  # fmt: skip
+
+
+def _spec_rows(version: Version, spec: StateSpec, num_spec: int) -> int:
+    """Speculative tokens a state's conv rows grow by (MambaStateShapeCalculator)."""
+    if isinstance(spec, ShortConvSpec) and not since(version, SHORT_CONV_SPEC_ROWS_SINCE):
+        return 0
+    return num_spec
 
 
 def _cache_mode(version: Version, shape: ModelShape, prefix_caching: bool, num_spec: int) -> str:

@@ -201,6 +201,9 @@ BAMBA_ALIGN_SINCE = (0, 24)
 # With speculative decoding too (MambaSpec counts its blocks in "all" mode); 0.21 takes
 # "align" for them when a speculative config is set.
 ALL_MODE_WITH_SPEC_SINCE = (0, 22)
+# A short convolution's conv state keeps kernel − 1 + speculative-token rows (ShortConv
+# get_state_shape passes num_spec); before, kernel − 1 (read in the 0.21.0–0.29.0 wheels).
+SHORT_CONV_SPEC_ROWS_SINCE = (0, 29)
 # MLA hybrids align the block to at least 128 (TRTLLM/FlashInfer MLA decode kernels).
 MLA_HYBRID_128_SINCE = (0, 27)
 # MambaMixer2.get_kv_cache_spec declares one prefill checkpoint block (align mode).
