@@ -84,9 +84,9 @@ ENGINE_ERRORS: dict[str, str] = {
         "use pipeline_parallel_size 1"
     ),
     "vllm.state_release_unmodelled": (
-        "kvplan knows vLLM's sizing of state (Mamba / linear-attention) layers for 0.11 and "
-        "0.28–0.33, not for {version}: the block-size alignment and state blocks per request "
-        "changed in between; use engine_version 0.28 or later, or 0.11"
+        "kvplan knows vLLM's sizing of state (Mamba / linear-attention) layers for 0.9–0.11 and "
+        "0.21–0.33, not for {version}: the block-size alignment and state blocks per request "
+        "changed in between; use engine_version 0.21 or later, or 0.11"
     ),
     "vllm.mtp_hybrid_release": (
         "kvplan has sized MTP drafts on gated-delta-net hybrids as vLLM 0.33 does (checked against "

@@ -249,8 +249,8 @@ def test_unknown_layer_type_is_refused_by_name_and_index(
         ({"engine": "sglang"}, "engine"),
         ({"engine": "trtllm"}, "engine"),
         ({"engine": "vllm", "engine_version": "0.20"}, "engine_version"),
-        # Not yet checked against their own code (0.27's and newer are).
-        ({"engine": "vllm", "engine_version": "0.21.0"}, "engine_version"),
+        # 0.12 – 0.20: not yet checked against their own code (0.21 and newer are).
+        ({"engine": "vllm", "engine_version": "0.12.0"}, "engine_version"),
         ({"pipeline_parallel_size": 2}, "pipeline_parallel_size"),
         ({"tensor_parallel_size": 16}, "tensor_parallel_size"),  # 12 attention heads
     ],
@@ -259,6 +259,13 @@ def test_setups_kvplan_cannot_size_are_refused(kw: dict[str, Any], field: str) -
     with pytest.raises(FieldError) as err:
         _plan(HYBRID["ibm-granite/granite-4.0-h-tiny"], **kw)
     assert err.value.problems[0].field == field
+
+
+@pytest.mark.parametrize("version", ["0.21.0", "0.24.0", "0.27.1"])
+def test_vllm_0_21_to_0_27_hybrids_are_planned(version: str) -> None:
+    # Each release's own sizing code agrees on the hybrid grid
+    # (tests/oracle/fixtures/vllm/<release>/vllm_hybrid_sizing_0_21.json, 192/192).
+    assert _plan(HYBRID["Qwen/Qwen3-Next-80B-A3B-Instruct"], engine_version=version).capacity
 
 
 def test_vllm_0_28_hybrids_are_planned() -> None:

@@ -65,6 +65,7 @@ RELEASES = {
     "0.24.0": ("vllm_hybrid_sizing_0_21.py", HYBRIDS_0_24, 96),
     "0.23.0": ("vllm_hybrid_sizing_0_21.py", HYBRIDS_0_24, 96),
     "0.22.1": ("vllm_hybrid_sizing_0_21.py", HYBRIDS_0_24, 96),
+    "0.21.0": ("vllm_hybrid_sizing_0_21.py", HYBRIDS_0_24, 96),
     "0.11.0": (
         "vllm_hybrid_sizing_0_11.py",
         (

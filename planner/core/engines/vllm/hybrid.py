@@ -24,12 +24,13 @@ checkpoints of gated delta nets: `QwenGatedDeltaNetAttention` declares none and 
 alignment has no checkpoint lcm (both 0.33); Mamba2's one checkpoint block
 (`MambaMixer2.get_kv_cache_spec`) starts in 0.32.
 
-Before 0.28 (from STATE_RULES_SINCE, each release checked by its own code): hybrids opt in to
-prefix caching, and with it models that declare Mamba prefix caching (granite-4.0-h, Falcon-H1,
-Nemotron-H, Jamba) take mamba_cache_mode "all": a state block for every `mamba_block_size`
-tokens of a request (+ speculative blocks), the block aligned to lcm(the model's Mamba chunk
-size, the kernel alignment) × enough chunks for the state; the other hybrids take "align".
-Releases between 0.11 and STATE_RULES_SINCE are refused.
+0.21-0.27 (each release checked by its own code): hybrids opt in to prefix caching, and with it
+models that declare Mamba prefix caching (granite-4.0-h, Falcon-H1, Nemotron-H, Jamba; Bamba
+until 0.23) take mamba_cache_mode "all": a state block for every `mamba_block_size` tokens of a
+request (+ speculative blocks; 0.21 takes "align" with speculative decoding), the block whole
+chunks of lcm(the model's Mamba chunk size, the kernel alignment) covering the state; the other
+hybrids take "align" (0.28's rules without checkpoints; MLA hybrids align to 128 from 0.27).
+0.12-0.20 are refused.
 """
 
 from __future__ import annotations

@@ -182,7 +182,7 @@ SEPARATE_LINES_ASSUMED = "0.19"
 # the one read from here on (the platform's block alignment, `mamba_cache_mode`). Releases in
 # between are refused; each release of the range was checked by its own code (tests/oracle).
 OLD_STATE_RULES = ((0, 9, 0), (0, 11, 99))
-STATE_RULES_SINCE = (0, 22)
+STATE_RULES_SINCE = (0, 21)
 # Prefix caching is on by default for hybrids as for every model; before, hybrids opt in
 # (EngineArgs._set_default_chunked_prefill_and_prefix_caching_args: `and not is_hybrid` in
 # 0.26 – 0.27, ModelConfig.is_prefix_caching_supported False for "hybrid" before).
