@@ -98,6 +98,11 @@ ENGINE_ERRORS: dict[str, str] = {
         "vLLM 0.11 has no Qwen3.5 model (its registry lists no Qwen3_5 architecture); use "
         "engine_version 0.33"
     ),
+    "vllm.qwen3_5_text_mtp_release": (
+        "vLLM {version} drafts MTP only for the multimodal Qwen3.5 checkpoints (model_type "
+        "qwen3_5 / qwen3_5_moe): a text-only config's MTP is an unsupported speculative method "
+        "there; use engine_version 0.28 or later"
+    ),
     "vllm.async_scheduling_with_pp": (
         "vLLM {version}: Async scheduling is not supported with pipeline-parallel-size > 1 (from "
         "vLLM 0.15 it is); set async_scheduling=false or pipeline_parallel_size=1"

@@ -264,7 +264,8 @@ def test_setups_kvplan_cannot_size_are_refused(kw: dict[str, Any], field: str) -
 @pytest.mark.parametrize("version", ["0.21.0", "0.24.0", "0.27.1"])
 def test_vllm_0_21_to_0_27_hybrids_are_planned(version: str) -> None:
     # Each release's own sizing code agrees on the hybrid grid
-    # (tests/oracle/fixtures/vllm/<release>/vllm_hybrid_sizing_0_21.json, 192/192).
+    # (tests/oracle/fixtures/vllm/<release>/vllm_hybrid_sizing_0_21.json: 288/288 for 0.21,
+    # 368/368 for 0.24 and 0.27).
     assert _plan(HYBRID["Qwen/Qwen3-Next-80B-A3B-Instruct"], engine_version=version).capacity
 
 
@@ -307,6 +308,44 @@ def test_short_conv_rows_grow_with_speculative_tokens_from_0_29(
     spec = {"method": "ngram", "num_speculative_tokens": 2}
     p = _plan(HYBRID["LiquidAI/LFM2-2.6B"], engine_version=version, speculative_config=spec)
     assert [g.state_bytes_per_request for g in p.model.groups if g.mixer] == [state_bytes]
+
+
+def _qwen36_text() -> dict[str, Any]:
+    wrapper = HYBRID["Qwen/Qwen3.6-27B"]
+    return dict(wrapper["text_config"], architectures=["Qwen3_5ForCausalLM"])
+
+
+@pytest.mark.parametrize(
+    ("version", "text_only", "state_bytes"),
+    [
+        # conv 3 × (2 × 16 × 128 + 48 × 128) × 2 B = 61,440 B, recurrent 48 × 128 × 128 in the
+        # config's float32 (3,145,728 B) or the model's bf16 (1,572,864 B).
+        ("0.24.0", False, 3_207_168),
+        # 0.21-0.24 look the Qwen3.5 config hook up by the config's own architecture, which a
+        # text-only config (Qwen3_5ForCausalLM) lacks; 0.25 normalizes it first (read in the
+        # 0.24.0 / 0.25.1 wheels' VllmConfig; the 0.24.0 and 0.25.1 oracles show the same).
+        ("0.24.0", True, 1_634_304),
+        ("0.25.1", True, 3_207_168),
+    ],
+)
+def test_vllm_qwen3_5_text_only_state_dtype_by_release(
+    version: str, text_only: bool, state_bytes: int
+) -> None:
+    model = _qwen36_text() if text_only else HYBRID["Qwen/Qwen3.6-27B"]
+    p = _plan(model, engine_version=version)
+    assert {g.state_bytes_per_request for g in p.model.groups if g.mixer} == {state_bytes}
+
+
+def test_vllm_0_27_refuses_mtp_on_a_text_only_qwen3_5() -> None:
+    # SpeculativeConfig.hf_config_override maps only qwen3_5 / qwen3_5_moe to an MTP draft
+    # before 0.28 (qwen3_5_text from 0.28): vLLM 0.27.1 raises "Unsupported speculative method:
+    # 'mtp'" (its oracle, tests/oracle/fixtures/vllm/0.27.1, text-only MTP cases).
+    spec = {"method": "mtp", "num_speculative_tokens": 1}
+    with pytest.raises(FieldError) as err:
+        _plan(_qwen36_text(), engine_version="0.27.1", speculative_config=spec)
+    assert err.value.problems[0].field == "speculative_config.method"
+    assert _plan(_qwen36_text(), engine_version="0.28.0", speculative_config=spec).capacity
+    assert _plan(HYBRID["Qwen/Qwen3.6-27B"], engine_version="0.27.1", speculative_config=spec)
 
 
 def test_state_heads_tp_must_divide() -> None:

@@ -14,6 +14,8 @@ Runs INSIDE the oracle virtualenv, never in the service's (usage as vllm_hybrid_
   base class and QwenGatedDeltaNetAttention) and Kimi's KDA `layers/kda.KimiDeltaAttention`
   (no GDN subclass: it takes its tensor-parallel size the same way). The hybrid harness gets
   them under 0.22's module names.
+- No `is_draft` on the KV-cache specs (0.28 adds it; `speculator.load_model` marks nothing
+  before): an MTP draft's attention layers keep the target's plain spec.
 - The start check refuses at once. vllm_sizing.py's one-call planning (0.21-0.32) defers a
   worker's refusal until every worker has been checked; with one worker and a budget below
   one block vLLM itself raises the check's ValueError, while going on reaches the per-worker
@@ -23,6 +25,7 @@ Runs INSIDE the oracle virtualenv, never in the service's (usage as vllm_hybrid_
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.metadata
 import os
 import sys
@@ -60,6 +63,15 @@ import vllm_hybrid_sizing as hybrid  # noqa: E402
 import vllm_sizing as base  # noqa: E402
 from vllm.config import VllmConfig  # noqa: E402
 from vllm.v1.core import kv_cache_utils  # noqa: E402
+from vllm.v1.kv_cache_interface import FullAttentionSpec  # noqa: E402
+
+if "is_draft" not in {f.name for f in dataclasses.fields(FullAttentionSpec)}:
+
+    def _replace_known(obj: Any, **changes: Any) -> Any:
+        names = {f.name for f in dataclasses.fields(obj)}
+        return dataclasses.replace(obj, **{k: v for k, v in changes.items() if k in names})
+
+    hybrid.replace = _replace_known
 
 if RELEASE < (0, 25):
     _engine_config = hybrid._engine_config

@@ -30,7 +30,8 @@ until 0.23) take mamba_cache_mode "all": a state block for every `mamba_block_si
 request (+ speculative blocks; 0.21 takes "align" with speculative decoding), the block whole
 chunks of lcm(the model's Mamba chunk size, the kernel alignment) covering the state; the other
 hybrids take "align" (0.28's rules without checkpoints; MLA hybrids align to 128 from 0.27).
-0.12-0.20 are refused.
+A text-only Qwen3.5 config keeps its recurrent state in the model dtype before 0.25 and takes
+no MTP draft before 0.28. 0.12-0.20 are refused.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from __future__ import annotations
 from dataclasses import replace
 from math import lcm
 
-from planner.core.engines.versions import Version, since
+from planner.core.engines.versions import Version, since, version_text
 from planner.core.engines.vllm.releases import (
     ALIGN_MODE_ONLY_SINCE,
     ALL_MODE_WITH_SPEC_SINCE,
@@ -49,6 +50,9 @@ from planner.core.engines.vllm.releases import (
     MAMBA_PREFIX_CACHING_TYPES,
     MLA_HYBRID_128_SINCE,
     OLD_STATE_RULES,
+    QWEN3_5_TEXT_ARCHITECTURES,
+    QWEN3_5_TEXT_FP32_SINCE,
+    QWEN3_5_TEXT_MTP_SINCE,
     SHORT_CONV_SPEC_ROWS_SINCE,
     STATE_RULES_SINCE,
 )
@@ -102,6 +106,13 @@ def bind_vllm_state(
             ("speculative_config", "method"),
             "vllm.mtp_hybrid_release",
         )
+    text_arch = next((a for a in shape.architectures if a in QWEN3_5_TEXT_ARCHITECTURES), None)
+    if not old and text_arch and shape.draft_layers and not since(version, QWEN3_5_TEXT_MTP_SINCE):
+        raise FieldError(
+            ("speculative_config", "method"),
+            "vllm.qwen3_5_text_mtp_release",
+            version=version_text(version),
+        )
     if pp > 1:
         raise FieldError(
             "pipeline_parallel_size",
@@ -121,7 +132,15 @@ def bind_vllm_state(
         )
     # The model-level state vLLM aligns to: the model's mixer with this TP and speculation.
     rows = {s: _spec_rows(version, s, num_spec) for s in states}
-    ranked = [replace(s, tp=tp).bind(model_dtype=model_dtype, num_spec=rows[s]) for s in states]
+    if text_arch and not since(version, QWEN3_5_TEXT_FP32_SINCE):
+        # No Qwen3.5 config hook for the text-only class: the SSM cache dtype stays "auto".
+        own = {s: replace(s, ssm_dtype="model") if isinstance(s, GatedDeltaNetSpec) else s
+               for s in states}  # fmt: skip
+    else:
+        own = {s: s for s in states}
+    ranked = [
+        replace(own[s], tp=tp).bind(model_dtype=model_dtype, num_spec=rows[s]) for s in states
+    ]
     state_page = max(s.state_bytes for s in ranked)
     rank_attn = attn.on_rank(tp, max(1, attention_kv_heads // tp))
     notes: list[Note] = []
@@ -173,7 +192,7 @@ def bind_vllm_state(
         else:
             held = 1 + num_spec
         # The model keeps the whole state; its ranks (on_rank(tp)) get the padded page.
-        bound[s] = s.bind(
+        bound[s] = own[s].bind(
             model_dtype=model_dtype,
             num_spec=rows[s],
             page_padded_bytes=page if page != r.state_bytes else None,

@@ -204,6 +204,17 @@ ALL_MODE_WITH_SPEC_SINCE = (0, 22)
 # A short convolution's conv state keeps kernel − 1 + speculative-token rows (ShortConv
 # get_state_shape passes num_spec); before, kernel − 1 (read in the 0.21.0–0.29.0 wheels).
 SHORT_CONV_SPEC_ROWS_SINCE = (0, 29)
+# Text-only Qwen3.5 checkpoints (Qwen3_5ForCausalLM, model_type qwen3_5_text): served by every
+# release from 0.21 (before 0.27 through the multimodal class), but SpeculativeConfig.
+# hf_config_override maps their model_type to an MTP draft only from 0.28; before, "Unsupported
+# speculative method: 'mtp'" (read in the 0.21.0-0.28.0 wheels, shown by 0.21-0.27's oracle).
+QWEN3_5_TEXT_MTP_SINCE = (0, 28)
+# ... and their gated delta nets keep the recurrent state in the config's mamba_ssm_dtype
+# (float32) only from 0.25, whose VllmConfig normalizes the architecture before looking up the
+# per-architecture config hook (Qwen3_5ForConditionalGenerationConfig); before, the state is in
+# the model's dtype (shown by 0.21-0.24's oracle).
+QWEN3_5_TEXT_FP32_SINCE = (0, 25)
+QWEN3_5_TEXT_ARCHITECTURES = ("Qwen3_5ForCausalLM", "Qwen3_5MoeForCausalLM")
 # MLA hybrids align the block to at least 128 (TRTLLM/FlashInfer MLA decode kernels).
 MLA_HYBRID_128_SINCE = (0, 27)
 # MambaMixer2.get_kv_cache_spec declares one prefill checkpoint block (align mode).
