@@ -1,0 +1,77 @@
+"""Bounded memos for what a plan derives from objects that do not change once built.
+
+A model's shape, the catalog's models and the engines are frozen, and the catalog hands out the
+same model object for the same id while it keeps it. What `plan()` derives from them alone
+(layer specs bound to an engine, per-rank stacks, the answer's model section) is kept here,
+keyed by those objects' identities plus hashable settings, so a plan computes only what depends
+on its context, workload and budget.
+
+An entry holds the objects it is keyed by, so their ids cannot be reused by other objects while
+it lives; a lookup checks them with `is`. A new object (another catalog, a model fetched again,
+a shape a what-if changed) is a miss, never a stale answer. Results must be immutable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from typing import Any, Generic, TypeVar
+
+T = TypeVar("T")
+
+
+class IdentityMemo(Generic[T]):
+    """At most `size` results, keyed by the identity of some objects and a hashable rest;
+    the oldest entry goes first. Safe to share between threads: a race computes twice."""
+
+    __slots__ = ("_entries", "_size")
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._entries: dict[Hashable, tuple[tuple[Any, ...], T]] = {}
+
+    def get(self, pinned: tuple[Any, ...], rest: Hashable) -> T | None:
+        hit = self._entries.get((*map(id, pinned), rest))
+        if hit is None or any(a is not b for a, b in zip(hit[0], pinned, strict=True)):
+            return None
+        return hit[1]
+
+    def put(self, pinned: tuple[Any, ...], rest: Hashable, value: T) -> T:
+        entries = self._entries
+        while len(entries) >= self._size:
+            try:
+                del entries[next(iter(entries))]
+            except (KeyError, RuntimeError, StopIteration):  # another thread evicted it first
+                break
+        entries[(*map(id, pinned), rest)] = (pinned, value)
+        return value
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def clear(self) -> None:
+        self._entries.clear()
+
+
+def memo_by_identity(size: int) -> Callable[[Callable[..., T]], Callable[..., T]]:
+    """Decorate `fn(obj, *rest)`: memoised by `obj`'s identity and the hashable `rest`."""
+
+    def decorate(fn: Callable[..., T]) -> Callable[..., T]:
+        memo: IdentityMemo[T] = IdentityMemo(size)
+
+        def wrapper(obj: Any, *rest: Hashable) -> T:
+            pinned = (obj,)
+            hit = memo.get(pinned, rest)
+            if hit is not None:
+                return hit
+            return memo.put(pinned, rest, fn(obj, *rest))
+
+        wrapper.__wrapped__ = fn  # type: ignore[attr-defined]
+        wrapper.__doc__ = fn.__doc__
+        wrapper.__name__ = fn.__name__
+        wrapper.memo = memo  # type: ignore[attr-defined]
+        return wrapper
+
+    return decorate
+
+
+__all__ = ["IdentityMemo", "memo_by_identity"]
