@@ -6,9 +6,10 @@ same model object for the same id while it keeps it. What `plan()` derives from 
 keyed by those objects' identities plus hashable settings, so a plan computes only what depends
 on its context, workload and budget.
 
-An entry holds the objects it is keyed by, so their ids cannot be reused by other objects while
-it lives; a lookup checks them with `is`. A new object (another catalog, a model fetched again,
-a shape a what-if changed) is a miss, never a stale answer. Results must be immutable.
+An entry holds the objects it is keyed by, so none of them can die and leave its id to another
+object while the entry lives: a key's ids match only the very objects it was stored for (two
+live objects never share an id). A new object (another catalog, a model fetched again, a shape
+a what-if changed) is a miss, never a stale answer. Results must be immutable and not None.
 """
 
 from __future__ import annotations
@@ -31,9 +32,7 @@ class IdentityMemo(Generic[T]):
 
     def get(self, pinned: tuple[Any, ...], rest: Hashable) -> T | None:
         hit = self._entries.get((*map(id, pinned), rest))
-        if hit is None or any(a is not b for a, b in zip(hit[0], pinned, strict=True)):
-            return None
-        return hit[1]
+        return None if hit is None else hit[1]
 
     def put(self, pinned: tuple[Any, ...], rest: Hashable, value: T) -> T:
         entries = self._entries

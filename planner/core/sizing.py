@@ -41,7 +41,7 @@ def stage_kv_bytes(
 
 
 def workload(
-    inp: Inputs, layouts: list[RankLayout]
+    inp: Inputs, layouts: Sequence[RankLayout]
 ) -> tuple[list[s.RequestOut], s.TotalsOut, s.PerRankOut, list[Note]]:
     dtype, policy, block = inp.kv_dtype, inp.policy, inp.block_size
     logical = inp.shape.stack  # whole model, one copy, TP=1 heads
