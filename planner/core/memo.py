@@ -31,7 +31,7 @@ class IdentityMemo(Generic[T]):
         self._entries: dict[Hashable, tuple[tuple[Any, ...], T]] = {}
 
     def get(self, pinned: tuple[Any, ...], rest: Hashable) -> T | None:
-        hit = self._entries.get((*map(id, pinned), rest))
+        hit = self._entries.get(_key(pinned, rest))
         return None if hit is None else hit[1]
 
     def put(self, pinned: tuple[Any, ...], rest: Hashable, value: T) -> T:
@@ -41,7 +41,7 @@ class IdentityMemo(Generic[T]):
                 del entries[next(iter(entries))]
             except (KeyError, RuntimeError, StopIteration):  # another thread evicted it first
                 break
-        entries[(*map(id, pinned), rest)] = (pinned, value)
+        entries[_key(pinned, rest)] = (pinned, value)
         return value
 
     def __len__(self) -> int:
@@ -49,6 +49,12 @@ class IdentityMemo(Generic[T]):
 
     def clear(self) -> None:
         self._entries.clear()
+
+
+def _key(pinned: tuple[Any, ...], rest: Hashable) -> Hashable:
+    if len(pinned) == 1:
+        return id(pinned[0]), rest
+    return (*map(id, pinned), rest)
 
 
 def memo_by_identity(size: int) -> Callable[[Callable[..., T]], Callable[..., T]]:

@@ -41,6 +41,7 @@ def plan(
 def plan_inputs(inp: Inputs) -> s.Plan:
     """The pipeline over resolved inputs (variants re-enter here with changed inputs)."""
     notes = Notes(inp.notes)
+    settled = len(notes)  # the resolved notes: the same objects in every plan of a model
     layouts = rank_layouts(inp.shape, inp.engine, inp.tp, inp.pp)
     rows, totals, per_rank, more = workload(inp, layouts)
     notes.extend(more)
@@ -65,7 +66,8 @@ def plan_inputs(inp: Inputs) -> s.Plan:
         )
     per_token, formula = _per_token(inp.shape, inp.kv_dtype)
     engine = inp.engine
-    listed = [_note_out(n) for n in notes]  # each note's text formatted once, for both lists
+    # Each note's text formatted once, for both lists; a settled note's entry once per note.
+    listed = [_note_out(n) if i < settled else _note_entry(n) for i, n in enumerate(notes)]
     return s.Plan(
         engine=engine.name,
         engine_version=engine.version_text,
@@ -94,13 +96,14 @@ def plan_inputs(inp: Inputs) -> s.Plan:
     )
 
 
-@memo_by_identity(4096)
-def _note_out(item: Note) -> s.NoteOut:
-    """A note as the answer lists it, kept per note object: the settled notes (`inputs`) are
-    the same objects in every plan of a model."""
+def _note_entry(item: Note) -> s.NoteOut:
+    """A note as the answer lists it."""
     return s.NoteOut.model_validate(
         {"code": item.code, "params": dict(item.params), "text": item.text}
     )
+
+
+_note_out = memo_by_identity(4096)(_note_entry)  # kept per note object
 
 
 # The remark the MLA formula ends with, and the words between a hybrid's two sums.
