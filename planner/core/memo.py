@@ -19,6 +19,9 @@ from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 
+# Every memo made here, for `clear_memos` (tests compare answers with nothing kept).
+_ALL: list[IdentityMemo[Any]] = []
+
 
 class IdentityMemo(Generic[T]):
     """At most `size` results, keyed by the identity of some objects and a hashable rest;
@@ -29,6 +32,7 @@ class IdentityMemo(Generic[T]):
     def __init__(self, size: int) -> None:
         self._size = size
         self._entries: dict[Hashable, tuple[tuple[Any, ...], T]] = {}
+        _ALL.append(self)
 
     def get(self, pinned: tuple[Any, ...], rest: Hashable) -> T | None:
         hit = self._entries.get(_key(pinned, rest))
@@ -49,6 +53,12 @@ class IdentityMemo(Generic[T]):
 
     def clear(self) -> None:
         self._entries.clear()
+
+
+def clear_memos() -> None:
+    """Forget everything kept (what plan() answers is the same either way)."""
+    for memo in _ALL:
+        memo.clear()
 
 
 def _key(pinned: tuple[Any, ...], rest: Hashable) -> Hashable:
@@ -79,4 +89,4 @@ def memo_by_identity(size: int) -> Callable[[Callable[..., T]], Callable[..., T]
     return decorate
 
 
-__all__ = ["IdentityMemo", "memo_by_identity"]
+__all__ = ["IdentityMemo", "clear_memos", "memo_by_identity"]
