@@ -13,6 +13,7 @@ resolves only its context, workload and the request's own checks, in the same or
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Any, NamedTuple
 
 from planner.core import schema as s
@@ -205,6 +206,12 @@ class _Checks:
         self.settled()
 
 
+@lru_cache(maxsize=4096)
+def _one_request(ctx: int) -> s.RequestMix:
+    """The workload of a plan that names none: one request of its context (frozen, kept)."""
+    return s.RequestMix(context_tokens=ctx)
+
+
 # Settled engine settings per (catalog, model, engine, `_Ask`): a catalog keeps one model object
 # per id, so a plan of a catalog model resolves only its context and workload.
 _SETTLED: IdentityMemo[_Settled] = IdentityMemo(512)
@@ -243,7 +250,7 @@ def resolve(
     notes = list(st.notes)
     if max_len and ctx > max_len:
         notes.append(note("context.beyond_max_position", ctx=ctx, max_len=max_len))
-    mixes = tuple(request.requests or [s.RequestMix(context_tokens=ctx)])
+    mixes = tuple(request.requests or [_one_request(ctx)])
     mixes, across = one_prefix(mixes, request.shared_prefix_tokens)
     shared = tuple(_shared_prefix(m.prefix_tokens, block, engine, prefix_on) for m in mixes)
     if any(m.prefix_tokens for m in mixes):

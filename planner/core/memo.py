@@ -35,7 +35,8 @@ class IdentityMemo(Generic[T]):
         _ALL.append(self)
 
     def get(self, pinned: tuple[Any, ...], rest: Hashable) -> T | None:
-        hit = self._entries.get(_key(pinned, rest))
+        key = (id(pinned[0]), rest) if len(pinned) == 1 else _key(pinned, rest)
+        hit = self._entries.get(key)
         return None if hit is None else hit[1]
 
     def put(self, pinned: tuple[Any, ...], rest: Hashable, value: T) -> T:
