@@ -162,7 +162,7 @@ def _per_token(shape: ModelShape, dtype: KVDtype) -> tuple[int, str]:
 
 
 # The answer's model section (frozen) per model, shape and what else it reads, without drafts.
-_MODEL_OUT: IdentityMemo[s.ModelOut] = IdentityMemo(1024)
+_MODEL_OUT: IdentityMemo[s.ModelOut] = IdentityMemo(512)
 
 
 def _model_section(inp: Inputs) -> s.ModelOut:
