@@ -9,7 +9,7 @@ built once from the whole model and projected onto each stage (`get_kv_cache_con
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import cast
 
@@ -35,6 +35,8 @@ class VllmPool(Pool):
     # max_model_len (`length_cap`) as allocate_slots caps them; 0 = none.
     reserved_tokens: int = 0
     length_cap: int = 0
+    # blocks_per_request by length, once each (a plan asks about ten times); not the pool's value
+    _blocks: dict[int, int] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def _admitted(self, ctx: int) -> int:
         if not self.reserved_tokens or ctx >= self.length_cap:
@@ -42,8 +44,12 @@ class VllmPool(Pool):
         return min(ctx + self.reserved_tokens, self.length_cap)
 
     def blocks_per_request(self, ctx: int) -> int:
-        ctx = self._admitted(ctx)
-        return sum(g.blocks_needed(ctx, self.in_flight_tokens) for g in self.groups)
+        blocks = self._blocks.get(ctx)
+        if blocks is None:
+            admitted = self._admitted(ctx)
+            blocks = sum(g.blocks_needed(admitted, self.in_flight_tokens) for g in self.groups)
+            self._blocks[ctx] = blocks
+        return blocks
 
     def group_blocks(self, group: KVGroup, ctx: int) -> int:
         return group.blocks_needed(self._admitted(ctx), self.in_flight_tokens)
