@@ -43,9 +43,15 @@ def test_gemma3_counts_are_keras_hubs(
     text_only = {k: v for k, v in entry.config.items() if k != "vision_config"}
     text_only.update(text_config(entry.config))  # the decoder alone, as keras' "_text" preset
     assert parameter_counts(text_only).total == keras_text + HF_EXTRA_VOCAB * hidden
-    # The SigLIP tower is estimated (a generic ViT count): within 0.01 %.
-    published = keras_total + HF_EXTRA_VOCAB * hidden
-    assert abs(entry.num_parameters - published) <= 1e-4 * published
+    # The SigLIP tower and projector as transformers' Gemma3ForConditionalGeneration holds them.
+    assert entry.num_parameters == keras_total + HF_EXTRA_VOCAB * hidden
+    assert parameter_counts(entry.config).total == entry.num_parameters
+
+
+def test_gemma3_27b_counts_the_published_total() -> None:
+    # Hugging Face's safetensors parameter count of google/gemma-3-27b-it: 27,432,406,640.
+    entry = get_model("google/gemma-3-27b-it")
+    assert parameter_counts(entry.config).total == entry.num_parameters == 27_432_406_640
 
 
 def test_gemma3_4b_heads_come_from_the_class_defaults() -> None:
