@@ -98,6 +98,14 @@ ENGINE_ERRORS: dict[str, str] = {
         "vLLM 0.11 has no Qwen3.5 model (its registry lists no Qwen3_5 architecture); use "
         "engine_version 0.33"
     ),
+    "vllm.async_scheduling_unknown": (
+        "vLLM 0.9 has no async scheduling (--async-scheduling is new in 0.10); set "
+        "async_scheduling=false"
+    ),
+    "vllm.architecture_not_in_release": (
+        "vLLM {version} has no {arch} model (its registry lists it from {first}); use "
+        "engine_version {first} or later"
+    ),
     "vllm.async_scheduling_with_pp": (
         "vLLM {version}: Async scheduling is not supported with pipeline-parallel-size > 1 (from "
         "vLLM 0.15 it is); set async_scheduling=false or pipeline_parallel_size=1"

@@ -21,6 +21,7 @@ from planner.core.engines.vllm.hybrid import VllmStateLayers
 from planner.core.engines.vllm.launch import big_gpu, vllm_serve_command
 from planner.core.engines.vllm.layer_rules import (
     VllmLayerBlocks,
+    bind_chunked,
     bind_sparse_mla,
     check_shared_kv_parallel,
     sparse_mla_block,
@@ -40,21 +41,22 @@ from planner.core.engines.vllm.quant_gpu import check_quantization_on_gpu
 from planner.core.engines.vllm.refusals import refuse
 from planner.core.engines.vllm.releases import (
     ASYNC_DEFAULT_SINCE,
+    ASYNC_SCHEDULING_SINCE,
     ASYNC_WITH_PP_SINCE,
     BIG_GPU_16K_SINCE,
     CHUNKED_HYBRID_DEFAULT_SINCE,
     FLASHMLA_BLOCK,
-    FLOAT16_KV_SINCE,
     GROUP_RATIO_15_SINCE,
     GROUP_RATIO_125_SINCE,
     IN_FLIGHT_ADMISSION_SINCE,
+    KV_DTYPE_SINCE,
     LOG_AFTER_MIN_SINCE,
     MLA_BACKEND_PRIORITY_SINCE,
     MLA_BLOCK_HONOURED_SINCE,
-    PER_TOKEN_HEAD_KV_SINCE,
     RELEASES,
     TOKENS_FROM_CONCURRENCY_SINCE,
     UTIL_092_SINCE,
+    WHOLE_MODEL_GROUPS_SINCE,
 )
 from planner.core.engines.vllm.rules import derived_max_model_len
 from planner.core.engines.vllm.runner import concurrent_batches
@@ -88,19 +90,15 @@ class Vllm(VllmStateLayers, VllmLayerBlocks, Engine):
     takes_async_scheduling: ClassVar[bool] = True
     long_context_override: ClassVar[str | None] = "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1"
     context_checked_early: ClassVar[bool] = True  # ModelConfig, before VllmConfig's checks
-    # CacheDType (vllm/config/cache.py): float16 from 0.18, per-token-head scales from 0.20.
+    # CacheDType (vllm/config/cache.py): the names each release has (KV_DTYPE_SINCE).
     kv_cache_dtypes: ClassVar[tuple[str, ...]] = (
         "auto", "fp16", "bf16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc",
         "int8_per_token_head", "fp8_per_token_head",
     )  # fmt: skip
 
     def kv_cache_dtype_names(self) -> tuple[str, ...]:
-        names = self.kv_cache_dtypes
-        if not since(self.version, FLOAT16_KV_SINCE):
-            names = tuple(n for n in names if n != "fp16")
-        if not since(self.version, PER_TOKEN_HEAD_KV_SINCE):
-            names = tuple(n for n in names if not n.endswith("_per_token_head"))
-        return names
+        first = KV_DTYPE_SINCE.get
+        return tuple(n for n in self.kv_cache_dtypes if since(self.version, first(n, (0,))))
 
     def default_memory_utilization(self) -> float:
         return 0.92 if since(self.version, UTIL_092_SINCE) else 0.9
@@ -145,7 +143,7 @@ class Vllm(VllmStateLayers, VllmLayerBlocks, Engine):
         check_quantization_on_gpu(self.version, shape, gpu)
 
     def bind_layers(self, shape: ModelShape, kv: KVDtype, model_dtype: str) -> ModelShape:
-        return bind_sparse_mla(self.version, shape)
+        return bind_chunked(self.version, bind_sparse_mla(self.version, shape))
 
     # -- settings ----------------------------------------------------------------------------
     def block_size(
@@ -249,6 +247,8 @@ class Vllm(VllmStateLayers, VllmLayerBlocks, Engine):
         else:
             on = requested_async
             why = "async_scheduling=true"
+            if on and not since(self.version, ASYNC_SCHEDULING_SINCE):  # no such argument
+                raise FieldError("async_scheduling", "vllm.async_scheduling_unknown")
             if on and pp > 1 and not since(self.version, ASYNC_WITH_PP_SINCE):
                 raise FieldError(
                     "async_scheduling",
@@ -407,6 +407,7 @@ class Vllm(VllmStateLayers, VllmLayerBlocks, Engine):
             tokens_from_concurrency=self.tokens_from_concurrency,
             group_ratio=self.group_ratio,
             log_first_worker=not since(self.version, LOG_AFTER_MIN_SINCE),
+            stage_groups=not since(self.version, WHOLE_MODEL_GROUPS_SINCE),
             reserved_tokens=sched.reserved_tokens,
             length_cap=ctx,
         )
