@@ -83,6 +83,11 @@ ENGINE_ERRORS: dict[str, str] = {
         "kvplan does not yet split a hybrid (state + attention) model across vLLM pipeline stages; "
         "use pipeline_parallel_size 1"
     ),
+    "vllm.state_layers_v0": (
+        "vLLM {version} runs models with state (Mamba / linear-attention) layers on its V0 "
+        "engine unless VLLM_USE_V1=1 (V1 takes them by default from 0.10.2); kvplan models V1: "
+        "use engine_version 0.10.2 or later"
+    ),
     "vllm.state_release_unmodelled": (
         "kvplan knows vLLM's sizing of state (Mamba / linear-attention) layers for 0.11 and "
         "0.28–0.33, not for {version}: the block-size alignment and state blocks per request "

@@ -85,6 +85,10 @@ CHUNKED_SPEC_SINCE = (0, 10)
 # in consecutive runs of group_size with the padding in the last, every worker takes the
 # smallest num_blocks and the scheduler worker 0's groups (unify_kv_cache_configs, EngineCore).
 WHOLE_MODEL_GROUPS_SINCE = (0, 11)
+# Models with state layers (Mamba, linear attention) run on the V1 engine by default: before,
+# EngineArgs._is_v1_supported_oracle falls back to V0 for them ("V1 mamba models are
+# unoptimized", 0.9.2–0.10.1; 0.9.0–0.9.1: not V1-compatible at all), unless VLLM_USE_V1=1.
+STATE_LAYERS_V1_SINCE = (0, 10, 2)
 # VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE defaults to 1 (was 0).
 CHUNKED_HYBRID_DEFAULT_SINCE = (0, 14)
 FLASHMLA_BLOCK = 64
