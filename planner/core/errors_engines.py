@@ -83,6 +83,12 @@ ENGINE_ERRORS: dict[str, str] = {
         "kvplan does not yet split a hybrid (state + attention) model across vLLM pipeline stages; "
         "use pipeline_parallel_size 1"
     ),
+    "vllm.pp_stage_groups_differ": (
+        "vLLM before 0.11 groups each pipeline stage's layers on its own, and stage {stage}'s "
+        "KV-cache groups ({groups}) do not pair with stage 0's ({first}): "
+        "unify_kv_cache_configs fails its assertion and vLLM does not start; use another "
+        "pipeline_parallel_size, or engine_version 0.11 or later"
+    ),
     "vllm.state_layers_v0": (
         "vLLM {version} runs models with state (Mamba / linear-attention) layers on its V0 "
         "engine unless VLLM_USE_V1=1 (V1 takes them by default from 0.10.2); kvplan models V1: "

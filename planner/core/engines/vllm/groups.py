@@ -249,13 +249,33 @@ def _own_groups(
     policy: WindowPolicy,
     ratio: float,
 ) -> tuple[tuple[KVGroup, ...], int, Stack, int]:
-    """Before 0.11: each worker's own groups (consecutive runs); as `_project` returns them."""
+    """Before 0.11: each worker's own groups (consecutive runs); as `_project` returns them.
+    unify_kv_cache_configs sorts each worker's groups by spec type and asserts that the groups
+    worker 0 and each other worker hold pairwise (zip) have equal specs: vLLM fails to start
+    where a stage's layer mix splits another way (Gemma-2's alternation over odd stages)."""
     del whole
     own = [
         vllm_groups(stack_of(list(st)), dtype, block_size, policy, ratio, False) for st in stages
     ]
+    first = sorted(own[0][0], key=_unify_order)
+    for stage, (groups, _) in enumerate(own[1:], start=1):
+        theirs = sorted(groups, key=_unify_order)
+        if any(a.spec != b.spec for a, b in zip(first, theirs, strict=False)):
+            raise FieldError(
+                "pipeline_parallel_size",
+                "vllm.pp_stage_groups_differ",
+                stage=stage,
+                groups=", ".join(g.kind for g in theirs),
+                first=", ".join(g.kind for g in first),
+            )
     worst = max(range(len(stages)), key=lambda i: own[i][1])
     return own[0][0], own[worst][1], stack_of(list(stages[worst])), own[0][1]
+
+
+def _unify_order(group: KVGroup) -> tuple[str, str]:
+    """The order unify_kv_cache_configs sorts groups in: by spec type (0.9: type_id,
+    "full_attention_…" < "sliding_window_…"; 0.10: the class name), then by the spec."""
+    return group.kind, repr(group.spec)
 
 
 def _project(
