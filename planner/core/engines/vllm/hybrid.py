@@ -16,9 +16,10 @@ Two rule sets, each read in its release's wheel:
   only with FlashInfer's prefill on SM90, alignment 64; Mamba1 and KDA 0), else 1 + speculative.
 
 0.11 (`models/config.py` `HybridAttentionMambaModelConfig`, the same in 0.10.2, the first
-release that runs these models on V1 by default; read, not run): prefix caching is switched off for
-hybrids, the block is 16 × cdiv(state, 16 × a FullAttentionSpec token page, K and V even for MLA),
-one state block per request, `mamba_block_size = max_model_len`.
+release that runs these models on V1 by default; both checked by their oracles): prefix
+caching is switched off for hybrids, the block is 16 × cdiv(state, 16 × a FullAttentionSpec
+token page, K and V even for MLA), one state block per request,
+`mamba_block_size = max_model_len`.
 
 0.28-0.32 (read in their wheels, checked by the oracle) have 0.33's rules except the prefill
 checkpoints of gated delta nets: `QwenGatedDeltaNetAttention` declares none and the platform
