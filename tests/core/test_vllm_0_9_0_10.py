@@ -78,3 +78,19 @@ def test_fp8_inc_kv_cache_from_0_10() -> None:
         "engine.kv_dtype_unsupported",
     )
     assert _plan(llama, "0.10.0", kv_cache_dtype="fp8_inc").capacity is not None
+
+
+def test_vllm_0_9_0_has_no_hybrid_kv_cache_manager() -> None:
+    # 0.9.0's kv_cache_utils.get_kv_cache_config has only the uniform-type path:
+    # unify_hybrid_kv_cache_specs sizes Gemma-3's sliding layers as full attention, and
+    # _get_kv_cache_config_uniform_type logs max_concurrency = num_blocks × block_size /
+    # max_model_len. 0.9.1 adds _get_kv_cache_config_uniform_page_size (hybrid groups).
+    gemma3 = dict(get_model("google/gemma-3-27b-it").config)
+    body = {"kv_budget_bytes": 40 << 30, "context_tokens": 32768, "max_num_batched_tokens": 8192}
+    old = _plan(gemma3, "0.9.0", **body).capacity
+    assert [(g.kind, g.layers, g.padding_layers) for g in old.kv_groups] == [("full", 62, 0)]
+    # page = 16 tokens × K,V × 16 KV heads × 128 × 2 B = 131,072 B; 40 GiB // (62 × page) = 5,285
+    assert old.num_blocks == 5285
+    assert old.engine_reported_concurrency == round(5285 * 16 / 32768, 2) == 2.58
+    new = _plan(gemma3, "0.9.1", **body).capacity
+    assert {g.kind for g in new.kv_groups} == {"full", "sliding"}

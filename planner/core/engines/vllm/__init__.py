@@ -48,6 +48,7 @@ from planner.core.engines.vllm.releases import (
     FLASHMLA_BLOCK,
     GROUP_RATIO_15_SINCE,
     GROUP_RATIO_125_SINCE,
+    HYBRID_ALLOCATOR_SINCE,
     IN_FLIGHT_ADMISSION_SINCE,
     KV_DTYPE_SINCE,
     LOG_AFTER_MIN_SINCE,
@@ -176,7 +177,7 @@ class Vllm(VllmStateLayers, VllmLayerBlocks, Engine):
             # VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE defaulted to 0: the hybrid
             # manager is off for chunked local attention, every layer sized full length.
             return "full_length"
-        if hybrid_manager:
+        if hybrid_manager and since(self.version, HYBRID_ALLOCATOR_SINCE):  # 0.9.0 has none
             return "window"
         # --disable-hybrid-kv-cache-manager rewrites window specs as full-attention ones only
         # when full layers are present too; a model whose layers all slide (Mistral-7B) is
@@ -408,6 +409,7 @@ class Vllm(VllmStateLayers, VllmLayerBlocks, Engine):
             group_ratio=self.group_ratio,
             log_first_worker=not since(self.version, LOG_AFTER_MIN_SINCE),
             stage_groups=not since(self.version, WHOLE_MODEL_GROUPS_SINCE),
+            concurrency_from_tokens=not since(self.version, HYBRID_ALLOCATOR_SINCE),
             reserved_tokens=sched.reserved_tokens,
             length_cap=ctx,
         )

@@ -33,6 +33,8 @@ class VllmPool(Pool):
     # "GPU KV cache size: N tokens": int(max_concurrency × max_model_len) in newer releases
     # (kv_cache_utils.get_kv_cache_capacity), num_blocks // groups × block_size before.
     tokens_from_concurrency: bool = True
+    # 0.9.0 logs the concurrency as num_blocks × block_size / max_model_len.
+    concurrency_from_tokens: bool = False
     # Speculative decoding: slots a decoding request reserves past its tokens, capped at
     # max_model_len (`length_cap`) as allocate_slots caps them; 0 = none.
     reserved_tokens: int = 0
@@ -58,6 +60,9 @@ class VllmPool(Pool):
         return blocks / need if need else 0.0
 
     def reported_concurrency(self, ctx: int) -> float | None:
+        if self.concurrency_from_tokens and ctx:
+            blocks = self.num_blocks if self.logged_blocks is None else self.logged_blocks
+            return round(blocks * self.unit_tokens / ctx, 2)
         return round(self.concurrency(ctx), 2) if self.blocks_per_request(ctx) else None
 
     def reported_tokens(self, max_model_len: int) -> int:
@@ -175,6 +180,7 @@ def vllm_pipeline_pool(
     length_cap: int = 0,
     log_first_worker: bool = False,
     stage_groups: bool = False,
+    concurrency_from_tokens: bool = False,
 ) -> VllmPool:
     """vLLM's pool over pipeline stages: a stage's block id costs page × its largest projected
     group (one group: the sum of its layers' pages), and every stage uses the smallest
@@ -215,6 +221,7 @@ def vllm_pipeline_pool(
         block_bytes=cost,
         logged_blocks=logged,
         tokens_from_concurrency=tokens_from_concurrency,
+        concurrency_from_tokens=concurrency_from_tokens,
         reserved_tokens=reserved_tokens,
         length_cap=length_cap,
     )

@@ -75,6 +75,11 @@ KV_DTYPE_SINCE = {
     "int8_per_token_head": PER_TOKEN_HEAD_KV_SINCE,
     "fp8_per_token_head": PER_TOKEN_HEAD_KV_SINCE,
 }
+# The hybrid KV-cache manager (kv_cache_utils._get_kv_cache_config_uniform_page_size) and
+# get_max_concurrency_for_kv_cache_config, first in 0.9.1: 0.9.0 sizes a model with sliding and
+# full layers all full length (unify_hybrid_kv_cache_specs) and logs the concurrency as
+# num_blocks × block_size / max_model_len (read in the 0.9.0 and 0.9.1 wheels).
+HYBRID_ALLOCATOR_SINCE = (0, 9, 1)
 # ChunkedLocalAttentionSpec (v1/kv_cache_interface.py, 0.10.0): before, Llama-4's local layers
 # are plain Attention layers (the backend chunks them) with FullAttentionSpec, in the start check
 # and the max-length estimate too (read in the 0.9.0–0.9.2 wheels).
