@@ -83,6 +83,11 @@ ENGINE_ERRORS: dict[str, str] = {
         "kvplan does not yet split a hybrid (state + attention) model across vLLM pipeline stages; "
         "use pipeline_parallel_size 1"
     ),
+    "vllm.pipeline_v0": (
+        "vLLM {version} runs pipeline parallelism on its V0 engine unless "
+        "--distributed-executor-backend is given (V1 takes it by default from 0.9.1); kvplan "
+        "models V1: use engine_version 0.9.1 or later, or pipeline_parallel_size=1"
+    ),
     "vllm.pp_stage_groups_differ": (
         "vLLM before 0.11 groups each pipeline stage's layers on its own, and stage {stage}'s "
         "KV-cache groups ({groups}) do not pair with stage 0's ({first}): "

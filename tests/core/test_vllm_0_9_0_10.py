@@ -94,3 +94,16 @@ def test_vllm_0_9_0_has_no_hybrid_kv_cache_manager() -> None:
     assert old.engine_reported_concurrency == round(5285 * 16 / 32768, 2) == 2.58
     new = _plan(gemma3, "0.9.1", **body).capacity
     assert {g.kind for g in new.kv_groups} == {"full", "sliding"}
+
+
+def test_vllm_0_9_0_runs_pipeline_parallelism_on_v0() -> None:
+    # 0.9.0's _is_v1_supported_oracle: PP > 1 with distributed_executor_backend not in ("ray",
+    # "mp", "external_launcher") falls back to V0, and the default is None; 0.9.1 lists
+    # ParallelConfig.distributed_executor_backend (the default) among them.
+    llama = dict(get_model("meta-llama/Llama-3.1-8B").config)
+    assert _refusal(llama, "0.9.0", pipeline_parallel_size=2) == (
+        "pipeline_parallel_size",
+        "vllm.pipeline_v0",
+    )
+    assert _plan(llama, "0.9.1", pipeline_parallel_size=2).capacity is not None
+    assert _plan(llama, "0.9.0").capacity is not None

@@ -38,7 +38,7 @@ from planner.core.engines.vllm.logs import (
 )
 from planner.core.engines.vllm.need import estimate_max_len, startup_need
 from planner.core.engines.vllm.quant_gpu import check_quantization_on_gpu
-from planner.core.engines.vllm.refusals import refuse
+from planner.core.engines.vllm.refusals import refuse, refuse_pipeline
 from planner.core.engines.vllm.releases import (
     ASYNC_DEFAULT_SINCE,
     ASYNC_SCHEDULING_SINCE,
@@ -138,6 +138,7 @@ class Vllm(VllmStateLayers, VllmLayerBlocks, Engine):
     ) -> None:
         super().validate(shape, tp, pp, kv_dtype, model_dtype, kv_explicit)
         refuse(self.version, shape, tp, kv_dtype, model_dtype, kv_explicit)
+        refuse_pipeline(self.version, pp)
         check_shared_kv_parallel(shape, pp)
 
     def check_gpu(self, shape: ModelShape, gpu: Gpu) -> None:

@@ -8,6 +8,7 @@ from planner.core.engines.vllm.releases import (
     ARCHITECTURE_SINCE,
     MLA_BF16_KV_SINCE,
     MLA_DTYPE_CHECK_SINCE,
+    PP_V1_DEFAULT_SINCE,
 )
 from planner.core.errors import FieldError
 from planner.core.model import ModelShape
@@ -124,4 +125,12 @@ def refuse(
             arch=arch,
             kv_heads=shape.num_key_value_heads,
             tp=tp,
+        )
+
+
+def refuse_pipeline(version: Version, pp: int) -> None:
+    """0.9.0 runs pipeline parallelism on its V0 engine unless an executor backend is named."""
+    if pp > 1 and not since(version, PP_V1_DEFAULT_SINCE):
+        raise FieldError(
+            "pipeline_parallel_size", "vllm.pipeline_v0", version=version_text(version)
         )

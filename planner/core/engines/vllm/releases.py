@@ -80,6 +80,10 @@ KV_DTYPE_SINCE = {
 # full layers all full length (unify_hybrid_kv_cache_specs) and logs the concurrency as
 # num_blocks × block_size / max_model_len (read in the 0.9.0 and 0.9.1 wheels).
 HYBRID_ALLOCATOR_SINCE = (0, 9, 1)
+# Pipeline parallelism on V1 with the default executor: 0.9.0's _is_v1_supported_oracle takes
+# PP only with --distributed-executor-backend ray, mp or external_launcher and falls back to V0
+# for the default (None); 0.9.1 lists the default too (engine/arg_utils.py).
+PP_V1_DEFAULT_SINCE = (0, 9, 1)
 # ChunkedLocalAttentionSpec (v1/kv_cache_interface.py, 0.10.0): before, Llama-4's local layers
 # are plain Attention layers (the backend chunks them) with FullAttentionSpec, in the start check
 # and the max-length estimate too (read in the 0.9.0–0.9.2 wheels).
