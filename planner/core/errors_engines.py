@@ -83,6 +83,22 @@ ENGINE_ERRORS: dict[str, str] = {
         "kvplan does not yet split a hybrid (state + attention) model across vLLM pipeline stages; "
         "use pipeline_parallel_size 1"
     ),
+    "vllm.pipeline_v0": (
+        "vLLM {version} runs pipeline parallelism on its V0 engine unless "
+        "--distributed-executor-backend is given (V1 takes it by default from 0.9.1); kvplan "
+        "models V1: use engine_version 0.9.1 or later, or pipeline_parallel_size=1"
+    ),
+    "vllm.pp_stage_groups_differ": (
+        "vLLM before 0.11 groups each pipeline stage's layers on its own, and stage {stage}'s "
+        "KV-cache groups ({groups}) do not pair with stage 0's ({first}): "
+        "unify_kv_cache_configs fails its assertion and vLLM does not start; use another "
+        "pipeline_parallel_size, or engine_version 0.11 or later"
+    ),
+    "vllm.state_layers_v0": (
+        "vLLM {version} runs models with state (Mamba / linear-attention) layers on its V0 "
+        "engine unless VLLM_USE_V1=1 (V1 takes them by default from 0.10.2); kvplan models V1: "
+        "use engine_version 0.10.2 or later"
+    ),
     "vllm.state_release_unmodelled": (
         "kvplan knows vLLM's sizing of state (Mamba / linear-attention) layers for 0.11 and "
         "0.28–0.33, not for {version}: the block-size alignment and state blocks per request "
@@ -97,6 +113,14 @@ ENGINE_ERRORS: dict[str, str] = {
     "vllm.qwen3_5_not_in_0_11": (
         "vLLM 0.11 has no Qwen3.5 model (its registry lists no Qwen3_5 architecture); use "
         "engine_version 0.33"
+    ),
+    "vllm.async_scheduling_unknown": (
+        "vLLM 0.9 has no async scheduling (--async-scheduling is new in 0.10); set "
+        "async_scheduling=false"
+    ),
+    "vllm.architecture_not_in_release": (
+        "vLLM {version} has no {arch} model (its registry lists it from {first}); use "
+        "engine_version {first} or later"
     ),
     "vllm.async_scheduling_with_pp": (
         "vLLM {version}: Async scheduling is not supported with pipeline-parallel-size > 1 (from "

@@ -15,9 +15,11 @@ Two rule sets, each read in its release's wheel:
 - blocks per request: align mode 2 + speculative tokens + checkpoint blocks (Mamba2 1; GDN 1
   only with FlashInfer's prefill on SM90, alignment 64; Mamba1 and KDA 0), else 1 + speculative.
 
-0.11 (`models/config.py` `HybridAttentionMambaModelConfig`): prefix caching is switched off for
-hybrids, the block is 16 × cdiv(state, 16 × a FullAttentionSpec token page, K and V even for MLA),
-one state block per request, `mamba_block_size = max_model_len`.
+0.11 (`models/config.py` `HybridAttentionMambaModelConfig`, the same in 0.10.2, the first
+release that runs these models on V1 by default; both checked by their oracles): prefix
+caching is switched off for hybrids, the block is 16 × cdiv(state, 16 × a FullAttentionSpec
+token page, K and V even for MLA), one state block per request,
+`mamba_block_size = max_model_len`.
 
 0.28-0.32 (read in their wheels, checked by the oracle) have 0.33's rules except the prefill
 checkpoints of gated delta nets: `QwenGatedDeltaNetAttention` declares none and the platform
@@ -32,7 +34,8 @@ from __future__ import annotations
 from dataclasses import replace
 from math import lcm
 
-from planner.core.engines.versions import Version, since
+from planner.core.engines.versions import Version, since, version_text
+from planner.core.engines.vllm.releases import STATE_LAYERS_V1_SINCE
 from planner.core.errors import FieldError
 from planner.core.model import ModelShape, with_layers
 from planner.core.model_hybrid import QWEN3_5_TYPES
@@ -42,7 +45,7 @@ from planner.core.specs_state import GatedDeltaNetSpec, StateSpec
 from planner.core.units import KVDtype
 
 # The two rule sets read (first release each applies to, last release verified).
-OLD_RULES = ((0, 9, 0), (0, 11, 99))
+OLD_RULES = ((0, 10, 2), (0, 11, 99))
 # The platform alignment (`Platform._align_hybrid_block_size`) with prefix caching kept on,
 # as far back as the oracle has checked it (0.28.0's own code gives 0.29's answers).
 PLATFORM_ALIGN_SINCE = (0, 28, 0)
@@ -75,6 +78,8 @@ def bind_vllm_state(
 ) -> tuple[ModelShape, int, list[Note]]:
     """The shape with every state layer bound as vLLM `version` sizes it, the raised block
     size, and notes saying what changed."""
+    if not since(version, STATE_LAYERS_V1_SINCE):
+        raise FieldError("engine_version", "vllm.state_layers_v0", version=version_text(version))
     old = OLD_RULES[0] <= version <= OLD_RULES[1]
     if not old and not since(version, PLATFORM_ALIGN_SINCE):
         raise FieldError(
