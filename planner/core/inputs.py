@@ -33,6 +33,7 @@ from planner.core.resolved import (
     resolve_draft,
     resolve_gpu,
     resolve_model_of,
+    served_model,
 )
 from planner.core.sharing import layer_form_notes
 from planner.core.specs import WindowPolicy
@@ -292,6 +293,8 @@ def _settle(
     notes: list[Note] = list(model.notes)
     tp, pp = ask.tp, ask.pp
     model_dtype, dtype_notes = engine.model_dtype(shape, ask.dtype)
+    model, more = served_model(model, model_dtype)  # weights in the dtype served
+    dtype_notes += more
     kv, more = _kv_dtype(ask.kv_cache_dtype, ask.dtype, shape, model_dtype)
     dtype_notes += more
     explicit_kv = ask.kv_cache_dtype.strip().lower() != "auto"
@@ -314,7 +317,7 @@ def _settle(
     speculation = None
     if request.speculative_config is not None:
         speculation, more = resolve_draft(
-            request.speculative_config, engine, model, catalog, tp, kv
+            request.speculative_config, engine, model, catalog, tp, kv, model_dtype
         )
         notes.extend(more)
         shape = apply_speculation(shape, speculation)

@@ -92,6 +92,41 @@ def model_from_config(
     )
 
 
+# Element bytes of the dtypes a model is stored or served in (unquantized tensors).
+_ELEMENT_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
+
+
+def served_model(model: ResolvedModel, model_dtype: str) -> tuple[ResolvedModel, list[Note]]:
+    """The model's weights in the dtype the engine serves it in (`Engine.model_dtype`): a float32
+    checkpoint held in 16 bits takes half its stored bytes, a 16-bit one upcast to float32 twice;
+    quantized tensors stay as stored. The one place stored weight bytes become served ones."""
+    stored = _ELEMENT_BYTES.get(model.shape.dtype, 2)
+    served = _ELEMENT_BYTES.get(model_dtype, 2)
+    if stored == served or model.weights_bytes is None:
+        return model, []
+    split = None
+    if model.config is not None:
+        with contextlib.suppress(ModelConfigError):
+            split = weight_bytes(model.config, served), weight_bytes(model.config)
+    if split is not None and split[1].total > 0:
+        weights = round(model.weights_bytes * split[0].total / split[1].total)
+        served_split: WeightBytes | None = split[0].scaled_to(weights)
+    elif model.shape.quant_method is None:
+        weights = model.weights_bytes * served // stored
+        served_split = model.weight_split.scaled_to(weights) if model.weight_split else None
+    else:
+        return model, []  # quantized, and its config cannot be counted: as stored
+    return replace(model, weights_bytes=weights, weight_split=served_split), [
+        note(
+            "weights.served_dtype",
+            stored=model.weights_bytes,
+            stored_dtype=model.shape.dtype,
+            dtype=model_dtype,
+            weights=weights,
+        )
+    ]
+
+
 def resolve_gpu(g: str | s.GpuSpec | None, catalog: Catalog) -> Gpu | None:
     """The GPU a request's `gpu` names: a catalog id, or a custom GPU object."""
     if g is None:
@@ -108,8 +143,11 @@ def resolve_draft(
     catalog: Catalog,
     tp: int,
     kv: KVDtype,
+    model_dtype: str | None = None,
 ) -> tuple[Speculation, list[Note]]:
-    """The speculative config resolved: the draft from the catalog or its pasted config."""
+    """The speculative config resolved: the draft from the catalog or its pasted config, its
+    weights in the target's served dtype (`model_dtype`; vLLM builds the draft's ModelConfig
+    with `dtype=self.target_model_config.dtype`, config/speculative.py)."""
     if not engine.speculative_drafts:
         raise FieldError(
             "speculative_config",
@@ -117,6 +155,7 @@ def resolve_draft(
             label=engine.label,
         )
     notes: list[Note] = []
+    dtype = model_dtype or engine.model_dtype(model.shape, None)[0]
     draft_shape = None
     draft_weights: int | None = None
     target_config = model.config
@@ -126,14 +165,16 @@ def resolve_draft(
                 draft = catalog.model(spec.model, None)
             except FieldError as exc:
                 raise UnknownIdError.at(("speculative_config", "model"), exc.problems[0]) from None
-            draft_shape, draft_weights = draft.shape, draft.weights_bytes
+            draft_shape, draft_weights = draft.shape, served_model(draft, dtype)[0].weights_bytes
             if spec.method == "mtp":
                 target_config = draft.config
         elif spec.method == "mtp":
             target_config = spec.model
         else:
             draft_shape = draft_shape_of(spec.model)  # errors named under speculative_config
-            draft_weights = draft_weight_bytes(spec.model, spec.method, model.config)
+            draft_weights = draft_weight_bytes(
+                spec.model, spec.method, model.config, _ELEMENT_BYTES.get(dtype, 2)
+            )
             if draft_weights is not None:
                 notes.append(note("speculative.draft_weights_estimated", weights=draft_weights))
     if draft_shape is not None:
@@ -188,4 +229,5 @@ __all__ = [
     "resolve_draft",
     "resolve_gpu",
     "resolve_model_of",
+    "served_model",
 ]
