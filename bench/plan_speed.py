@@ -6,15 +6,26 @@ the figure to compare across runs.
 
 `--question` times only the 8B question of issue 26 (`plan()` of Llama-3.1-8B at 8,192 tokens
 in a 48 GiB bf16 budget): µs per plan, the best of `--rounds` rounds of `--seconds` each, and
-the same for `Plan.model_dump_json()` of its answer. `--loop SECONDS` plans it over and over
-after a warm-up, for a sampling profiler (`py-spy record -- python bench/plan_speed.py --loop 8`,
-then `bench/spy_top.py`).
+the same for `Plan.model_dump_json()` of its answer. `--vary N` asks it with N different
+contexts in turn (8,192 tokens and N − 1 shorter ones, 64 apart), so nothing kept per answer
+could serve a repeat: only what plan() keeps per model and engine (planner.core.memo) does.
+`--loop SECONDS` plans it over and over after a warm-up, for a sampling profiler
+(`py-spy record -- python bench/plan_speed.py --loop 8`, then `bench/spy_top.py`).
+
+`--vs DIR` times the question side by side with another checkout's `planner` (e.g. a
+`git worktree add` of an older commit): `--procs` fresh processes per side, alternating, each
+the best of its rounds; prints each side's best and median and the ratio of the bests.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
+import os
+import statistics
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -51,7 +62,13 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--question", action="store_true", help="only the 8B question, in µs")
     ap.add_argument("--loop", type=float, default=None, help="plan it for this many seconds")
+    ap.add_argument("--vary", type=int, default=1, help="ask it with this many contexts in turn")
+    ap.add_argument("--vs", type=Path, default=None, help="another checkout, timed alternately")
+    ap.add_argument("--procs", type=int, default=5, help="processes per side with --vs")
     args = ap.parse_args()
+    if args.vs is not None:
+        side_by_side(args)
+        return
     if args.question or args.loop is not None:
         question(args)
         return
@@ -82,17 +99,19 @@ def main() -> None:
 
 def question(args: argparse.Namespace) -> None:
     req = PlanRequest.model_validate_json(QUESTION)
+    asked = [req.model_copy(update={"context_tokens": 8192 - 64 * i}) for i in range(args.vary)]
+    turn = itertools.cycle(asked)
     for _ in range(200):  # warm: the catalog entry, the engine's rules, imports
         answer = plan(req)
     if args.loop is not None:
         end = time.perf_counter() + args.loop
         while time.perf_counter() < end:
-            plan(req)
+            plan(next(turn))
         return
     # CPU time of this process, not wall time: on a shared box other jobs stretch the wall.
     best_plan = best_dump = float("inf")
     for _ in range(args.rounds):
-        for fn, best in ((lambda: plan(req), "plan"), (answer.model_dump_json, "dump")):
+        for fn, best in ((lambda: plan(next(turn)), "plan"), (answer.model_dump_json, "dump")):
             n, start = 0, time.process_time()
             while (elapsed := time.process_time() - start) < args.seconds:
                 fn()
@@ -102,10 +121,28 @@ def question(args: argparse.Namespace) -> None:
             else:
                 best_dump = min(best_dump, 1e6 * elapsed / n)
     size = len(answer.model_dump_json())
+    contexts = f", {args.vary} contexts in turn" if args.vary > 1 else ""
     print(
-        f"plan() {best_plan:.1f} us CPU; model_dump_json() {best_dump:.1f} us CPU ({size:,} B), "
-        f"best of {args.rounds} rounds"
+        f"plan() {best_plan:.1f} us CPU{contexts}; model_dump_json() {best_dump:.1f} us CPU "
+        f"({size:,} B), best of {args.rounds} rounds"
     )
+
+
+def side_by_side(args: argparse.Namespace) -> None:
+    here = Path(__file__).resolve().parents[1]
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--question"]
+    cmd += ["--rounds", str(args.rounds), "--seconds", str(args.seconds), "--vary", str(args.vary)]
+    times: dict[str, list[float]] = {"before": [], "now": []}
+    for _ in range(args.procs):
+        for side, root in (("before", args.vs.resolve()), ("now", here)):
+            env = {**os.environ, "PYTHONPATH": str(root)}
+            out = subprocess.run(cmd, env=env, cwd=root, capture_output=True, text=True, check=True)
+            times[side].append(float(out.stdout.split()[1]))
+            print(f"{side:6} {out.stdout.strip()}", flush=True)
+    best = {side: min(t) for side, t in times.items()}
+    for side, t in times.items():
+        print(f"{side:6} best {best[side]:.1f} us, median {statistics.median(t):.1f} us CPU")
+    print(f"now / before: {best['now'] / best['before']:.2f}x (bests of {args.procs} processes)")
 
 
 if __name__ == "__main__":

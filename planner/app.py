@@ -37,6 +37,7 @@ from planner.api.openapi import install_openapi
 from planner.api.problems import install_problem_handlers, problem_responses
 from planner.api.schemas import Problem, SweepRequest
 from planner.api.work import pool_of
+from planner.api.workers import WorkerPool
 from planner.core.recommend_schema import RecommendRequest
 from planner.core.reconcile_schema import ReconcileRequest
 from planner.core.schema import PlanRequest
@@ -117,16 +118,23 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         yield
     finally:
         app.state.store = None
-        pool.close()
-        app.state.work_pool = None
+        if app.state.owns_work_pool:
+            pool.close()
+            app.state.work_pool = None
         close = getattr(store, "close", None)
         if callable(close):
             close()
 
 
 def create_app(
-    settings: Settings | None = None, hub_settings: HubSettings | None = None
+    settings: Settings | None = None,
+    hub_settings: HubSettings | None = None,
+    *,
+    work_pool: WorkerPool | None = None,
 ) -> FastAPI:
+    """The app. `work_pool`: a running worker pool this app shares with others (the test
+    suite's apps share one, so each test does not start and stop interpreters); its owner
+    starts and closes it, and its size and limits are its own, not `settings`'."""
     settings = settings if settings is not None else load_settings()
     # Read and checked now, with the rest of the configuration (a bad value stops start-up).
     hub_settings = hub_settings if hub_settings is not None else load_hub_settings()
@@ -148,7 +156,8 @@ def create_app(
     app.state.hub_settings = hub_settings
     app.state.metrics = metrics
     app.state.store = None
-    app.state.work_pool = None
+    app.state.work_pool = work_pool
+    app.state.owns_work_pool = work_pool is None
     app.state.prestart_workers = False
     # /readyz requires the store once this build has one (opened by the lifespan).
     app.state.store_required = importlib.util.find_spec("planner.store") is not None

@@ -169,13 +169,19 @@ class WorkerPool:
             self._idle.append(self._spawn())
 
     def close(self) -> None:
+        """Ask every idle worker to exit, then wait for them together: shutdown takes one
+        worker's exit, not the sum of them."""
         self.closed = True
-        while self._idle:
-            worker = self._idle.pop()
+        idle, self._idle = self._idle, []
+        for worker in idle:
             try:
                 worker.send.send(None)
+            except OSError:
+                pass
+        for worker in idle:
+            try:
                 worker.process.wait(timeout=1)
-            except (OSError, subprocess.TimeoutExpired):
+            except subprocess.TimeoutExpired:
                 pass
             worker.kill()
 

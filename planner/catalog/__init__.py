@@ -62,11 +62,13 @@ class CatalogModel(_Frozen):
     @property
     def resolved_weights_bytes(self) -> int:
         """Published checkpoint bytes if known, else the stored bytes counted from the config
-        (quantized checkpoints as stored), else parameters × 2 bytes."""
+        (quantized checkpoints as stored), else parameters × their stored width (2 bytes, 4 for
+        float32)."""
         return self.weights()[0]
 
     def weights(self) -> tuple[int, Literal["safetensors", "parameter_count"], str]:
-        """(bytes, kind, where from) of the weights an engine loads."""
+        """(bytes, kind, where from) of the checkpoint's weights as stored; the engine's dtype
+        decides what it holds (planner.core.resolved.served_model)."""
         if self.weights_bytes is not None:
             source = self.weights_bytes_source or "published checkpoint size"
             # Only a safetensors total_size is "safetensors"; a model-card figure is not.
@@ -84,7 +86,12 @@ class CatalogModel(_Frozen):
                 "parameter_count",
                 "counted from the config with its quantization_config (as stored)",
             )
-        # 16-bit weights: engines serve fp32-published checkpoints (Gemma-2) in bf16 too.
+        # As stored: a float32 checkpoint (Gemma-2, OLMo-2) at 4 bytes; the core takes it to the
+        # dtype the engine serves (planner.core.resolved.served_model: 16-bit in vLLM).
+        inner = cfg.get("text_config") or cfg
+        dtype = str(inner.get("torch_dtype", inner.get("dtype", cfg.get("torch_dtype", ""))))
+        if dtype.removeprefix("torch.").lower() in ("float32", "float"):
+            return self.num_parameters * 4, "parameter_count", "parameters × 4 bytes (float32)"
         return self.num_parameters * 2, "parameter_count", "parameters × 2 bytes (16-bit)"
 
 

@@ -42,9 +42,11 @@ def models_table() -> str:
         params = _billions(p.total)
         if p.is_moe:
             params += f" ({_billions(p.active_per_token)}; {p.num_experts} experts, top-{p.top_k})"
-        _, kind, _ = m.weights()
+        _, kind, detail = m.weights()
         weights = _billions(m.resolved_weights_bytes).replace(" B", " GB").replace(" M", " MB")
         weights += " (safetensors)" if kind == "safetensors" else " (counted)"
+        if "float32" in detail:
+            weights += ", float32; half in 16-bit"
         rows.append(f"| `{m.id}` | {aliases} | {attention} | {kv:,} | {params} | {weights} |")
     return "\n".join(rows)
 

@@ -146,7 +146,7 @@ def _weights_read(inp: Inputs, batch_tokens: int) -> tuple[int, Note | None]:
 
 def decode_bounds(
     inp: Inputs,
-    layouts: list[RankLayout],
+    layouts: Sequence[RankLayout],
     capacity: s.CapacityOut | None,
     pool: Pool | None,
 ) -> tuple[s.BoundsOut | None, list[Note]]:

@@ -71,12 +71,15 @@ def eagle_draft_parameters(
 
 
 def eagle_draft_weight_bytes(
-    config: Mapping[str, Any], method: str, target_hidden_size: int | None
+    config: Mapping[str, Any],
+    method: str,
+    target_hidden_size: int | None,
+    dtype_bytes: int | None = None,
 ) -> int:
-    """Bytes of those parameters at the draft config's own storage width (16-bit unless it
-    says otherwise; quantized drafts at their stored bytes per parameter)."""
+    """Bytes of those parameters at `dtype_bytes` per unquantized element (the dtype served),
+    else at the draft config's own storage width; quantized drafts at their stored bytes."""
     params = eagle_draft_parameters(config, method, target_hidden_size)
-    stored = weight_bytes(config).total
+    stored = weight_bytes(config, dtype_bytes).total
     counted = decoder(config)
     whole = (
         sum(x.parameters for x in counted.linears)
@@ -87,15 +90,19 @@ def eagle_draft_weight_bytes(
 
 
 def draft_weight_bytes(
-    config: Mapping[str, Any], method: str, target_config: Mapping[str, Any] | None
+    config: Mapping[str, Any],
+    method: str,
+    target_config: Mapping[str, Any] | None,
+    dtype_bytes: int | None = None,
 ) -> int | None:
-    """A pasted draft's bytes in GPU memory: EAGLE heads as above, a draft model whole (as
-    stored); None when its config cannot be counted."""
+    """A pasted draft's bytes in GPU memory, unquantized tensors at `dtype_bytes` (the dtype
+    served): EAGLE heads as above, a draft model whole; None when its config cannot be counted."""
     try:
         if method in EAGLE_METHODS:
             hidden = text_config(target_config).get("hidden_size") if target_config else None
-            return eagle_draft_weight_bytes(config, method, hidden if type(hidden) is int else None)
-        return weight_bytes(config).total
+            width = hidden if type(hidden) is int else None
+            return eagle_draft_weight_bytes(config, method, width, dtype_bytes)
+        return weight_bytes(config, dtype_bytes).total
     except ModelConfigError:
         return None
 

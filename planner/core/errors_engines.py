@@ -83,9 +83,25 @@ ENGINE_ERRORS: dict[str, str] = {
         "kvplan does not yet split a hybrid (state + attention) model across vLLM pipeline stages; "
         "use pipeline_parallel_size 1"
     ),
+    "vllm.pipeline_v0": (
+        "vLLM {version} runs pipeline parallelism on its V0 engine unless "
+        "--distributed-executor-backend is given (V1 takes it by default from 0.9.1); kvplan "
+        "models V1: use engine_version 0.9.1 or later, or pipeline_parallel_size=1"
+    ),
+    "vllm.pp_stage_groups_differ": (
+        "vLLM before 0.11 groups each pipeline stage's layers on its own, and stage {stage}'s "
+        "KV-cache groups ({groups}) do not pair with stage 0's ({first}): "
+        "unify_kv_cache_configs fails its assertion and vLLM does not start; use another "
+        "pipeline_parallel_size, or engine_version 0.11 or later"
+    ),
+    "vllm.state_layers_v0": (
+        "vLLM {version} runs models with state (Mamba / linear-attention) layers on its V0 "
+        "engine unless VLLM_USE_V1=1 (V1 takes them by default from 0.10.2); kvplan models V1: "
+        "use engine_version 0.10.2 or later"
+    ),
     "vllm.state_release_unmodelled": (
-        "kvplan knows vLLM's sizing of state (Mamba / linear-attention) layers for 0.9–0.11 and "
-        "0.21–0.33, not for {version}: the block-size alignment and state blocks per request "
+        "kvplan knows vLLM's sizing of state (Mamba / linear-attention) layers for 0.10.2–0.11 "
+        "and 0.21–0.33, not for {version}: the block-size alignment and state blocks per request "
         "changed in between; use engine_version 0.21 or later, or 0.11"
     ),
     "vllm.mtp_hybrid_release": (
@@ -102,6 +118,14 @@ ENGINE_ERRORS: dict[str, str] = {
         "vLLM {version} drafts MTP only for the multimodal Qwen3.5 checkpoints (model_type "
         "qwen3_5 / qwen3_5_moe): a text-only config's MTP is an unsupported speculative method "
         "there; use engine_version 0.28 or later"
+    ),
+    "vllm.async_scheduling_unknown": (
+        "vLLM 0.9 has no async scheduling (--async-scheduling is new in 0.10); set "
+        "async_scheduling=false"
+    ),
+    "vllm.architecture_not_in_release": (
+        "vLLM {version} has no {arch} model (its registry lists it from {first}); use "
+        "engine_version {first} or later"
     ),
     "vllm.async_scheduling_with_pp": (
         "vLLM {version}: Async scheduling is not supported with pipeline-parallel-size > 1 (from "

@@ -34,22 +34,16 @@ def capacity(
          if m.context_tokens == ctx and sh),
         0,
     )  # fmt: skip
-    max_req = pool.max_requests_sharing(ctx, shared) if shared else pool.max_requests(ctx)
-    if shared and max_req != pool.max_requests(ctx):
+    alone = pool.max_requests(ctx)  # what the null block explains, before prefix sharing
+    max_req = pool.max_requests_sharing(ctx, shared) if shared else alone
+    if shared and max_req != alone:
         notes.append(
-            note(
-                "capacity.prefix_shared",
-                shared=shared,
-                fit=max_req,
-                alone=pool.max_requests(ctx),
-                ctx=ctx,
-            )
+            note("capacity.prefix_shared", shared=shared, fit=max_req, alone=alone, ctx=ctx)
         )
     verdict = engine.start_check(inp, budget.kv_budget_bytes, terms, pool)
     over = explicit_over_memory_text(budget) if verdict.starts else None
     if over is not None:
         verdict = StartVerdict(False, "explicit_over_memory", over)
-    alone = pool.max_requests(ctx)  # what the null block explains, before prefix sharing
     if not verdict.starts:
         # An engine that refuses to start serves nothing, even where its pool would hold a
         # request (vLLM 0.14–0.16 check the whole model's layers against one PP stage's budget).

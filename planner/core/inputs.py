@@ -2,61 +2,43 @@
 `Inputs` object that every later step of `plan()` reads (and nothing re-decides).
 
 The core never imports the catalog or the Hub: the front ends pass a `Catalog` (see
-`planner.service`) that turns ids into `ResolvedModel` and `Gpu` objects.
+`planner.service`) that turns ids into `ResolvedModel` and `Gpu` objects (`resolved`).
+
+What the engine settles for a catalog model (dtypes, refusals, bound layers, block, scheduling,
+window policy, their notes) depends on the model, the engine and a few settings (`_Ask`), never on
+the context or workload: it is kept (`_SETTLED`, planner.core.memo), so a plan of a catalog model
+resolves only its context, workload and the request's own checks, in the same order.
 """
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from functools import lru_cache
+from typing import Any, NamedTuple
 
 from planner.core import schema as s
 from planner.core.calibration import CalibrationLike
 from planner.core.context_limit import long_context_refusal
-from planner.core.draft_weights import draft_weight_bytes
 from planner.core.engines import Engine, Scheduling, get_engine
 from planner.core.errors import FieldError, ModelConfigError, UnknownIdError
 from planner.core.hardware import Gpu
-from planner.core.model import ModelShape, shape_from_config, with_windows
+from planner.core.memo import IdentityMemo
+from planner.core.model import ModelShape, with_windows
 from planner.core.notes import Note, note
-from planner.core.params import parameter_counts
 from planner.core.prefix import one_prefix, prefix_reusers
-from planner.core.quant import WeightBytes, weight_bytes
+from planner.core.resolved import (
+    Catalog,
+    ResolvedModel,
+    model_from_config,
+    resolve_draft,
+    resolve_gpu,
+    resolve_model_of,
+    served_model,
+)
 from planner.core.sharing import layer_form_notes
 from planner.core.specs import WindowPolicy
-from planner.core.speculative import (
-    Speculation,
-    apply_speculation,
-    draft_shape_of,
-    resolve_speculation,
-)
-from planner.core.speculative_schema import SpeculativeConfig
+from planner.core.speculative import Speculation, apply_speculation
 from planner.core.units import KVDtype, kv_dtype
-
-
-@dataclass(frozen=True, slots=True)
-class ResolvedModel:
-    """A model as the planner sizes it: its shape, and its weights where known."""
-
-    shape: ModelShape
-    num_parameters: int | None = None
-    weights_bytes: int | None = None
-    weights_source: str | None = None  # "safetensors" | "parameter_count" | "request"
-    notes: tuple[Note, ...] = ()
-    config: Mapping[str, Any] | None = None  # the config.json it came from, when known
-    active_parameters: int | None = None  # per token (MoE: the experts a token uses)
-    prefill_parameters: int | None = None  # active, less the indexed input embedding
-    weight_split: WeightBytes | None = None  # dense part and per-expert bytes, as stored
-
-
-class Catalog(Protocol):
-    """What the core needs from a model/GPU catalog (data and I/O live outside the core)."""
-
-    def model(self, model_id: str, revision: str | None) -> ResolvedModel: ...
-
-    def gpu(self, gpu_id: str) -> Gpu: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,58 +73,6 @@ class Inputs:
         return bool(self.request.requests)
 
 
-def resolve_model_of(request: s.PlanRequest, catalog: Catalog) -> ResolvedModel:
-    if isinstance(request.model, str):
-        return catalog.model(request.model, request.revision)
-    return model_from_config(request.model)
-
-
-def model_from_config(
-    config: Mapping[str, Any],
-    model_id: str | None = None,
-    *,
-    num_parameters: int | None = None,
-    weights_bytes: int | None = None,
-    weights_source: str | None = None,
-    notes: tuple[Note, ...] = (),
-) -> ResolvedModel:
-    """A model from its config.json: its shape, and its parameters and weights counted from
-    the config (every routed expert once, quantized layers as stored) unless given."""
-    counts = split = None
-    with contextlib.suppress(ModelConfigError):
-        counts = parameter_counts(config)
-    with contextlib.suppress(ModelConfigError):
-        split = weight_bytes(config)
-    params = num_parameters or (counts.total if counts is not None else None)
-    shape = shape_from_config(config, model_id=model_id, num_parameters=params)
-    out_notes = list(notes)
-    if weights_bytes is None and split is not None:
-        weights_bytes, weights_source = split.total, "parameter_count"
-        out_notes.append(note("model.weights_counted", weights=split.total))
-    if split is not None and weights_bytes is not None and weights_bytes != split.total:
-        split = split.scaled_to(weights_bytes)
-    return ResolvedModel(
-        shape=shape,
-        num_parameters=params,
-        weights_bytes=weights_bytes,
-        weights_source=weights_source if weights_bytes is not None else None,
-        notes=tuple(out_notes),
-        config=config,
-        active_parameters=counts.active_per_token if counts is not None else None,
-        prefill_parameters=counts.active_without_embedding_lookup if counts else None,
-        weight_split=split,
-    )
-
-
-def resolve_gpu(request: s.PlanRequest, catalog: Catalog) -> Gpu | None:
-    g = request.gpu
-    if g is None:
-        return None
-    if isinstance(g, s.GpuSpec):
-        return Gpu.custom(g)
-    return catalog.gpu(g)
-
-
 def _context(request: s.PlanRequest, max_model_len: int | None) -> int:
     if request.context_tokens is not None:
         return request.context_tokens
@@ -157,12 +87,12 @@ def _context(request: s.PlanRequest, max_model_len: int | None) -> int:
 
 
 def _kv_dtype(
-    request: s.PlanRequest, shape: ModelShape, model_dtype: str
+    asked_kv: str, asked_dtype: str | None, shape: ModelShape, model_dtype: str
 ) -> tuple[KVDtype, list[Note]]:
-    if request.kv_cache_dtype.strip().lower() != "auto":
-        return kv_dtype(request.kv_cache_dtype), []
+    if asked_kv.strip().lower() != "auto":
+        return kv_dtype(asked_kv), []
     notes: list[Note] = []
-    if not shape.dtype_from_config and request.dtype in (None, "auto"):
+    if not shape.dtype_from_config and asked_dtype in (None, "auto"):
         notes.append(note("dtype.auto_assumed_bf16"))
     return kv_dtype(model_dtype), notes
 
@@ -186,6 +116,108 @@ def _prefix_notes(engine: Engine, enabled: bool, block: int) -> Note:
     return note("prefix.tokens", engine=engine.label)
 
 
+class _Ask(NamedTuple):
+    """What `_settle` reads of a request: with the engine, the catalog and the catalog's model,
+    all that decides its answer (the memo's key)."""
+
+    dtype: str | None
+    kv_cache_dtype: str
+    tp: int
+    pp: int
+    context_length: int | None
+    allow_long: bool
+    gpu: str | s.GpuSpec | None
+    async_scheduling: bool | None
+    enable_prefix_caching: bool | None
+    block_size: int | None
+    max_num_batched_tokens: int | None
+    hybrid_kv_cache_manager: bool
+
+
+@dataclass(frozen=True, slots=True)
+class _Settled:
+    """The engine's settings for a model: all of `Inputs` that its context does not change."""
+
+    engine: Engine
+    model: ResolvedModel
+    shape: ModelShape
+    gpu: Gpu | None
+    model_dtype: str
+    kv: KVDtype
+    block: int
+    sched: Scheduling
+    policy: WindowPolicy
+    max_len: int | None
+    prefix_on: bool
+    notes: tuple[Note, ...]
+    speculation: Speculation | None
+    keep: bool  # whether nothing but the `_Ask` decided it (no draft, state layers, windows)
+
+
+class _Checks:
+    """The request's own refusals (its context, beyond the model's length, its calibration id),
+    run where `resolve` checks them: inline while settling, in the same order when settled."""
+
+    __slots__ = ("calibration", "ctx", "engine", "request", "too_long")
+
+    def __init__(self, request: s.PlanRequest, engine: Engine, calibration: Any) -> None:
+        self.request, self.engine, self.calibration = request, engine, calibration
+        self.ctx = 0
+        self.too_long: FieldError | None = None
+
+    def context(self, max_len: int | None) -> None:
+        self.ctx = _context(self.request, max_len)
+        engine = self.engine
+        self.too_long = long_context_refusal(
+            self.request, engine.label, engine.long_context_override, self.ctx, max_len
+        )
+
+    def over_validation(self, exc: FieldError) -> FieldError:
+        """The refusal to raise where the engine's validation refused `exc`."""
+        # vLLM's ModelConfig checks max_model_len after the model dtype, before the rest.
+        dtype_first = isinstance(exc, ModelConfigError) or exc.problems[0].field == "dtype"
+        if self.too_long is None or not self.engine.context_checked_early or dtype_first:
+            return exc
+        return self.too_long
+
+    def validated(self) -> None:
+        if self.too_long is not None and self.engine.context_checked_early:
+            raise self.too_long
+
+    def calibration_known(self) -> None:
+        request, calibration = self.request, self.calibration
+        if request.calibration_id is not None and (
+            calibration is None or str(calibration.id) != request.calibration_id
+        ):
+            raise UnknownIdError(
+                "calibration_id",
+                "input.unknown_calibration",
+                calibration_id=request.calibration_id,
+            )
+
+    def settled(self) -> None:
+        if self.too_long is not None:
+            raise self.too_long
+
+    def replay(self, max_len: int | None) -> None:
+        """All of them in order, for settings settled before (which raised nothing)."""
+        self.context(max_len)
+        self.validated()
+        self.calibration_known()
+        self.settled()
+
+
+@lru_cache(maxsize=4096)
+def _one_request(ctx: int) -> s.RequestMix:
+    """The workload of a plan that names none: one request of its context (frozen, kept)."""
+    return s.RequestMix(context_tokens=ctx)
+
+
+# Settled engine settings per (catalog, model, engine, `_Ask`): a catalog keeps one model object
+# per id, so a plan of a catalog model resolves only its context and workload.
+_SETTLED: IdentityMemo[_Settled] = IdentityMemo(512)
+
+
 def resolve(
     request: s.PlanRequest, catalog: Catalog, calibration: CalibrationLike | None = None
 ) -> Inputs:
@@ -193,75 +225,133 @@ def resolve(
     `PlanError` subclasses naming the offending field."""
     engine = get_engine(request.engine, request.engine_version).for_request(request)
     model = resolve_model_of(request, catalog)
+    r = request
+    ask = _Ask(
+        r.dtype, r.kv_cache_dtype, r.tensor_parallel_size, r.pipeline_parallel_size,
+        r.context_length, r.allow_long_max_model_len, r.gpu, r.async_scheduling,
+        r.enable_prefix_caching, r.block_size, r.max_num_batched_tokens,
+        r.hybrid_kv_cache_manager,
+    )  # fmt: skip
+    checks = _Checks(request, engine, calibration)
+    # A pasted config is a new model each time; drafts and explicit windows read more of it.
+    keepable = (
+        isinstance(r.model, str) and r.speculative_config is None and r.max_attention_window is None
+    )
+    pinned, key = (catalog, model), (engine, ask)
+    st = _SETTLED.get(pinned, key) if keepable else None
+    if st is None:
+        st = _settle(engine, model, catalog, ask, checks)
+        if keepable and st.keep:
+            _SETTLED.put(pinned, key, st)
+    else:
+        checks.replay(st.max_len)
+    ctx, max_len, engine, block, prefix_on = (
+        checks.ctx, st.max_len, st.engine, st.block, st.prefix_on
+    )  # fmt: skip
+    notes = list(st.notes)
+    if max_len and ctx > max_len:
+        notes.append(note("context.beyond_max_position", ctx=ctx, max_len=max_len))
+    mixes = tuple(request.requests or [_one_request(ctx)])
+    mixes, across = one_prefix(mixes, request.shared_prefix_tokens)
+    shared = tuple(_shared_prefix(m.prefix_tokens, block, engine, prefix_on) for m in mixes)
+    if any(m.prefix_tokens for m in mixes):
+        notes.append(_prefix_notes(engine, prefix_on, block))
+    model = st.model
+    weights = request.weights_bytes if request.weights_bytes is not None else model.weights_bytes
+    return Inputs(
+        request=request,
+        engine=engine,
+        model=model,
+        shape=st.shape,
+        gpu=st.gpu,
+        model_dtype=st.model_dtype,
+        kv_dtype=st.kv,
+        block_size=block,
+        sched=st.sched,
+        policy=st.policy,
+        tp=ask.tp,
+        pp=ask.pp,
+        context_tokens=ctx,
+        max_model_len=max_len,
+        mixes=mixes,
+        shared_prefix_tokens=shared,
+        prefix_reusers=prefix_reusers(mixes, shared, across=across),
+        prefix_caching=prefix_on,
+        weights_bytes=weights,
+        calibration=calibration,
+        notes=tuple(notes),
+        speculation=st.speculation,
+    )
+
+
+def _settle(
+    engine: Engine, model: ResolvedModel, catalog: Catalog, ask: _Ask, checks: _Checks
+) -> _Settled:
+    """The engine's rules applied to the model in the engine's order, `checks` at their places.
+    Reads the request itself (`checks.request`) only for drafts, state layers and windows."""
     shape = model.shape
     notes: list[Note] = list(model.notes)
-    tp, pp = request.tensor_parallel_size, request.pipeline_parallel_size
-    model_dtype, dtype_notes = engine.model_dtype(shape, request.dtype)
-    kv, more = _kv_dtype(request, shape, model_dtype)
+    tp, pp = ask.tp, ask.pp
+    model_dtype, dtype_notes = engine.model_dtype(shape, ask.dtype)
+    model, more = served_model(model, model_dtype)  # weights in the dtype served
     dtype_notes += more
-    explicit_kv = request.kv_cache_dtype.strip().lower() != "auto"
+    kv, more = _kv_dtype(ask.kv_cache_dtype, ask.dtype, shape, model_dtype)
+    dtype_notes += more
+    explicit_kv = ask.kv_cache_dtype.strip().lower() != "auto"
     max_len = engine.max_model_len(shape)
-    if (asked_len := request.context_length) is not None:
-        max_len = engine.context_length(shape, asked_len, request.allow_long_max_model_len)
-    ctx = _context(request, max_len)
-    too_long = long_context_refusal(request, engine.label, engine.long_context_override, ctx,
-                                    max_len)  # fmt: skip
+    if ask.context_length is not None:
+        max_len = engine.context_length(shape, ask.context_length, ask.allow_long)
+    checks.context(max_len)
     try:
         engine.validate(shape, tp, pp, kv, model_dtype, explicit_kv)
     except FieldError as exc:
-        # vLLM's ModelConfig checks max_model_len after the model dtype, before the rest.
-        dtype_first = isinstance(exc, ModelConfigError) or exc.problems[0].field == "dtype"
-        if too_long is None or not engine.context_checked_early or dtype_first:
+        refusal = checks.over_validation(exc)
+        if refusal is exc:
             raise
-    if too_long is not None and engine.context_checked_early:
-        raise too_long
+        raise refusal from None
+    checks.validated()
     shape = engine.bind_layers(shape, kv, model_dtype)  # the draft copies these layers too
     model = replace(model, shape=shape)
     notes.extend(layer_form_notes(shape))
+    request = checks.request
     speculation = None
     if request.speculative_config is not None:
         speculation, more = resolve_draft(
-            request.speculative_config, engine, model, catalog, tp, kv
+            request.speculative_config, engine, model, catalog, tp, kv, model_dtype
         )
         notes.extend(more)
         shape = apply_speculation(shape, speculation)
-    gpu = resolve_gpu(request, catalog)
+    gpu = resolve_gpu(ask.gpu, catalog)
     if gpu is not None:
         engine.check_gpu(shape, gpu)
-    if request.calibration_id is not None and (
-        calibration is None or str(calibration.id) != request.calibration_id
-    ):
-        raise UnknownIdError(
-            "calibration_id",
-            "input.unknown_calibration",
-            calibration_id=request.calibration_id,
-        )
+    checks.calibration_known()
     notes.extend(engine.rule_notes())
     notes.extend(dtype_notes)
     if kv.note_code:
         notes.append(note(kv.note_code))
 
-    if request.async_scheduling is not None and not engine.takes_async_scheduling:
+    if ask.async_scheduling is not None and not engine.takes_async_scheduling:
         raise FieldError("async_scheduling", "input.async_scheduling_not_vllm", label=engine.label)
     prefix_on = (
-        request.enable_prefix_caching
-        if request.enable_prefix_caching is not None
+        ask.enable_prefix_caching
+        if ask.enable_prefix_caching is not None
         else engine.prefix_caching_default
     )
-    block, block_notes = engine.block_size(request.block_size, shape, kv)
+    block, block_notes = engine.block_size(ask.block_size, shape, kv)
     notes.extend(block_notes)
-    block, page_notes = engine.page_on_gpu(block, request.block_size, shape, gpu)
+    block, page_notes = engine.page_on_gpu(block, ask.block_size, shape, gpu)
     notes.extend(page_notes)
-    if shape.has_state:  # sized once dtype, TP and cache mode are known (vLLM raises the block)
-        prefix_on = engine.state_prefix_caching(request.enable_prefix_caching)
+    state = shape.has_state
+    if state:  # sized once dtype, TP and cache mode are known (vLLM raises the block)
+        prefix_on = engine.state_prefix_caching(ask.enable_prefix_caching)
         shape, block, state_notes = engine.bind_state(
             shape, block_size=block, kv=kv, model_dtype=model_dtype, tp=tp, pp=pp,
-            prefix_caching=prefix_on, max_model_len=ctx,
+            prefix_caching=prefix_on, max_model_len=checks.ctx,
             num_spec=speculation.num_speculative_tokens if speculation is not None else 0,
         )  # fmt: skip
         notes.extend(state_notes)
     sched = engine.scheduling(
-        request.max_num_batched_tokens, request.async_scheduling, gpu, pp, shape,
+        ask.max_num_batched_tokens, ask.async_scheduling, gpu, pp, shape,
         speculation.method if speculation is not None else None,
     )  # fmt: skip
     if speculation is not None and speculation.reserved_tokens:
@@ -285,125 +375,15 @@ def resolve(
             longest_planned or shape.max_position_embeddings or s.MAX_TOKENS,
         )
     policy = engine.window_policy(
-        shape, hybrid_manager=request.hybrid_kv_cache_manager, explicit_windows=explicit_windows
+        shape, hybrid_manager=ask.hybrid_kv_cache_manager, explicit_windows=explicit_windows
     )
     if shape.has_window:
-        notes.extend(engine.window_notes(policy, sched, shape, request.hybrid_kv_cache_manager))
-
-    if too_long is not None:
-        raise too_long
-    if max_len and ctx > max_len:
-        notes.append(note("context.beyond_max_position", ctx=ctx, max_len=max_len))
-    mixes = tuple(request.requests or [s.RequestMix(context_tokens=ctx)])
-    mixes, across = one_prefix(mixes, request.shared_prefix_tokens)
-    shared = tuple(_shared_prefix(m.prefix_tokens, block, engine, prefix_on) for m in mixes)
-    if any(m.prefix_tokens for m in mixes):
-        notes.append(_prefix_notes(engine, prefix_on, block))
-    weights = request.weights_bytes if request.weights_bytes is not None else model.weights_bytes
-    return Inputs(
-        request=request,
-        engine=engine,
-        model=model,
-        shape=shape,
-        gpu=gpu,
-        model_dtype=model_dtype,
-        kv_dtype=kv,
-        block_size=block,
-        sched=sched,
-        policy=policy,
-        tp=tp,
-        pp=pp,
-        context_tokens=ctx,
-        max_model_len=max_len,
-        mixes=mixes,
-        shared_prefix_tokens=shared,
-        prefix_reusers=prefix_reusers(mixes, shared, across=across),
-        prefix_caching=prefix_on,
-        weights_bytes=weights,
-        calibration=calibration,
-        notes=tuple(notes),
-        speculation=speculation,
-    )
-
-
-def resolve_draft(
-    spec: SpeculativeConfig,
-    engine: Engine,
-    model: ResolvedModel,
-    catalog: Catalog,
-    tp: int,
-    kv: KVDtype,
-) -> tuple[Speculation, list[Note]]:
-    """The speculative config resolved: the draft from the catalog or its pasted config."""
-    if not engine.speculative_drafts:
-        raise FieldError(
-            "speculative_config",
-            "input.speculative_not_vllm",
-            label=engine.label,
-        )
-    notes: list[Note] = []
-    draft_shape = None
-    draft_weights: int | None = None
-    target_config = model.config
-    if spec.method != "ngram" and spec.model is not None:
-        if isinstance(spec.model, str):
-            try:
-                draft = catalog.model(spec.model, None)
-            except FieldError as exc:
-                raise UnknownIdError.at(("speculative_config", "model"), exc.problems[0]) from None
-            draft_shape, draft_weights = draft.shape, draft.weights_bytes
-            if spec.method == "mtp":
-                target_config = draft.config
-        elif spec.method == "mtp":
-            target_config = spec.model
-        else:
-            draft_shape = draft_shape_of(spec.model)  # errors named under speculative_config
-            draft_weights = draft_weight_bytes(spec.model, spec.method, model.config)
-            if draft_weights is not None:
-                notes.append(note("speculative.draft_weights_estimated", weights=draft_weights))
-    if draft_shape is not None:
-        try:
-            engine.validate_parallel(draft_shape, tp, 1)
-        except FieldError as exc:
-            at, reason = ("speculative_config", "model"), exc.problems[0].message
-            raise FieldError(at, "input.draft_reason", reason=reason) from None
-    sp = resolve_speculation(spec, model.shape, target_config, draft_shape, draft_weights, tp)
-    sp = engine.speculation(sp)  # the release's own draft rules
-    if sp.method == "mtp" and model.weights_bytes is not None:
-        # The MTP module is part of the checkpoint: about one decoder layer's share of it.
-        sp = replace(
-            sp,
-            draft_weights_bytes=model.weights_bytes
-            * len(sp.draft_layers)
-            // max(1, model.shape.num_hidden_layers),
-        )
-    if sp.draft_layers:
-        notes.append(
-            note(
-                "speculative.draft_layers",
-                method=sp.method,
-                k=sp.num_speculative_tokens,
-                draft_layers=len(sp.draft_layers),
-                draft_bytes=sp.draft_bytes_per_token(kv),
-            )
-        )
-    else:
-        notes.append(note("speculative.ngram", k=sp.num_speculative_tokens))
-    notes.append(
-        note(
-            "speculative.lookahead",
-            reserved=sp.reserved_tokens,
-            k=sp.num_speculative_tokens,
-            lookahead=sp.lookahead_tokens,
-        )
-    )
-    if sp.extra_retained_tokens and (
-        model.shape.has_window or any(x.is_window for x in sp.draft_layers)
-    ):
-        notes.append(note("speculative.extra_retained", extra=sp.extra_retained_tokens))
-    if sp.draft_layers and sp.draft_weights_bytes is None:
-        notes.append(note("speculative.draft_weights_unknown"))
-    return sp, notes
+        notes.extend(engine.window_notes(policy, sched, shape, ask.hybrid_kv_cache_manager))
+    checks.settled()
+    return _Settled(
+        engine, model, shape, gpu, model_dtype, kv, block, sched, policy, max_len, prefix_on,
+        tuple(notes), speculation, keep=speculation is None and not state and not explicit_windows,
+    )  # fmt: skip
 
 
 __all__ = [
@@ -415,4 +395,5 @@ __all__ = [
     "resolve",
     "resolve_draft",
     "resolve_gpu",
+    "resolve_model_of",
 ]

@@ -25,6 +25,7 @@ from planner.core.layout_state import (
     norms_per_layer,
 )
 from planner.core.model import text_config
+from planner.core.vision import vision_parameters
 
 LinearKind = Literal["attention", "mlp", "expert", "shared_expert", "router", "lm_head"]
 
@@ -33,7 +34,7 @@ _MLA_TYPES = {"deepseek_v2", "deepseek_v3", "deepseek_v32", "kimi_k2", "kimi_vl"
 _TIED_BY_DEFAULT = {"gemma", "gemma2", "gemma3", "gemma3_text", "starcoder2"}
 _QKV_BIAS_ALWAYS = {"qwen2", "qwen2_moe", "qwen2_vl", "qwen2_5_vl", "gpt_oss", "mimo"}
 # Routers with a learned correction bias per expert (DeepSeek-V3 noaux_tc routing and kin).
-_ROUTER_BIAS = {"deepseek_v3", "kimi_k2", "glm4_moe", "minimax_m2"}
+_ROUTER_BIAS = {"deepseek_v3", "kimi_k2", "glm4_moe", "minimax_m2", "kimi_linear"}
 # gpt-oss biases its output projection too, whatever attention_bias says.
 _O_BIAS_ALWAYS = {"gpt_oss"}
 _FOUR_NORMS = {"gemma2", "gemma3", "gemma3_text", *GEMMA4_TYPES}
@@ -374,43 +375,6 @@ def _moe_linears(
         if model_type in _SHARED_GATE:
             out.append(Linear(f"{moe}.shared_expert_gate", "router", hidden, 1, layer=i))
     return out
-
-
-def vision_parameters(config: Mapping[str, Any]) -> int:
-    """Vision encoder + projector of a multimodal config (`vision_config`), 0 if none.
-
-    A ViT count: patch embedding, position table, per layer Q/K/V/O and a two-matrix MLP with
-    biases and two biased layer norms, then the projector into the text model. Exact for
-    Llama-4's encoder (plus its pixel-shuffle adapter); an estimate for other encoders.
-    """
-    v = config.get("vision_config")
-    if not isinstance(v, Mapping):
-        return 0
-    layers = _int(v, "num_hidden_layers", "depth", hi=1024) or 0
-    h = _int(v, "hidden_size", "embed_dim", lo=1, hi=1 << 20)
-    if not layers or h is None:
-        return 0
-    width = _int(v, "intermediate_size", lo=1) or 4 * h
-    channels = _int(v, "num_channels", "in_chans", "in_channels", lo=1, hi=16) or 3
-    patch = _int(v, "patch_size", "spatial_patch_size", lo=1, hi=1024) or 14
-    image = _int(v, "image_size", lo=1, hi=1 << 16)
-    per_layer = 4 * (h * h + h) + (h * width + width) + (width * h + h) + 4 * h
-    total = layers * per_layer + channels * patch * patch * h
-    if image:
-        total += ((image // patch) ** 2 + 1) * h
-    text_hidden = _int(text_config(config), "hidden_size", lo=1) or h
-    if str(v.get("model_type")) == "llama4_vision_model":
-        ratio = v.get("pixel_shuffle_ratio") or 0.5
-        shuffled = round(h / (ratio * ratio))
-        proj_in = _int(v, "projector_input_dim", lo=1) or text_hidden
-        proj_out = _int(v, "projector_output_dim", lo=1) or proj_in
-        out_dim = _int(v, "vision_output_dim", lo=1) or proj_out
-        total += h + 4 * h  # class embedding, pre/post layer norms
-        total += shuffled * proj_in + proj_in * proj_out + out_dim * text_hidden
-    else:
-        out_dim = _int(v, "out_hidden_size", "vision_output_dim", "projection_dim", lo=1) or h
-        total += out_dim * text_hidden
-    return total
 
 
 __all__ = ["Decoder", "Linear", "LinearKind", "decoder", "vision_parameters"]

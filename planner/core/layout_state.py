@@ -14,8 +14,9 @@ mixer's parameters as transformers' modules hold them.
   width Lfm2MLP adjusts (`block_auto_adjust_ff_dim`).
 
 - Qwen3-Next / Qwen3.5: a gated DeltaNet or gated attention (q_proj twice as wide) per layer.
-
-Kimi-Linear is walked as attention + MLP per layer still (within 1 % of transformers).
+- Kimi-Linear: a Kimi delta attention (KimiLinearDeltaAttention) or MLA per
+  `linear_attn_config`, a dense MLP before `first_k_dense_replace` and a MoE after
+  (KimiLinearConfig.mlp_layer_types).
 """
 
 from __future__ import annotations
@@ -32,7 +33,9 @@ Block = tuple[tuple[str, ...], str | None]
 MixerLinear = tuple[str, int, int, bool]
 
 _GDN = frozenset({"qwen3_next", "qwen3_5", "qwen3_5_moe", "qwen3_5_text", "qwen3_5_moe_text"})
-_STATE_WALKED = frozenset({"nemotron_h", "jamba", "granitemoehybrid", "falcon_h1", "lfm2", *_GDN})
+_STATE_WALKED = frozenset(
+    {"nemotron_h", "jamba", "granitemoehybrid", "falcon_h1", "lfm2", "kimi_linear", *_GDN}
+)
 
 
 def _get(cfg: Mapping[str, Any], key: str, default: int) -> int:
@@ -62,6 +65,10 @@ def layer_blocks(cfg: Mapping[str, Any], model_type: str, n: int) -> list[Block]
         period = _get(cfg, "expert_layer_period", 2)
         offset = _get(cfg, "expert_layer_offset", 1)
         return [(m, "moe" if i % period == offset else "mlp") for i, m in enumerate(mixers)]
+    if model_type == "kimi_linear":
+        # KimiLinearConfig: "dense" below first_k_dense_replace (1 when absent), else "sparse".
+        first_dense = _get(cfg, "first_k_dense_replace", 1)
+        return [(m, "moe" if i >= first_dense else "mlp") for i, m in enumerate(mixers)]
     experts = _get(cfg, "num_local_experts", 0) or _get(cfg, "num_experts", 0)
     ffn = "moe" if model_type in ("granitemoehybrid", *_GDN) and experts else "mlp"
     return [(m, ffn) for m in mixers]
@@ -142,6 +149,26 @@ def mixer_parameters(
         ]
         kernel = _get(cfg, "linear_conv_kernel_dim", 4)
         return linears, conv_dim * kernel + 2 * nv + dv
+    if mixer == "kda":
+        # KimiLinearDeltaAttention: q/k/v, a depthwise conv over them (no bias), the forget
+        # gate (f_a, f_b, dt_bias, A_log), b_proj, the output gate (g_a, g_b), o_norm, o_proj.
+        lac = cfg.get("linear_attn_config")
+        lac = lac if isinstance(lac, Mapping) else {}
+        heads, head_dim = _get(lac, "num_heads", 32), _get(lac, "head_dim", 128)
+        qkv = heads * head_dim
+        kernel = _get(lac, "short_conv_kernel_size", 4)
+        linears = [
+            ("self_attn.q_proj", hidden, qkv, False),
+            ("self_attn.k_proj", hidden, qkv, False),
+            ("self_attn.v_proj", hidden, qkv, False),
+            ("self_attn.forget_gate.f_a_proj", hidden, head_dim, False),
+            ("self_attn.forget_gate.f_b_proj", head_dim, qkv, False),
+            ("self_attn.b_proj", hidden, heads, False),
+            ("self_attn.g_a_proj", hidden, head_dim, False),
+            ("self_attn.g_b_proj", head_dim, qkv, False),
+            ("self_attn.o_proj", qkv, hidden, False),
+        ]
+        return linears, 3 * qkv * kernel + qkv + heads + head_dim
     if mixer == "short_conv":
         # Lfm2ShortConv: in_proj -> [B, C, x], a depthwise conv of conv_L_cache, out_proj.
         bias = bool(cfg.get("conv_bias"))

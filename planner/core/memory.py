@@ -140,6 +140,7 @@ def _explicit(inp: Inputs, budget_bytes: int) -> tuple[s.BudgetOut, BudgetTerms 
         reserve_bytes=None,
         kv_budget_bytes=budget_bytes,
         derivation=derivation,
+        terms=[],  # given, not its default: pydantic deep-copies a mutable default each time
     )
     return out, None, notes
 

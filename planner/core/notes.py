@@ -85,8 +85,12 @@ TEMPLATES: dict[str, str] = {
     "model.catalog_note": "{text}",
     "dtype.auto_assumed_bf16": "The config gives no torch_dtype; kv_cache_dtype auto assumed bf16.",
     "dtype.fp32_served_16bit": (
-        "{engine} serves float32 checkpoints in 16 bits, so kv_cache_dtype auto resolves to bf16 "
-        "here."
+        "{engine} serves float32 checkpoints in {dtype}, so kv_cache_dtype auto resolves to "
+        "{dtype} here."
+    ),
+    "weights.served_dtype": (
+        "Weights as served in {dtype}: {weights:,} B (the {stored_dtype} checkpoint stores "
+        "{stored:,} B)."
     ),
     "kv_dtype.fp8": "fp8 = fp8_e4m3 on CUDA; per-tensor scale, no page overhead.",
     "kv_dtype.int8": "int8 with a per-tensor scale.",

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
+from planner.core.memo import IdentityMemo, memo_by_identity
 from planner.core.model import ModelShape
 from planner.core.specs import LayerSpec, Stack, cache_layers, stack_of
 
@@ -67,8 +68,10 @@ class RankLayout:
         return self.stack[0][0]
 
 
-def rank_layouts(shape: ModelShape, engine: Engine, tp: int, pp: int) -> list[RankLayout]:
-    """One layout per pipeline stage (all TP ranks of a stage store the same amount)."""
+@memo_by_identity(1024)
+def rank_layouts(shape: ModelShape, engine: Engine, tp: int, pp: int) -> tuple[RankLayout, ...]:
+    """One layout per pipeline stage (all TP ranks of a stage store the same amount); kept per
+    shape, engine and sizes (planner.core.memo)."""
     kv_heads_rank = engine.kv_heads_per_rank(shape.num_key_value_heads, tp)
     if shape.is_mla:
         kv_heads_rank, replication = 1, tp
@@ -79,7 +82,7 @@ def rank_layouts(shape: ModelShape, engine: Engine, tp: int, pp: int) -> list[Ra
     per_rank = {g.spec: engine.rank_spec(g.spec, tp) for g in shape.groups}
     if pp == 1:
         stack = tuple((per_rank[g.spec], g.layers) for g in shape.groups)
-        return [RankLayout(0, shape.num_hidden_layers, stack, kv_heads_rank, replication)]
+        return (RankLayout(0, shape.num_hidden_layers, stack, kv_heads_rank, replication),)
     out: list[RankLayout] = []
     for stage, indices in enumerate(_stage_indices(shape, engine, pp)):
         members = set(indices)
@@ -90,7 +93,7 @@ def rank_layouts(shape: ModelShape, engine: Engine, tp: int, pp: int) -> list[Ra
         )
         target = sum(1 for i in indices if i < shape.num_hidden_layers)
         out.append(RankLayout(stage, target, stage_stack, kv_heads_rank, replication))
-    return out
+    return tuple(out)
 
 
 def _stage_indices(
@@ -143,6 +146,14 @@ class Stages:
 
     @classmethod
     def of(cls, shape: ModelShape, engine: Engine, tp: int, pp: int) -> Stages:
+        """Kept per shape, engine and sizes (a plan asks several times; planner.core.memo)."""
+        hit = _STAGES.get((shape,), (cls, engine, tp, pp))
+        if hit is None:
+            hit = _STAGES.put((shape,), (cls, engine, tp, pp), cls._of(shape, engine, tp, pp))
+        return hit
+
+    @classmethod
+    def _of(cls, shape: ModelShape, engine: Engine, tp: int, pp: int) -> Stages:
         if pp == 1:
             per_rank = tuple((engine.rank_spec(g.spec, tp), g.layers) for g in shape.groups)
             return cls((per_rank,), None, (shape, engine, tp, pp))
@@ -162,3 +173,6 @@ class Stages:
 
     def __len__(self) -> int:
         return len(self.stacks)
+
+
+_STAGES: IdentityMemo[Stages] = IdentityMemo(1024)

@@ -19,9 +19,10 @@ from planner.core import schema as s
 from planner.core.bounds import decode_bounds, positions_processed
 from planner.core.fit import capacity
 from planner.core.inputs import CalibrationLike, Catalog, Inputs, resolve
+from planner.core.memo import IdentityMemo, memo_by_identity
 from planner.core.memory import kv_budget
 from planner.core.model import ModelShape
-from planner.core.notes import Notes
+from planner.core.notes import Note, Notes
 from planner.core.parallel import rank_layouts
 from planner.core.sizing import workload
 from planner.core.specs import bytes_per_token
@@ -40,6 +41,7 @@ def plan(
 def plan_inputs(inp: Inputs) -> s.Plan:
     """The pipeline over resolved inputs (variants re-enter here with changed inputs)."""
     notes = Notes(inp.notes)
+    settled = len(notes)  # the resolved notes: the same objects in every plan of a model
     layouts = rank_layouts(inp.shape, inp.engine, inp.tp, inp.pp)
     rows, totals, per_rank, more = workload(inp, layouts)
     notes.extend(more)
@@ -62,9 +64,10 @@ def plan_inputs(inp: Inputs) -> s.Plan:
             positions_with_cache=with_cache,
             decode_steps=max(0, inp.request.output_tokens - 1),
         )
-    per_token = bytes_per_token(inp.shape.stack, inp.kv_dtype)
+    per_token, formula = _per_token(inp.shape, inp.kv_dtype)
     engine = inp.engine
-    details = notes.details()  # each note's text formatted once, for both lists
+    # Each note's text formatted once, for both lists; a settled note's entry once per note.
+    listed = [_note_out(n) if i < settled else _note_entry(n) for i, n in enumerate(notes)]
     return s.Plan(
         engine=engine.name,
         engine_version=engine.version_text,
@@ -80,17 +83,27 @@ def plan_inputs(inp: Inputs) -> s.Plan:
             inp.sched.max_num_batched_tokens if engine.reports_max_num_batched_tokens() else None
         ),
         kv_bytes_per_token=per_token,
-        kv_bytes_per_token_formula=_formula(inp.shape, inp.kv_dtype, per_token),
-        model=_model_out(inp),
+        kv_bytes_per_token_formula=formula,
+        model=_model_section(inp),
         per_rank=per_rank,
         requests=rows,
         totals=totals,
         capacity=cap,
         bounds=bounds,
         generation=generation,
-        notes=[d["text"] for d in details],
-        notes_detail=[s.NoteOut.model_validate(d) for d in details],
+        notes=[n.text for n in listed],
+        notes_detail=listed,
     )
+
+
+def _note_entry(item: Note) -> s.NoteOut:
+    """A note as the answer lists it."""
+    return s.NoteOut.model_validate(
+        {"code": item.code, "params": dict(item.params), "text": item.text}
+    )
+
+
+_note_out = memo_by_identity(4096)(_note_entry)  # kept per note object
 
 
 # The remark the MLA formula ends with, and the words between a hybrid's two sums.
@@ -139,6 +152,25 @@ def _formula(shape: ModelShape, dtype: KVDtype, per_token: int) -> str:
     if state:
         text += STATE_FORMULA_JOIN + " + ".join(state) + STATE_FORMULA_END
     return text
+
+
+@memo_by_identity(1024)
+def _per_token(shape: ModelShape, dtype: KVDtype) -> tuple[int, str]:
+    """Bytes per token and their formula, kept per shape and dtype (planner.core.memo)."""
+    per_token = bytes_per_token(shape.stack, dtype)
+    return per_token, _formula(shape, dtype, per_token)
+
+
+# The answer's model section (frozen) per model, shape and what else it reads, without drafts.
+_MODEL_OUT: IdentityMemo[s.ModelOut] = IdentityMemo(512)
+
+
+def _model_section(inp: Inputs) -> s.ModelOut:
+    if inp.speculation is not None:
+        return _model_out(inp)
+    pinned = (inp.model, inp.shape)
+    rest = (inp.max_model_len, inp.weights_bytes, inp.request.weights_bytes is not None)
+    return _MODEL_OUT.get(pinned, rest) or _MODEL_OUT.put(pinned, rest, _model_out(inp))
 
 
 def _model_out(inp: Inputs) -> s.ModelOut:

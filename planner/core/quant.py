@@ -4,8 +4,9 @@ Quantized linears are sized as their `quantization_config` stores them (fp8 with
 tensor scales, fbgemm_fp8, AWQ/GPTQ int4 with group scales and zeros, MXFP4, ModelOpt
 NVFP4/FP8, compressed-tensors); what a scheme leaves unquantized (`modules_to_not_convert`,
 `ignore`, `exclude_modules`, routers, embeddings, norms, vision towers) is sized at the model
-dtype. fp32 checkpoints are sized at 2 bytes: engines serve them in 16-bit. An unknown scheme
-is refused, never guessed.
+dtype: as stored by default (a float32 checkpoint at 4 bytes), or at the element size of the
+dtype the engine serves it in (`dtype_bytes`; `planner.core.resolved.served_model`). An unknown
+scheme is refused, never guessed.
 """
 
 from __future__ import annotations
@@ -20,13 +21,13 @@ from planner.core.errors import ModelConfigError
 from planner.core.layout import Linear, LinearKind, decoder, vision_parameters
 from planner.core.model import text_config
 
-# Unquantized element size. fp32 is 2: engines serve fp32 checkpoints in 16-bit.
-_DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "half": 2, "float32": 2, "float": 2}
+# Unquantized element size as stored; the dtype served is the engine's (Engine.model_dtype).
+_DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "half": 2, "float32": 4, "float": 4}
 
 
 @dataclass(frozen=True, slots=True)
 class WeightBytes:
-    """Weight bytes as served, split the way a decode step reads them."""
+    """Weight bytes, split the way a decode step reads them."""
 
     total: int
     embedding: int  # input table bytes (indexed, not streamed, unless tied)
@@ -231,11 +232,12 @@ def _model_dtype_bytes(cfg: Mapping[str, Any]) -> int:
     return _DTYPE_BYTES.get(str(raw).removeprefix("torch.").lower(), 2)
 
 
-def weight_bytes(config: Mapping[str, Any]) -> WeightBytes:
-    """Weight bytes as served: quantized linears as stored, the rest at the model dtype."""
+def weight_bytes(config: Mapping[str, Any], dtype_bytes: int | None = None) -> WeightBytes:
+    """Weight bytes: quantized linears as stored, the rest at `dtype_bytes` per element (the
+    dtype served), by default at the checkpoint's own dtype."""
     dec = decoder(config)
     inner = text_config(config)
-    model_bytes = _model_dtype_bytes(inner)
+    model_bytes = dtype_bytes or _model_dtype_bytes(inner)
     # quantization_config sits at the top level of multimodal configs.
     qcfg = config if "quantization_config" in config else inner
     schemes = list(_schemes(qcfg, model_bytes))

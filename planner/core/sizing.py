@@ -9,7 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from planner.core import schema as s
+from planner.core.engines import Engine
 from planner.core.inputs import Inputs
+from planner.core.memo import IdentityMemo
 from planner.core.notes import Note, note
 from planner.core.parallel import RankLayout
 from planner.core.specs import (
@@ -41,7 +43,7 @@ def stage_kv_bytes(
 
 
 def workload(
-    inp: Inputs, layouts: list[RankLayout]
+    inp: Inputs, layouts: Sequence[RankLayout]
 ) -> tuple[list[s.RequestOut], s.TotalsOut, s.PerRankOut, list[Note]]:
     dtype, policy, block = inp.kv_dtype, inp.policy, inp.block_size
     logical = inp.shape.stack  # whole model, one copy, TP=1 heads
@@ -68,7 +70,8 @@ def workload(
         )
     longest = max(m.context_tokens for m in inp.mixes)
     n_requests = sum(m.count for m in inp.mixes)
-    padded_total = n_requests * request_kv_bytes(logical, dtype, longest, policy)
+    # Every request padded to the longest: the longest mix's own row has its bytes.
+    padded_total = n_requests * next(r.kv_bytes for r in rows if r.context_tokens == longest)
 
     stage_bytes = [
         stage_kv_bytes(lay, dtype, inp.mixes, policy, inp.shared_prefix_tokens, inp.prefix_reusers)
@@ -91,19 +94,10 @@ def workload(
                 )
             )
     notes.extend(inp.engine.parallel_notes(shape, inp.tp, dtype))
-    per_rank = s.PerRankOut(
-        kv_heads=lay.kv_heads,
-        replication=lay.replication,
-        layers=lay.layers,
-        kv_bytes_per_token=bytes_per_token(lay.stack, dtype),
-        page_bytes=lay.first.page_bytes(dtype, inp.engine.layer_block_size(lay.first, block)),
-        pipeline_stage_layers=[x.layers for x in layouts],
-        kv_layers=sum(n for spec, n in lay.stack if spec.bytes_per_token(dtype) > 0),
-        draft_kv_layers=(
-            len(inp.speculation.draft_layers)
-            if inp.speculation is not None and lay is layouts[-1]
-            else 0
-        ),
+    drafts = len(inp.speculation.draft_layers) if inp.speculation is not None else 0
+    rest = (big, dtype, inp.engine, block, drafts)
+    per_rank = _PER_RANK.get((layouts,), rest) or _PER_RANK.put(
+        (layouts,), rest, _per_rank(layouts, big, dtype, inp.engine, block, drafts)
     )
     totals = s.TotalsOut(
         kv_bytes=kv_total,
@@ -115,6 +109,26 @@ def workload(
         requests=n_requests,
     )
     return rows, totals, per_rank, notes
+
+
+# The answer's per-rank section per layouts (kept themselves, planner.core.parallel) and the rest.
+_PER_RANK: IdentityMemo[s.PerRankOut] = IdentityMemo(1024)
+
+
+def _per_rank(
+    layouts: Sequence[RankLayout], big: int, dtype: KVDtype, engine: Engine, block: int, drafts: int
+) -> s.PerRankOut:
+    lay = layouts[big]
+    return s.PerRankOut(
+        kv_heads=lay.kv_heads,
+        replication=lay.replication,
+        layers=lay.layers,
+        kv_bytes_per_token=bytes_per_token(lay.stack, dtype),
+        page_bytes=lay.first.page_bytes(dtype, engine.layer_block_size(lay.first, block)),
+        pipeline_stage_layers=[x.layers for x in layouts],
+        kv_layers=sum(n for spec, n in lay.stack if spec.bytes_per_token(dtype) > 0),
+        draft_kv_layers=drafts if lay is layouts[-1] else 0,
+    )
 
 
 __all__ = ["stage_kv_bytes", "workload"]

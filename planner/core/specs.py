@@ -361,6 +361,8 @@ def request_paged_kv_bytes(
 
 def prefix_saved_bytes(stack: Stack, dtype: KVDtype, shared_tokens: int, copies_saved: int) -> int:
     """Bytes not stored twice: shared tokens in prefix-shareable (full, MLA) layers only."""
+    if not shared_tokens or not copies_saved:
+        return 0  # nothing shared (most plans): no need to price a token
     per_token = sum(n * s.bytes_per_token(dtype) for s, n in stack if s.prefix_shareable)
     return shared_tokens * per_token * copies_saved
 

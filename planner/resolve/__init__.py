@@ -240,21 +240,6 @@ def cache_bytes() -> int:
 # --- the steps -------------------------------------------------------------------------------
 
 
-def _served(config: Mapping[str, Any], weights: int | None) -> tuple[int | None, tuple[str, ...]]:
-    """Stored bytes as an engine holds them: fp32 checkpoints are served in 16-bit."""
-    inner = config.get("text_config") if isinstance(config.get("text_config"), Mapping) else config
-    assert isinstance(inner, Mapping)
-    dtype = str(inner.get("torch_dtype", inner.get("dtype", config.get("torch_dtype", ""))))
-    if weights is None or "quantization_config" in config or "quantization_config" in inner:
-        return weights, ()
-    if dtype.removeprefix("torch.").lower() in ("float32", "float"):
-        return weights // 2, (
-            "The checkpoint is stored in float32; engines serve it in 16-bit, so the weights "
-            "count half the stored bytes.",
-        )
-    return weights, ()
-
-
 def _from_request(config: Mapping[str, Any]) -> ResolvedModel:
     if not config:
         raise ModelConfigError("model", "resolve.config_empty")
@@ -292,9 +277,8 @@ def _from_directory(path: Path) -> ResolvedModel:
     except (SafetensorsError, OSError) as exc:
         found = None
         notes.append(f"Safetensors files could not be read ({exc}); weights estimated.")
+    # As stored: the core takes a float32 checkpoint's bytes to the dtype its engine serves.
     weights, detail = found if found is not None else (None, None)
-    weights, served_notes = _served(config, weights)
-    notes.extend(served_notes)
     return ResolvedModel(
         id=path.name,
         config=_freeze(config),
@@ -442,7 +426,7 @@ def resolve_model(
         raise _hinted(exc, near) from exc.__cause__
     if not s.offline:
         _BREAKER.succeeded(s.endpoint_url)
-    weights, served_notes = _served(found.config, found.weights_bytes)
+    weights = found.weights_bytes  # as stored (see _from_directory)
     resolved = ResolvedModel(
         id=repo_id,
         config=_freeze(found.config),
@@ -451,7 +435,7 @@ def resolve_model(
         source="hub",
         revision=found.revision,
         weights_detail=found.weights_detail,
-        notes=found.notes + served_notes,
+        notes=found.notes,
     )
     if not s.offline:
         # Offline answers are not cached: once the network is back, the Hub's answer wins.

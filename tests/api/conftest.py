@@ -11,6 +11,7 @@ from starlette.testclient import TestClient
 
 from planner.app import create_app
 from planner.settings import Settings
+from tests.work_pool import SharedPool
 
 # The 48 GiB question (DESIGN.md, seeds): Llama-3.1-8B, bf16 KV, 8k context, 48 GiB of KV memory.
 QUESTION_48_GIB = {
@@ -27,8 +28,8 @@ def settings(tmp_path: Path) -> Settings:
 
 
 @pytest.fixture
-def app(settings: Settings) -> FastAPI:
-    return create_app(settings)
+def app(settings: Settings, shared_pool: SharedPool) -> FastAPI:
+    return create_app(settings, work_pool=shared_pool.for_settings(settings))
 
 
 @pytest.fixture

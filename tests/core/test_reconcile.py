@@ -559,7 +559,17 @@ def test_log_quirks_are_coded_notes() -> None:
     assert codes["reconcile.version_outside_rules"]["named"] == "0.1.0"
     assert codes["reconcile.other_engine_lines"] == {"lines": 1}
     assert codes["reconcile.lines_truncated"] == {"lines": 1}
-    assert codes["reconcile.vllm.hybrid_tokens_divided"] == {"groups": 7}
+    # 0.1.0 takes the oldest rules, 0.9.0's, which have no hybrid KV-cache manager (every layer
+    # full length, one group); from 0.9.1 Gemma-3 has seven groups.
+    assert "reconcile.vllm.hybrid_tokens_divided" not in codes
+    r = reconcile(
+        ReconcileRequest(
+            log=log.replace("version 0.1.0", "version 0.9.2"),
+            model="google/gemma-3-27b-it",
+            engine="vllm",
+        )
+    )
+    assert coded(r)["reconcile.vllm.hybrid_tokens_divided"] == {"groups": 7}
     # The English text is the contract: byte-identical to what the answer said before codes.
     assert (
         "'GPU KV cache size' divides num_blocks by the 7 KV-cache groups of this hybrid model: "

@@ -76,6 +76,30 @@ RELEASES = {
         ),
         64,
     ),
+    "0.10.2": (
+        "vllm_hybrid_sizing_0_10.py",
+        (
+            "ibm-granite/granite-4.0-h-tiny",
+            "ibm-granite/granite-4.0-h-small",
+            "tiiuae/Falcon-H1-7B-Instruct",
+            "ai21labs/AI21-Jamba-Mini-1.6",
+        ),
+        64,
+    ),
+}
+# Files a harness imports, hashed with it into the fixtures' provenance.
+ALSO_READ = {
+    "vllm_hybrid_sizing_0_21.py": (
+        "vllm_hybrid_sizing.py",
+        "vllm_sizing.py",
+        "vllm_sizing_0_21.py",
+    ),
+    "vllm_hybrid_sizing_0_11.py": ("vllm_sizing_0_11.py",),
+    "vllm_hybrid_sizing_0_10.py": (
+        "vllm_hybrid_sizing_0_11.py",
+        "vllm_sizing_0_9.py",
+        "vllm_sizing_0_11.py",
+    ),
 }
 SEED = 20261213
 GIB = 1 << 30
@@ -275,13 +299,13 @@ def _run(version: str, request: pytest.FixtureRequest) -> dict[str, dict[str, An
     harness = RELEASES[version][0]
     cache_dir = Path(request.config.rootpath) / ".pytest_cache" / "vllm-oracle"
     cache_dir.mkdir(parents=True, exist_ok=True)
-    base: tuple[str, ...] = ("vllm_sizing.py",)
-    if harness.endswith("_0_11.py"):
-        base = ("vllm_sizing_0_11.py",)
-    elif harness.endswith("_0_21.py"):
-        base = ("vllm_hybrid_sizing.py", "vllm_sizing.py", "vllm_sizing_0_21.py")
     return run_cached_oracle(
-        version, harness, _oracle_inputs(version), cache_dir, prefix="hybrid-", also_read=base
+        version,
+        harness,
+        _oracle_inputs(version),
+        cache_dir,
+        prefix="hybrid-",
+        also_read=ALSO_READ.get(harness, ("vllm_sizing.py",)),
     )
 
 

@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 from planner.core.errors import ModelConfigError
+from planner.core.resolved import served_model
 from planner.resolve import HubSettings, ModelFilesError, resolve_model
+from planner.resolve.core_catalog import as_core_model
 from tests.resolve.conftest import SHARDED_CONFIG, SINGLE_DATA_BYTES, SINGLE_TENSORS
 from tests.resolve.hub_server import safetensors_bytes
 
@@ -41,13 +43,17 @@ def test_local_directory_sums_safetensors_headers(tmp_path: Path) -> None:
     assert r.weights_bytes == 2 * SINGLE_DATA_BYTES
 
 
-def test_local_fp32_checkpoint_counts_as_served_in_16_bit(tmp_path: Path) -> None:
+def test_local_fp32_checkpoint_keeps_its_stored_bytes(tmp_path: Path) -> None:
+    # The index's total_size as stored; the core takes it to the engine's dtype (served_model).
     (tmp_path / "config.json").write_text(json.dumps({**SHARDED_CONFIG, "torch_dtype": "float32"}))
     (tmp_path / "model.safetensors.index.json").write_text(
         json.dumps({"metadata": {"total_size": 4_000}, "weight_map": {}})
     )
     r = resolve_model(str(tmp_path), settings=OFF)
-    assert r.weights_bytes == 2_000 and r.notes
+    assert r.weights_bytes == 4_000 and not r.notes
+    core = as_core_model(r)
+    assert served_model(core, "bf16")[0].weights_bytes == 2_000  # vLLM, SGLang, TensorRT-LLM
+    assert served_model(core, "fp32")[0].weights_bytes == 4_000  # transformers
 
 
 def test_local_directory_without_config(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ from starlette.testclient import TestClient
 
 from planner.app import create_app
 from planner.settings import Settings
+from tests.work_pool import SharedPool
 
 GiB = 1 << 30
 
@@ -49,8 +50,9 @@ XSS_CONFIG_TEXT = """{
 
 
 @pytest.fixture
-def client(tmp_path: Path) -> Iterator[TestClient]:
-    app = create_app(Settings(data_dir=tmp_path))
+def client(tmp_path: Path, shared_pool: SharedPool) -> Iterator[TestClient]:
+    settings = Settings(data_dir=tmp_path)
+    app = create_app(settings, work_pool=shared_pool.for_settings(settings))
     with TestClient(app, raise_server_exceptions=True) as test_client:
         yield test_client
 

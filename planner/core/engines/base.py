@@ -235,13 +235,14 @@ class Engine(EngineFlags):
         return []
 
     def model_dtype(self, shape: ModelShape, requested: str | None) -> tuple[str, list[Note]]:
-        """The dtype the model runs in (vLLM's --dtype; auto = the config's, except that
-        engines without fp32 serving run float32 checkpoints in bf16)."""
+        """The dtype the model runs in, weights included (vLLM's --dtype; auto = the config's,
+        except that engines without fp32 serving run float32 checkpoints in 16 bits)."""
         if requested not in (None, "auto"):
             names = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "half": "fp16"}
             return names.get(requested or "", requested or ""), []
         if shape.dtype == "fp32" and not self.serves_fp32:
-            return "bf16", [note("dtype.fp32_served_16bit", engine=self.label)]
+            # vLLM 0.9–0.33 `_resolve_auto_dtype`: CUDA's first supported dtype, bf16 from cc 8.0
+            return "bf16", [note("dtype.fp32_served_16bit", engine=self.label, dtype="bf16")]
         return shape.dtype, []
 
     def scheduling(

@@ -128,6 +128,14 @@ class Sglang(Engine):
     log_version_markers = LOG_VERSION_MARKERS
     log_example = LOG_EXAMPLE
 
+    def model_dtype(self, shape: ModelShape, requested: str | None) -> tuple[str, list[Note]]:
+        # srt/configs/model_config.py `_get_and_verify_dtype` (0.5.21, 0.5.23): auto runs a
+        # float32 config in float16, a Gemma one (model_type gemma*) in bfloat16.
+        if requested in (None, "auto") and shape.dtype == "fp32":
+            dtype = "bf16" if (shape.model_type or "").startswith("gemma") else "fp16"
+            return dtype, [note("dtype.fp32_served_16bit", engine=self.label, dtype=dtype)]
+        return super().model_dtype(shape, requested)
+
     def rule_notes(self) -> list[Note]:
         return [
             note("engine.sglang.rules"),

@@ -21,6 +21,7 @@ from planner.core.engines.vllm.hybrid import VllmStateLayers
 from planner.core.engines.vllm.launch import big_gpu, vllm_serve_command
 from planner.core.engines.vllm.layer_rules import (
     VllmLayerBlocks,
+    bind_chunked,
     bind_sparse_mla,
     check_shared_kv_parallel,
     sparse_mla_block,
@@ -37,24 +38,26 @@ from planner.core.engines.vllm.logs import (
 )
 from planner.core.engines.vllm.need import estimate_max_len, startup_need
 from planner.core.engines.vllm.quant_gpu import check_quantization_on_gpu
-from planner.core.engines.vllm.refusals import refuse
+from planner.core.engines.vllm.refusals import refuse, refuse_pipeline
 from planner.core.engines.vllm.releases import (
     ASYNC_DEFAULT_SINCE,
+    ASYNC_SCHEDULING_SINCE,
     ASYNC_WITH_PP_SINCE,
     BIG_GPU_16K_SINCE,
     CHUNKED_HYBRID_DEFAULT_SINCE,
     FLASHMLA_BLOCK,
-    FLOAT16_KV_SINCE,
     GROUP_RATIO_15_SINCE,
     GROUP_RATIO_125_SINCE,
+    HYBRID_ALLOCATOR_SINCE,
     IN_FLIGHT_ADMISSION_SINCE,
+    KV_DTYPE_SINCE,
     LOG_AFTER_MIN_SINCE,
     MLA_BACKEND_PRIORITY_SINCE,
     MLA_BLOCK_HONOURED_SINCE,
-    PER_TOKEN_HEAD_KV_SINCE,
     RELEASES,
     TOKENS_FROM_CONCURRENCY_SINCE,
     UTIL_092_SINCE,
+    WHOLE_MODEL_GROUPS_SINCE,
 )
 from planner.core.engines.vllm.rules import derived_max_model_len
 from planner.core.engines.vllm.runner import concurrent_batches
@@ -88,19 +91,15 @@ class Vllm(VllmStateLayers, VllmLayerBlocks, Engine):
     takes_async_scheduling: ClassVar[bool] = True
     long_context_override: ClassVar[str | None] = "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1"
     context_checked_early: ClassVar[bool] = True  # ModelConfig, before VllmConfig's checks
-    # CacheDType (vllm/config/cache.py): float16 from 0.18, per-token-head scales from 0.20.
+    # CacheDType (vllm/config/cache.py): the names each release has (KV_DTYPE_SINCE).
     kv_cache_dtypes: ClassVar[tuple[str, ...]] = (
         "auto", "fp16", "bf16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc",
         "int8_per_token_head", "fp8_per_token_head",
     )  # fmt: skip
 
     def kv_cache_dtype_names(self) -> tuple[str, ...]:
-        names = self.kv_cache_dtypes
-        if not since(self.version, FLOAT16_KV_SINCE):
-            names = tuple(n for n in names if n != "fp16")
-        if not since(self.version, PER_TOKEN_HEAD_KV_SINCE):
-            names = tuple(n for n in names if not n.endswith("_per_token_head"))
-        return names
+        first = KV_DTYPE_SINCE.get
+        return tuple(n for n in self.kv_cache_dtypes if since(self.version, first(n, (0,))))
 
     def default_memory_utilization(self) -> float:
         return 0.92 if since(self.version, UTIL_092_SINCE) else 0.9
@@ -139,13 +138,14 @@ class Vllm(VllmStateLayers, VllmLayerBlocks, Engine):
     ) -> None:
         super().validate(shape, tp, pp, kv_dtype, model_dtype, kv_explicit)
         refuse(self.version, shape, tp, kv_dtype, model_dtype, kv_explicit)
+        refuse_pipeline(self.version, pp)
         check_shared_kv_parallel(shape, pp)
 
     def check_gpu(self, shape: ModelShape, gpu: Gpu) -> None:
         check_quantization_on_gpu(self.version, shape, gpu)
 
     def bind_layers(self, shape: ModelShape, kv: KVDtype, model_dtype: str) -> ModelShape:
-        return bind_sparse_mla(self.version, shape)
+        return bind_chunked(self.version, bind_sparse_mla(self.version, shape))
 
     # -- settings ----------------------------------------------------------------------------
     def block_size(
@@ -178,7 +178,7 @@ class Vllm(VllmStateLayers, VllmLayerBlocks, Engine):
             # VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE defaulted to 0: the hybrid
             # manager is off for chunked local attention, every layer sized full length.
             return "full_length"
-        if hybrid_manager:
+        if hybrid_manager and since(self.version, HYBRID_ALLOCATOR_SINCE):  # 0.9.0 has none
             return "window"
         # --disable-hybrid-kv-cache-manager rewrites window specs as full-attention ones only
         # when full layers are present too; a model whose layers all slide (Mistral-7B) is
@@ -249,6 +249,8 @@ class Vllm(VllmStateLayers, VllmLayerBlocks, Engine):
         else:
             on = requested_async
             why = "async_scheduling=true"
+            if on and not since(self.version, ASYNC_SCHEDULING_SINCE):  # no such argument
+                raise FieldError("async_scheduling", "vllm.async_scheduling_unknown")
             if on and pp > 1 and not since(self.version, ASYNC_WITH_PP_SINCE):
                 raise FieldError(
                     "async_scheduling",
@@ -407,6 +409,8 @@ class Vllm(VllmStateLayers, VllmLayerBlocks, Engine):
             tokens_from_concurrency=self.tokens_from_concurrency,
             group_ratio=self.group_ratio,
             log_first_worker=not since(self.version, LOG_AFTER_MIN_SINCE),
+            stage_groups=not since(self.version, WHOLE_MODEL_GROUPS_SINCE),
+            concurrency_from_tokens=not since(self.version, HYBRID_ALLOCATOR_SINCE),
             reserved_tokens=sched.reserved_tokens,
             length_cap=ctx,
         )

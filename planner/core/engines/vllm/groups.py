@@ -3,13 +3,15 @@
 Uniform spec → one group of all layers. Same type, different sizes → one group whose block
 costs the sum of pages. Hybrid → unify page sizes, bucket by spec, group_size = min bucket (or
 max when max < 1.5·min), strided split with padding layers. Over pipeline stages the groups are
-built once from the whole model and projected onto each stage (`get_kv_cache_configs`).
+built once from the whole model and projected onto each stage (`get_kv_cache_configs`). Before
+0.11 each worker groups its own layers, each bucket in consecutive runs of group_size
+(`get_kv_cache_config`, `unify_kv_cache_configs`): `stage_groups`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import cast
 
@@ -31,10 +33,14 @@ class VllmPool(Pool):
     # "GPU KV cache size: N tokens": int(max_concurrency × max_model_len) in newer releases
     # (kv_cache_utils.get_kv_cache_capacity), num_blocks // groups × block_size before.
     tokens_from_concurrency: bool = True
+    # 0.9.0 logs the concurrency as num_blocks × block_size / max_model_len.
+    concurrency_from_tokens: bool = False
     # Speculative decoding: slots a decoding request reserves past its tokens, capped at
     # max_model_len (`length_cap`) as allocate_slots caps them; 0 = none.
     reserved_tokens: int = 0
     length_cap: int = 0
+    # blocks_per_request by length, once each (a plan asks about ten times); not the pool's value
+    _blocks: dict[int, int] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def _admitted(self, ctx: int) -> int:
         if not self.reserved_tokens or ctx >= self.length_cap:
@@ -42,8 +48,12 @@ class VllmPool(Pool):
         return min(ctx + self.reserved_tokens, self.length_cap)
 
     def blocks_per_request(self, ctx: int) -> int:
-        ctx = self._admitted(ctx)
-        return sum(g.blocks_needed(ctx, self.in_flight_tokens) for g in self.groups)
+        blocks = self._blocks.get(ctx)
+        if blocks is None:
+            admitted = self._admitted(ctx)
+            blocks = sum(g.blocks_needed(admitted, self.in_flight_tokens) for g in self.groups)
+            self._blocks[ctx] = blocks
+        return blocks
 
     def group_blocks(self, group: KVGroup, ctx: int) -> int:
         return group.blocks_needed(self._admitted(ctx), self.in_flight_tokens)
@@ -56,6 +66,9 @@ class VllmPool(Pool):
         return blocks / need if need else 0.0
 
     def reported_concurrency(self, ctx: int) -> float | None:
+        if self.concurrency_from_tokens and ctx:
+            blocks = self.num_blocks if self.logged_blocks is None else self.logged_blocks
+            return round(blocks * self.unit_tokens / ctx, 2)
         return round(self.concurrency(ctx), 2) if self.blocks_per_request(ctx) else None
 
     def reported_tokens(self, max_model_len: int) -> int:
@@ -100,8 +113,10 @@ def vllm_groups(
     block_size: int,
     policy: WindowPolicy,
     group_ratio: float = 1.5,
+    strided: bool = True,
 ) -> tuple[tuple[KVGroup, ...], int]:
-    """vLLM's KV-cache groups and the bytes one block id costs (page × group_size)."""
+    """vLLM's KV-cache groups and the bytes one block id costs (page × group_size); each
+    bucket split strided, layers[i::num] (0.11+), or in consecutive runs (before)."""
     buckets: dict[LayerSpec, int] = {}
     for s, n in stack:
         key = group_key(s, policy)
@@ -127,7 +142,8 @@ def vllm_groups(
         num = cdiv(n, group_size)
         bs = s.group_block_size(block_size * (page_max // pages[s]))
         for i in range(num):
-            members = len(range(i, n, num))  # strided slice layers[i::num]
+            # strided slice layers[i::num]; before 0.11 layers[i * size:(i + 1) * size]
+            members = len(range(i, n, num)) if strided else min(group_size, n - i * group_size)
             groups.append(KVGroup(s, members, group_size - members, bs))
     return tuple(groups), page_max * group_size
 
@@ -169,25 +185,30 @@ def vllm_pipeline_pool(
     reserved_tokens: int = 0,
     length_cap: int = 0,
     log_first_worker: bool = False,
+    stage_groups: bool = False,
+    concurrency_from_tokens: bool = False,
 ) -> VllmPool:
     """vLLM's pool over pipeline stages: a stage's block id costs page × its largest projected
     group (one group: the sum of its layers' pages), and every stage uses the smallest
     num_blocks. Grouping each stage on its own would pick another group size whenever a stage's
-    sliding:full ratio differs from the model's (Gemma-3 at PP 4). One stage may come as its
-    (spec, count) stack."""
+    sliding:full ratio differs from the model's (Gemma-3 at PP 4), which releases before 0.11
+    do (`stage_groups`: the scheduler then takes worker 0's own groups). One stage may come as
+    its (spec, count) stack."""
     logged: int | None = None
+    strided = not stage_groups
     if _is_stack(stages):
         stack = cast(Stack, stages)
-        groups, cost = vllm_groups(stack, dtype, block_size, policy, group_ratio)
+        groups, cost = vllm_groups(stack, dtype, block_size, policy, group_ratio, strided)
         num_blocks = budget_bytes // cost
     elif len(stages) == 1:
         stack = stack_of(cast(Sequence[LayerSpec], stages[0]))
-        groups, cost = vllm_groups(stack, dtype, block_size, policy, group_ratio)
+        groups, cost = vllm_groups(stack, dtype, block_size, policy, group_ratio, strided)
         num_blocks = budget_bytes // cost
     else:
         layered = cast(Sequence[Sequence[LayerSpec]], stages)
         whole = [spec for stage in layered for spec in stage]
-        groups, cost, stack, first_cost = _project(
+        project = _own_groups if stage_groups else _project
+        groups, cost, stack, first_cost = project(
             whole, layered, dtype, block_size, policy, group_ratio
         )
         num_blocks = budget_bytes // cost
@@ -206,6 +227,7 @@ def vllm_pipeline_pool(
         block_bytes=cost,
         logged_blocks=logged,
         tokens_from_concurrency=tokens_from_concurrency,
+        concurrency_from_tokens=concurrency_from_tokens,
         reserved_tokens=reserved_tokens,
         length_cap=length_cap,
     )
@@ -230,6 +252,43 @@ def one_request_bytes(
     return sum(
         g.layers * g.page_bytes(dtype) * g.blocks_needed(ctx, in_flight_tokens) for g in groups
     )
+
+
+def _own_groups(
+    whole: list[LayerSpec],
+    stages: Sequence[Sequence[LayerSpec]],
+    dtype: KVDtype,
+    block_size: int,
+    policy: WindowPolicy,
+    ratio: float,
+) -> tuple[tuple[KVGroup, ...], int, Stack, int]:
+    """Before 0.11: each worker's own groups (consecutive runs); as `_project` returns them.
+    unify_kv_cache_configs sorts each worker's groups by spec type and asserts that the groups
+    worker 0 and each other worker hold pairwise (zip) have equal specs: vLLM fails to start
+    where a stage's layer mix splits another way (Gemma-2's alternation over odd stages)."""
+    del whole
+    own = [
+        vllm_groups(stack_of(list(st)), dtype, block_size, policy, ratio, False) for st in stages
+    ]
+    first = sorted(own[0][0], key=_unify_order)
+    for stage, (groups, _) in enumerate(own[1:], start=1):
+        theirs = sorted(groups, key=_unify_order)
+        if any(a.spec != b.spec for a, b in zip(first, theirs, strict=False)):
+            raise FieldError(
+                "pipeline_parallel_size",
+                "vllm.pp_stage_groups_differ",
+                stage=stage,
+                groups=", ".join(g.kind for g in theirs),
+                first=", ".join(g.kind for g in first),
+            )
+    worst = max(range(len(stages)), key=lambda i: own[i][1])
+    return own[0][0], own[worst][1], stack_of(list(stages[worst])), own[0][1]
+
+
+def _unify_order(group: KVGroup) -> tuple[str, str]:
+    """The order unify_kv_cache_configs sorts groups in: by spec type (0.9: type_id,
+    "full_attention_…" < "sliding_window_…"; 0.10: the class name), then by the spec."""
+    return group.kind, repr(group.spec)
 
 
 def _project(

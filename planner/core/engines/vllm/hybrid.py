@@ -15,9 +15,11 @@ Two rule sets, each read in its release's wheel:
 - blocks per request: align mode 2 + speculative tokens + checkpoint blocks (Mamba2 1; GDN 1
   only with FlashInfer's prefill on SM90, alignment 64; Mamba1 and KDA 0), else 1 + speculative.
 
-0.11 (`models/config.py` `HybridAttentionMambaModelConfig`): prefix caching is switched off for
-hybrids, the block is 16 × cdiv(state, 16 × a FullAttentionSpec token page, K and V even for MLA),
-one state block per request, `mamba_block_size = max_model_len`.
+0.11 (`models/config.py` `HybridAttentionMambaModelConfig`, the same in 0.10.2, the first
+release that runs these models on V1 by default; both checked by their oracles): prefix
+caching is switched off for hybrids, the block is 16 × cdiv(state, 16 × a FullAttentionSpec
+token page, K and V even for MLA), one state block per request,
+`mamba_block_size = max_model_len`.
 
 0.28-0.32 (read in their wheels, checked by the oracle) have 0.33's rules except the prefill
 checkpoints of gated delta nets: `QwenGatedDeltaNetAttention` declares none and the platform
@@ -54,6 +56,7 @@ from planner.core.engines.vllm.releases import (
     QWEN3_5_TEXT_FP32_SINCE,
     QWEN3_5_TEXT_MTP_SINCE,
     SHORT_CONV_SPEC_ROWS_SINCE,
+    STATE_LAYERS_V1_SINCE,
     STATE_RULES_SINCE,
 )
 from planner.core.errors import FieldError
@@ -89,6 +92,8 @@ def bind_vllm_state(
 ) -> tuple[ModelShape, int, list[Note]]:
     """The shape with every state layer bound as vLLM `version` sizes it, the raised block
     size, and notes saying what changed."""
+    if not since(version, STATE_LAYERS_V1_SINCE):
+        raise FieldError("engine_version", "vllm.state_layers_v0", version=version_text(version))
     old = OLD_STATE_RULES[0] <= version <= OLD_STATE_RULES[1]
     if not old and not since(version, STATE_RULES_SINCE):
         raise FieldError(

@@ -5,10 +5,17 @@ from __future__ import annotations
 from dataclasses import replace
 
 from planner.core.engines.versions import Version, since
+from planner.core.engines.vllm.releases import CHUNKED_SPEC_SINCE
 from planner.core.errors import FieldError
 from planner.core.model import ModelShape, with_layers
 from planner.core.notes import Note, note
-from planner.core.specs import IndexerSpec, LayerSpec, SlidingWindowSpec, SparseMLASpec
+from planner.core.specs import (
+    ChunkedLocalSpec,
+    IndexerSpec,
+    LayerSpec,
+    SlidingWindowSpec,
+    SparseMLASpec,
+)
 
 # FlashMLA-sparse's only kernel block size on SM90 (DeepSeek-V3.2's indexer backend).
 SPARSE_MLA_BLOCK = 64
@@ -38,6 +45,17 @@ def bind_sparse_mla(version: Version, shape: ModelShape) -> ModelShape:
         replace(s, plain_fp8=("fp8_e4m3",)) if isinstance(s, SparseMLASpec) else s
         for s in shape.layers
     )
+    return with_layers(shape, layers)
+
+
+def bind_chunked(version: Version, shape: ModelShape) -> ModelShape:
+    """Before ChunkedLocalAttentionSpec (0.10), chunked local layers are full attention to the
+    KV cache: the attention backend chunks them, the spec is FullAttentionSpec."""
+    if since(version, CHUNKED_SPEC_SINCE):
+        return shape
+    if not any(isinstance(s, ChunkedLocalSpec) for s in shape.layers):
+        return shape
+    layers = tuple(s.as_full() if isinstance(s, ChunkedLocalSpec) else s for s in shape.layers)
     return with_layers(shape, layers)
 
 
@@ -88,6 +106,7 @@ class VllmLayerBlocks:
 __all__ = [
     "SPARSE_MLA_BLOCK",
     "VllmLayerBlocks",
+    "bind_chunked",
     "bind_sparse_mla",
     "check_shared_kv_parallel",
     "sliding_block",

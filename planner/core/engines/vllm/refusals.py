@@ -4,7 +4,12 @@ backends and VllmConfig at each release)."""
 from __future__ import annotations
 
 from planner.core.engines.versions import Version, since, version_text
-from planner.core.engines.vllm.releases import MLA_BF16_KV_SINCE, MLA_DTYPE_CHECK_SINCE
+from planner.core.engines.vllm.releases import (
+    ARCHITECTURE_SINCE,
+    MLA_BF16_KV_SINCE,
+    MLA_DTYPE_CHECK_SINCE,
+    PP_V1_DEFAULT_SINCE,
+)
 from planner.core.errors import FieldError
 from planner.core.model import ModelShape
 from planner.core.specs import SparseMLASpec
@@ -35,6 +40,16 @@ def refuse(
 ) -> None:
     """Raise FieldError for a setup vLLM `version` refuses (its own reason in the message)."""
     version_label = version_text(version)
+    for name in shape.architectures:  # ModelConfig: "Model architectures [...] are not supported"
+        first = ARCHITECTURE_SINCE.get(name)
+        if first is not None and not since(version, first):
+            raise FieldError(
+                "model",
+                "vllm.architecture_not_in_release",
+                version=version_label,
+                arch=name,
+                first=version_text(first),
+            )
     arch = shape.model_type or "this model"
     if model_dtype == "fp16" and shape.model_type in _NO_FLOAT16:
         raise FieldError("dtype", "vllm.float16_unstable", arch=arch)
@@ -110,4 +125,12 @@ def refuse(
             arch=arch,
             kv_heads=shape.num_key_value_heads,
             tp=tp,
+        )
+
+
+def refuse_pipeline(version: Version, pp: int) -> None:
+    """0.9.0 runs pipeline parallelism on its V0 engine unless an executor backend is named."""
+    if pp > 1 and not since(version, PP_V1_DEFAULT_SINCE):
+        raise FieldError(
+            "pipeline_parallel_size", "vllm.pipeline_v0", version=version_text(version)
         )

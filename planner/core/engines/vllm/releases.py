@@ -8,6 +8,9 @@ from planner.core.engines.versions import Releases
 # The releases whose rules kvplan models (every minor line, their patch and pre-releases).
 RELEASES = Releases(first=(0, 9, 0), last=(0, 33, 0), default=(0, 33, 0))
 
+# --async-scheduling (SchedulerConfig.async_scheduling) first in 0.10.0: 0.9 has no such
+# argument, and schedules one batch at a time.
+ASYNC_SCHEDULING_SINCE = (0, 10)
 # Async scheduling on by default for generative models (SchedulerConfig.async_scheduling=None
 # resolved in VllmConfig.__post_init__, PR #27614); 0.14 alone turned it off again under PP.
 ASYNC_DEFAULT_SINCE = (0, 14)
@@ -58,9 +61,43 @@ MLA_BACKEND_PRIORITY_SINCE = (0, 11, 1)
 MLA_DTYPE_CHECK_SINCE = (0, 11, 1)
 # bfloat16 in the MLA backends' KV-cache dtypes (0.11.1–0.14: no backend for it on SM90).
 MLA_BF16_KV_SINCE = (0, 15)
-# CacheDType gains float16 (0.18) and per-token-head scales (0.20).
+# CacheDType gains fp8_inc (0.10.0), bfloat16 (0.11.0; read in the 0.9.0–0.11.0 wheels), float16
+# (0.18) and per-token-head scales (0.20).
+FP8_INC_KV_SINCE = (0, 10)
+BF16_KV_SINCE = (0, 11)
 FLOAT16_KV_SINCE = (0, 18)
 PER_TOKEN_HEAD_KV_SINCE = (0, 20)
+# The kvplan KV dtype names a release's CacheDType lacks before the release named.
+KV_DTYPE_SINCE = {
+    "fp8_inc": FP8_INC_KV_SINCE,
+    "bf16": BF16_KV_SINCE,
+    "fp16": FLOAT16_KV_SINCE,
+    "int8_per_token_head": PER_TOKEN_HEAD_KV_SINCE,
+    "fp8_per_token_head": PER_TOKEN_HEAD_KV_SINCE,
+}
+# The hybrid KV-cache manager (kv_cache_utils._get_kv_cache_config_uniform_page_size) and
+# get_max_concurrency_for_kv_cache_config, first in 0.9.1: 0.9.0 sizes a model with sliding and
+# full layers all full length (unify_hybrid_kv_cache_specs) and logs the concurrency as
+# num_blocks × block_size / max_model_len (read in the 0.9.0 and 0.9.1 wheels).
+HYBRID_ALLOCATOR_SINCE = (0, 9, 1)
+# Pipeline parallelism on V1 with the default executor: 0.9.0's _is_v1_supported_oracle takes
+# PP only with --distributed-executor-backend ray, mp or external_launcher and falls back to V0
+# for the default (None); 0.9.1 lists the default too (engine/arg_utils.py).
+PP_V1_DEFAULT_SINCE = (0, 9, 1)
+# ChunkedLocalAttentionSpec (v1/kv_cache_interface.py, 0.10.0): before, Llama-4's local layers
+# are plain Attention layers (the backend chunks them) with FullAttentionSpec, in the start check
+# and the max-length estimate too (read in the 0.9.0–0.9.2 wheels).
+CHUNKED_SPEC_SINCE = (0, 10)
+# kv_cache_utils.get_kv_cache_configs (0.11.0): the hybrid groups are built once from the whole
+# model, each bucket split strided (layers[i::num_groups]), and projected on the pipeline stages.
+# Before (0.9.1–0.10.2), each worker groups its own layers (get_kv_cache_config), each bucket
+# in consecutive runs of group_size with the padding in the last, every worker takes the
+# smallest num_blocks and the scheduler worker 0's groups (unify_kv_cache_configs, EngineCore).
+WHOLE_MODEL_GROUPS_SINCE = (0, 11)
+# Models with state layers (Mamba, linear attention) run on the V1 engine by default: before,
+# EngineArgs._is_v1_supported_oracle falls back to V0 for them ("V1 mamba models are
+# unoptimized", 0.9.2–0.10.1; 0.9.0–0.9.1: not V1-compatible at all), unless VLLM_USE_V1=1.
+STATE_LAYERS_V1_SINCE = (0, 10, 2)
 # VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE defaults to 1 (was 0).
 CHUNKED_HYBRID_DEFAULT_SINCE = (0, 14)
 FLASHMLA_BLOCK = 64
@@ -112,6 +149,14 @@ GRAPHS_SUBTRACTED_SINCE = (0, 20)
 # (v1/core/sched/scheduler.py, then VllmConfig.num_lookahead_tokens from 0.28).
 DFLASH_SINCE = (0, 20)
 DFLASH_FILL_IN_SLOT_SINCE = (0, 23)
+
+# Architectures of the catalog that a release's registry (model_executor/models/registry.py)
+# lists first after 0.9.0, with that release (read in the 0.9.0–0.11.0 wheels).
+ARCHITECTURE_SINCE = {
+    "Glm4MoeForCausalLM": (0, 10, 0),
+    "GptOssForCausalLM": (0, 10, 1),
+    "Qwen3NextForCausalLM": (0, 10, 2),
+}
 
 # -- what each release's start-up log looks like ------------------------------------------------
 # The fact kinds (engines/vllm/logs.py) whose source line a log prints ("[gpu_worker.py:298]
@@ -178,10 +223,10 @@ SEPARATE_LINES_RELEASES = ("0.9", "0.27")
 SEPARATE_LINES_ASSUMED = "0.19"
 
 # -- state layers (Mamba, gated delta nets, KDA, short convolutions): engines/vllm/hybrid.py ----
-# The two rule sets: 0.9–0.11 (prefix caching off for hybrids, one state block per request) and
+# The two rule sets: 0.10.2–0.11 (prefix caching off for hybrids, one state block per request) and
 # the one read from here on (the platform's block alignment, `mamba_cache_mode`). Releases in
 # between are refused; each release of the range was checked by its own code (tests/oracle).
-OLD_STATE_RULES = ((0, 9, 0), (0, 11, 99))
+OLD_STATE_RULES = ((0, 10, 2), (0, 11, 99))
 STATE_RULES_SINCE = (0, 21)
 # Prefix caching is on by default for hybrids as for every model; before, hybrids opt in
 # (EngineArgs._set_default_chunked_prefill_and_prefix_caching_args: `and not is_hybrid` in
