@@ -25,6 +25,7 @@ from planner.core.layout_state import (
     norms_per_layer,
 )
 from planner.core.model import text_config
+from planner.core.vision import config_int as _int
 from planner.core.vision import vision_parameters
 
 LinearKind = Literal["attention", "mlp", "expert", "shared_expert", "router", "lm_head"]
@@ -89,21 +90,6 @@ class Decoder:
 
 
 # --- reading the config ---------------------------------------------------------------------
-
-
-def _int(cfg: Mapping[str, Any], *keys: str, lo: int = 0, hi: int = 1 << 40) -> int | None:
-    for key in keys:
-        value = cfg.get(key)
-        if value is None:
-            continue
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ModelConfigError(("model", key), "input.not_integer", value=value)
-        if not lo <= value <= hi:
-            raise ModelConfigError(
-                ("model", key), "input.value_out_of_range", lo=lo, hi=hi, value=value
-            )
-        return value
-    return None
 
 
 def _need(cfg: Mapping[str, Any], *keys: str, hi: int = 1 << 24) -> int:

@@ -27,7 +27,9 @@ from planner.core.model import text_config
 _QWEN3_5_VISION = {"qwen3_5", "qwen3_5_moe"}
 
 
-def _int(cfg: Mapping[str, Any], *keys: str, lo: int = 0, hi: int = 1 << 40) -> int | None:
+def config_int(cfg: Mapping[str, Any], *keys: str, lo: int = 0, hi: int = 1 << 40) -> int | None:
+    """The first of `keys` the config sets, checked to be an integer in [lo, hi] (also used by
+    planner.core.layout, which imports this module)."""
     for key in keys:
         value = cfg.get(key)
         if value is None:
@@ -49,15 +51,15 @@ def _encoder_layer(h: int, width: int) -> int:
 
 def _qwen3_5(v: Mapping[str, Any], text_hidden: int) -> int:
     # Qwen3_5VisionConfig's defaults for what a config leaves out.
-    depth = _int(v, "depth", hi=1024) or 27
-    h = _int(v, "hidden_size", lo=1, hi=1 << 20) or 1152
-    width = _int(v, "intermediate_size", lo=1) or 4304
-    channels = _int(v, "in_channels", lo=1, hi=16) or 3
-    patch = _int(v, "patch_size", lo=1, hi=1024) or 16
-    temporal = _int(v, "temporal_patch_size", lo=1, hi=64) or 2
-    merge = _int(v, "spatial_merge_size", lo=1, hi=64) or 2
-    positions = _int(v, "num_position_embeddings", lo=1, hi=1 << 24) or 2304
-    out = _int(v, "out_hidden_size", lo=1) or text_hidden
+    depth = config_int(v, "depth", hi=1024) or 27
+    h = config_int(v, "hidden_size", lo=1, hi=1 << 20) or 1152
+    width = config_int(v, "intermediate_size", lo=1) or 4304
+    channels = config_int(v, "in_channels", lo=1, hi=16) or 3
+    patch = config_int(v, "patch_size", lo=1, hi=1024) or 16
+    temporal = config_int(v, "temporal_patch_size", lo=1, hi=64) or 2
+    merge = config_int(v, "spatial_merge_size", lo=1, hi=64) or 2
+    positions = config_int(v, "num_position_embeddings", lo=1, hi=1 << 24) or 2304
+    out = config_int(v, "out_hidden_size", lo=1) or text_hidden
     merged = h * merge * merge
     total = channels * temporal * patch * patch * h + h + positions * h
     total += depth * _encoder_layer(h, width)
@@ -67,12 +69,12 @@ def _qwen3_5(v: Mapping[str, Any], text_hidden: int) -> int:
 
 def _siglip(v: Mapping[str, Any], text_hidden: int) -> int:
     # SiglipVisionConfig's defaults for what a config leaves out.
-    layers = _int(v, "num_hidden_layers", hi=1024) or 12
-    h = _int(v, "hidden_size", lo=1, hi=1 << 20) or 768
-    width = _int(v, "intermediate_size", lo=1) or 3072
-    channels = _int(v, "num_channels", lo=1, hi=16) or 3
-    patch = _int(v, "patch_size", lo=1, hi=1024) or 16
-    image = _int(v, "image_size", lo=1, hi=1 << 16) or 224
+    layers = config_int(v, "num_hidden_layers", hi=1024) or 12
+    h = config_int(v, "hidden_size", lo=1, hi=1 << 20) or 768
+    width = config_int(v, "intermediate_size", lo=1) or 3072
+    channels = config_int(v, "num_channels", lo=1, hi=16) or 3
+    patch = config_int(v, "patch_size", lo=1, hi=1024) or 16
+    image = config_int(v, "image_size", lo=1, hi=1 << 16) or 224
     total = channels * patch * patch * h + h + (image // patch) ** 2 * h
     total += layers * _encoder_layer(h, width) + 2 * h  # post_layernorm
     if v.get("vision_use_head", True) is not False:
@@ -87,7 +89,7 @@ def vision_parameters(config: Mapping[str, Any]) -> int:
     v = config.get("vision_config")
     if not isinstance(v, Mapping):
         return 0
-    text_hidden = _int(text_config(config), "hidden_size", lo=1)
+    text_hidden = config_int(text_config(config), "hidden_size", lo=1)
     vision_type = str(v.get("model_type") or "")
     if text_hidden is not None and vision_type in _QWEN3_5_VISION:
         return _qwen3_5(v, text_hidden)
@@ -97,28 +99,28 @@ def vision_parameters(config: Mapping[str, Any]) -> int:
         and config.get("model_type") == "gemma3"
     ):
         return _siglip(v, text_hidden)
-    layers = _int(v, "num_hidden_layers", "depth", hi=1024) or 0
-    h = _int(v, "hidden_size", "embed_dim", lo=1, hi=1 << 20)
+    layers = config_int(v, "num_hidden_layers", "depth", hi=1024) or 0
+    h = config_int(v, "hidden_size", "embed_dim", lo=1, hi=1 << 20)
     if not layers or h is None:
         return 0
     text_hidden = text_hidden or h
-    width = _int(v, "intermediate_size", lo=1) or 4 * h
-    channels = _int(v, "num_channels", "in_chans", "in_channels", lo=1, hi=16) or 3
-    patch = _int(v, "patch_size", "spatial_patch_size", lo=1, hi=1024) or 14
-    image = _int(v, "image_size", lo=1, hi=1 << 16)
+    width = config_int(v, "intermediate_size", lo=1) or 4 * h
+    channels = config_int(v, "num_channels", "in_chans", "in_channels", lo=1, hi=16) or 3
+    patch = config_int(v, "patch_size", "spatial_patch_size", lo=1, hi=1024) or 14
+    image = config_int(v, "image_size", lo=1, hi=1 << 16)
     total = layers * _encoder_layer(h, width) + channels * patch * patch * h
     if image:
         total += ((image // patch) ** 2 + 1) * h
     if vision_type == "llama4_vision_model":
         ratio = v.get("pixel_shuffle_ratio") or 0.5
         shuffled = round(h / (ratio * ratio))
-        proj_in = _int(v, "projector_input_dim", lo=1) or text_hidden
-        proj_out = _int(v, "projector_output_dim", lo=1) or proj_in
-        out_dim = _int(v, "vision_output_dim", lo=1) or proj_out
+        proj_in = config_int(v, "projector_input_dim", lo=1) or text_hidden
+        proj_out = config_int(v, "projector_output_dim", lo=1) or proj_in
+        out_dim = config_int(v, "vision_output_dim", lo=1) or proj_out
         total += h + 4 * h  # class embedding, pre/post layer norms
         total += shuffled * proj_in + proj_in * proj_out + out_dim * text_hidden
     else:
-        out_dim = _int(v, "out_hidden_size", "vision_output_dim", "projection_dim", lo=1) or h
+        out_dim = config_int(v, "out_hidden_size", "vision_output_dim", "projection_dim", lo=1) or h
         total += out_dim * text_hidden
     return total
 
