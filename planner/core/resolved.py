@@ -8,6 +8,7 @@ becomes one here.
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
@@ -17,6 +18,7 @@ from planner.core.draft_weights import draft_weight_bytes
 from planner.core.engines import Engine
 from planner.core.errors import FieldError, ModelConfigError, UnknownIdError
 from planner.core.hardware import Gpu
+from planner.core.memo import IdentityMemo
 from planner.core.model import ModelShape, shape_from_config
 from planner.core.notes import Note, note
 from planner.core.params import parameter_counts
@@ -52,7 +54,27 @@ class Catalog(Protocol):
 def resolve_model_of(request: s.PlanRequest, catalog: Catalog) -> ResolvedModel:
     if isinstance(request.model, str):
         return catalog.model(request.model, request.revision)
-    return model_from_config(request.model)
+    return pasted_model(request.model)
+
+
+# A pasted config asked again (a sweep, an admission loop, a test grid) is counted once: keyed by
+# its canonical JSON, so equal configs share one frozen model, and the memos keyed by a model's
+# identity serve them too. Bounded by count and by the key's size (a wide config is counted
+# afresh rather than kept): at most 64 × 32 KiB of keys plus the configs they pin.
+_PASTED: IdentityMemo[ResolvedModel] = IdentityMemo(64)
+_PASTED_KEY_CHARS = 32 << 10
+
+
+def pasted_model(config: Mapping[str, Any]) -> ResolvedModel:
+    """`model_from_config(config)`, shared by every config equal to it in JSON."""
+    try:
+        key = json.dumps(config, sort_keys=True)
+    except (TypeError, ValueError):  # not JSON (a caller's own objects): nothing to share by
+        return model_from_config(config)
+    if len(key) > _PASTED_KEY_CHARS:
+        return model_from_config(config)
+    hit = _PASTED.get((), key)
+    return hit if hit is not None else _PASTED.put((), key, model_from_config(config))
 
 
 def model_from_config(
@@ -226,6 +248,7 @@ __all__ = [
     "Catalog",
     "ResolvedModel",
     "model_from_config",
+    "pasted_model",
     "resolve_draft",
     "resolve_gpu",
     "resolve_model_of",

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import ast
 import inspect
+import json
 from typing import Any
 
 import pytest
 
-from planner.core import inputs
+from planner.core import inputs, resolved
 from planner.core.errors import PlanError
 from planner.core.memo import IdentityMemo, clear_memos, memo_by_identity
 from planner.core.schema import PlanRequest
@@ -156,3 +157,31 @@ def test_settling_reads_of_the_request_only_what_its_key_holds() -> None:
 def _nothing_kept_after() -> Any:
     yield
     clear_memos()
+
+
+def _pasted(**change: Any) -> dict[str, Any]:
+    config = default_catalog().model(MODEL, None).config
+    assert config is not None
+    return {**json.loads(json.dumps(config)), **change}  # a new dict, as a request parses one
+
+
+def test_equal_pasted_configs_share_one_model_and_others_do_not() -> None:
+    clear_memos()
+    first = resolved.pasted_model(_pasted())
+    assert resolved.pasted_model(_pasted()) is first  # equal JSON, another dict
+    assert resolved.pasted_model(_pasted(num_key_value_heads=4)) is not first
+    assert resolved.pasted_model(_pasted(num_key_value_heads=4)).shape.num_key_value_heads == 4
+    # Too wide to keep (its key would pin 32 KiB and more): counted afresh each time.
+    wide = _pasted(id2label={str(i): f"label-{i:06d}" for i in range(4000)})
+    assert resolved.pasted_model(wide) is not resolved.pasted_model(dict(wide))
+    clear_memos()
+    assert resolved.pasted_model(_pasted()) is not first
+
+
+def test_pasted_answers_after_other_plans_are_the_answers_with_nothing_kept() -> None:
+    bodies = [{**b, "model": _pasted()} for b in BODIES if b["model"] == MODEL]
+    bodies += [{**bodies[0], "model": _pasted(num_key_value_heads=4)}]
+    alone = [fresh(b) for b in bodies]
+    clear_memos()
+    for _ in range(2):
+        assert [answer(b) for b in bodies] == alone
