@@ -151,3 +151,27 @@ def test_same_architecture_entries_are_weighed_alike() -> None:
     for members in groups.values():
         estimated = {w for _, w, measured in members if not measured}
         assert len(estimated) <= 1, members
+
+
+@pytest.mark.parametrize(
+    ("quantized", "base"),
+    [
+        ("nvidia/Qwen3.5-122B-A10B-NVFP4", "Qwen/Qwen3.5-122B-A10B"),
+        ("nvidia/Qwen3.5-397B-A17B-NVFP4", "Qwen/Qwen3.5-397B-A17B"),
+        ("nvidia/Gemma-4-26B-A4B-NVFP4", "google/gemma-4-26B-A4B"),
+        ("nvidia/Gemma-4-31B-IT-NVFP4", "google/gemma-4-31B-it"),
+        ("nvidia/MiniMax-M2.5-NVFP4", "MiniMaxAI/MiniMax-M2.5"),
+        ("nvidia/MiniMax-M2.7-NVFP4", "MiniMaxAI/MiniMax-M2.7"),
+        ("nvidia/Kimi-K2.5-NVFP4", "moonshotai/Kimi-K2.5"),
+        ("moonshotai/Kimi-K2.5", "moonshotai/Kimi-K2-Instruct"),
+    ],
+)
+def test_requantized_checkpoints_hold_the_base_parameters(quantized: str, base: str) -> None:
+    # A re-quantization stores the same tensors in fewer bytes: the same parameter count and
+    # KV geometry as the base config (the 122B NVFP4 config names its vision tower
+    # "qwen3_5_moe_vision", transformers 5.6's spelling of the same Qwen3.5 encoder).
+    q, b = get_model(quantized), get_model(base)
+    assert q.num_parameters == b.num_parameters
+    qs, bs = shape_from_config(q.config), shape_from_config(b.config)
+    assert [s.elements_per_token for s in qs.layers] == [s.elements_per_token for s in bs.layers]
+    assert q.resolved_weights_bytes < b.resolved_weights_bytes
