@@ -15,6 +15,9 @@ parameter counts and weights are held to what others published or measured:
 * Gemma-4 31B / 26B-A4B: their model cards' 30.7 B and 25.2 B (3.8 B active) text parameters.
 * Mixtral-8x22B-Instruct: the instruct vocabulary (32,768) adds 768 rows to the embedding and
   the LM head of the base model.
+* phi-4: vLLM 0.19.0's load of it (budget_logs.jsonl, llm-d-planner#205): 27.39 GiB of weights,
+  204,800 B of KV per token (46.08 GiB for 241,568 tokens).
+* NVIDIA's NVFP4 and Moonshot's int4 re-quantizations hold their base model's parameters.
 """
 
 from __future__ import annotations
@@ -175,3 +178,15 @@ def test_requantized_checkpoints_hold_the_base_parameters(quantized: str, base: 
     qs, bs = shape_from_config(q.config), shape_from_config(b.config)
     assert [s.elements_per_token for s in qs.layers] == [s.elements_per_token for s in bs.layers]
     assert q.resolved_weights_bytes < b.resolved_weights_bytes
+
+
+def test_phi4_matches_vllms_load() -> None:
+    # vLLM 0.19.0 serving microsoft/phi-4 on one H100 (tests/fixtures/budget_logs.jsonl,
+    # vllm019-phi4-h100-tp1-llmd205, llm-d-planner#205): "Model loading took 27.39 GiB",
+    # 46.08 GiB of KV cache for 241,568 tokens.
+    entry = get_model("microsoft/phi-4")
+    measured = 27.39 * GiB
+    assert abs(entry.resolved_weights_bytes - measured) <= 0.01 * measured
+    shape = shape_from_config(entry.config, model_id=entry.id)
+    kv_per_token = sum(s.elements_per_token for s in shape.layers) * 2
+    assert round(kv_per_token * 241_568 / GiB, 2) == 46.08
