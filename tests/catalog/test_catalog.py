@@ -9,6 +9,8 @@ chunked layers cost the same per token but only for the last W tokens; they are 
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from planner.catalog import find_model, get_gpu, get_model, list_gpus, list_models, list_refused
@@ -185,6 +187,17 @@ def test_entries_say_where_their_numbers_come_from() -> None:
         assert m.num_parameters_source
         if m.weights_bytes is not None:
             assert m.weights_bytes_source
+
+
+def test_copies_are_pinned() -> None:
+    # A config taken from a GitHub copy names the file at one commit (or release tag), so the
+    # numbers can be checked against what was copied (a bracket may name the part of the file).
+    pinned = re.compile(
+        r"https://github\.com/[^/]+/[^/]+/blob/([0-9a-f]{40}|v[0-9.]+)/\S+( \(.+\))?$"
+    )
+    for m in [*list_models(), *list_refused()]:
+        if m.copied_from:
+            assert pinned.match(m.copied_from), (m.id, m.copied_from)
 
 
 def test_aliases_point_at_configs() -> None:
