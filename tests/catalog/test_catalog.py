@@ -146,6 +146,7 @@ KV_TABLE: list[tuple[str, int, tuple[int, int] | None]] = [
     # Nemotron-Nano-9B-v2: 4 "*" in hybrid_override_pattern. Jamba: attn_layer_period 8.
     ("nvidia/NVIDIA-Nemotron-Nano-9B-v2", gqa(4, 8, 128), None),
     ("ai21labs/AI21-Jamba-Mini-1.6", gqa(4, 8, 128), None),
+    ("Qwen/Qwen3-Coder-30B-A3B-Instruct", gqa(48, 4, 128), None),
 ]
 REFUSED = {
     "deepseek-ai/DeepSeek-V3.2",

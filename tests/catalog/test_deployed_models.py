@@ -190,3 +190,11 @@ def test_phi4_matches_vllms_load() -> None:
     shape = shape_from_config(entry.config, model_id=entry.id)
     kv_per_token = sum(s.elements_per_token for s in shape.layers) * 2
     assert round(kv_per_token * 241_568 / GiB, 2) == 46.08
+
+
+def test_qwen3_coder_30b_total_size_is_its_counted_bf16_parameters() -> None:
+    # The published index's metadata.total_size (61,064,245,248 B) is exactly two bytes for each
+    # parameter the config counts: every expert stored once, in bf16.
+    entry = get_model("Qwen/Qwen3-Coder-30B-A3B-Instruct")
+    assert entry.weights()[1] == "safetensors"
+    assert entry.resolved_weights_bytes == 2 * parameter_counts(entry.config).total
