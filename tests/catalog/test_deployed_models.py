@@ -198,3 +198,17 @@ def test_qwen3_coder_30b_total_size_is_its_counted_bf16_parameters() -> None:
     entry = get_model("Qwen/Qwen3-Coder-30B-A3B-Instruct")
     assert entry.weights()[1] == "safetensors"
     assert entry.resolved_weights_bytes == 2 * parameter_counts(entry.config).total
+
+
+@pytest.mark.parametrize(
+    "model_id",
+    [
+        "microsoft/phi-4",
+        "moonshotai/Kimi-Linear-48B-A3B-Instruct",  # the base of cyankiwi's AWQ in the log
+        "meta-llama/Llama-2-7b",
+        "Qwen/Qwen3-Coder-30B-A3B-Instruct",  # the bf16 repo of the logged -FP8
+    ],
+)
+def test_models_named_in_start_up_logs_resolve_offline(model_id: str) -> None:
+    # Issue #22: ids from engine start-up logs (tests/fixtures/engine_logs.jsonl, budget_logs).
+    assert get_model(model_id).id == model_id
