@@ -24,7 +24,8 @@ from typing import Any
 from planner.core.errors import ModelConfigError
 from planner.core.model import text_config
 
-_QWEN3_5_VISION = {"qwen3_5", "qwen3_5_moe"}
+# The vision_config model_type as transformers writes it (later releases add "_vision").
+_QWEN3_5_VISION = {"qwen3_5", "qwen3_5_moe", "qwen3_5_vision", "qwen3_5_moe_vision"}
 
 
 def config_int(cfg: Mapping[str, Any], *keys: str, lo: int = 0, hi: int = 1 << 40) -> int | None:

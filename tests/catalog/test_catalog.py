@@ -9,6 +9,8 @@ chunked layers cost the same per token but only for the last W tokens; they are 
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from planner.catalog import find_model, get_gpu, get_model, list_gpus, list_models, list_refused
@@ -114,8 +116,50 @@ KV_TABLE: list[tuple[str, int, tuple[int, int] | None]] = [
     # (attention_k_eq_v); the other layers slide over 1024 tokens with head_dim 256.
     ("google/gemma-4-31B-it", gqa(50, 16, 256) + gqa(10, 4, 512), (50, 1024)),
     ("google/gemma-4-26B-A4B", gqa(25, 8, 256) + gqa(5, 2, 512), (25, 1024)),
+    # Issue #22, first batch: configs copied in ai-dynamo/aiconfigurator, inference-sim, pal and
+    # the hybrid fixtures (each entry's copied_from / notes).
+    ("Qwen/Qwen3-Coder-480B-A35B-Instruct", gqa(62, 8, 128), None),
+    ("nvidia/MiniMax-M2.5-NVFP4", gqa(62, 8, 128), None),
+    ("nvidia/MiniMax-M2.7-NVFP4", gqa(62, 8, 128), None),
+    ("nvidia/Gemma-4-26B-A4B-NVFP4", gqa(25, 8, 256) + gqa(5, 2, 512), (25, 1024)),
+    ("nvidia/Gemma-4-31B-IT-NVFP4", gqa(50, 16, 256) + gqa(10, 4, 512), (50, 1024)),
+    ("nvidia/Qwen3.5-122B-A10B-NVFP4", gqa(12, 2, 256), None),
+    ("nvidia/Qwen3.5-397B-A17B-NVFP4", gqa(15, 2, 256), None),
+    ("moonshotai/Kimi-K2.5", mla(61, 512, 64), None),
+    ("nvidia/Kimi-K2.5-NVFP4", mla(61, 512, 64), None),
+    ("nvidia/Kimi-K2.6-NVFP4", mla(61, 512, 64), None),
+    ("nvidia/Kimi-K2.7-Code-NVFP4", mla(61, 512, 64), None),
+    # hybrid_override_pattern: 10 "*" (attention) of 118 layers; head_dim 8192 / 64.
+    ("nvidia/Nemotron-H-56B-Base-8K", gqa(10, 8, 128), None),
+    ("mistralai/Mistral-Nemo-Instruct-2407", gqa(40, 8, 128), None),
+    ("codellama/CodeLlama-34b-Instruct-hf", gqa(48, 8, 128), None),
+    ("01-ai/Yi-34B", gqa(60, 8, 128), None),
+    ("RedHatAI/Llama-4-Scout-17B-16E-Instruct-FP8-dynamic", gqa(48, 8, 128), (36, 8192)),
+    # phi-4 publishes sliding_window 16384, its max_position_embeddings.
+    ("microsoft/phi-4", gqa(40, 10, 128), (40, 16384)),
+    # Kimi-Linear: MLA on the 7 full_attn_layers, Kimi delta attention (a state) on the 20 others.
+    ("moonshotai/Kimi-Linear-48B-A3B-Instruct", mla(7, 512, 64), None),
+    # granite-4.0-h-tiny: 4 "attention" of 40 layer_types, head_dim 1536 / 12.
+    ("ibm-granite/granite-4.0-h-tiny", gqa(4, 4, 128), None),
+    # Falcon-H1: attention and Mamba2 side by side in every layer.
+    ("tiiuae/Falcon-H1-7B-Instruct", gqa(44, 2, 128), None),
+    # Nemotron-Nano-9B-v2: 4 "*" in hybrid_override_pattern. Jamba: attn_layer_period 8.
+    ("nvidia/NVIDIA-Nemotron-Nano-9B-v2", gqa(4, 8, 128), None),
+    ("ai21labs/AI21-Jamba-Mini-1.6", gqa(4, 8, 128), None),
+    ("Qwen/Qwen3-Coder-30B-A3B-Instruct", gqa(48, 4, 128), None),
 ]
-REFUSED = {"deepseek-ai/DeepSeek-V3.2", "zai-org/GLM-5"}
+REFUSED = {
+    "deepseek-ai/DeepSeek-V3.2",
+    "zai-org/GLM-5",
+    "zai-org/GLM-5-FP8",
+    "zai-org/GLM-5.1",
+    "zai-org/GLM-5.1-FP8",
+    "zai-org/GLM-5.2",
+    "zai-org/GLM-5.2-FP8",
+    "nvidia/GLM-5-NVFP4",
+    "nvidia/GLM-5.1-NVFP4",
+    "nvidia/DeepSeek-V3.2-NVFP4",
+}
 
 
 def test_the_table_covers_every_sizeable_entry() -> None:
@@ -144,6 +188,17 @@ def test_entries_say_where_their_numbers_come_from() -> None:
         assert m.num_parameters_source
         if m.weights_bytes is not None:
             assert m.weights_bytes_source
+
+
+def test_copies_are_pinned() -> None:
+    # A config taken from a GitHub copy names the file at one commit (or release tag), so the
+    # numbers can be checked against what was copied (a bracket may name the part of the file).
+    pinned = re.compile(
+        r"https://github\.com/[^/]+/[^/]+/blob/([0-9a-f]{40}|v[0-9.]+)/\S+( \(.+\))?$"
+    )
+    for m in [*list_models(), *list_refused()]:
+        if m.copied_from:
+            assert pinned.match(m.copied_from), (m.id, m.copied_from)
 
 
 def test_aliases_point_at_configs() -> None:

@@ -15,6 +15,9 @@ parameter counts and weights are held to what others published or measured:
 * Gemma-4 31B / 26B-A4B: their model cards' 30.7 B and 25.2 B (3.8 B active) text parameters.
 * Mixtral-8x22B-Instruct: the instruct vocabulary (32,768) adds 768 rows to the embedding and
   the LM head of the base model.
+* phi-4: vLLM 0.19.0's load of it (budget_logs.jsonl, llm-d-planner#205): 27.39 GiB of weights,
+  204,800 B of KV per token (46.08 GiB for 241,568 tokens).
+* NVIDIA's NVFP4 and Moonshot's int4 re-quantizations hold their base model's parameters.
 """
 
 from __future__ import annotations
@@ -151,3 +154,61 @@ def test_same_architecture_entries_are_weighed_alike() -> None:
     for members in groups.values():
         estimated = {w for _, w, measured in members if not measured}
         assert len(estimated) <= 1, members
+
+
+@pytest.mark.parametrize(
+    ("quantized", "base"),
+    [
+        ("nvidia/Qwen3.5-122B-A10B-NVFP4", "Qwen/Qwen3.5-122B-A10B"),
+        ("nvidia/Qwen3.5-397B-A17B-NVFP4", "Qwen/Qwen3.5-397B-A17B"),
+        ("nvidia/Gemma-4-26B-A4B-NVFP4", "google/gemma-4-26B-A4B"),
+        ("nvidia/Gemma-4-31B-IT-NVFP4", "google/gemma-4-31B-it"),
+        ("nvidia/MiniMax-M2.5-NVFP4", "MiniMaxAI/MiniMax-M2.5"),
+        ("nvidia/MiniMax-M2.7-NVFP4", "MiniMaxAI/MiniMax-M2.7"),
+        ("nvidia/Kimi-K2.5-NVFP4", "moonshotai/Kimi-K2.5"),
+        ("moonshotai/Kimi-K2.5", "moonshotai/Kimi-K2-Instruct"),
+    ],
+)
+def test_requantized_checkpoints_hold_the_base_parameters(quantized: str, base: str) -> None:
+    # A re-quantization stores the same tensors in fewer bytes: the same parameter count and
+    # KV geometry as the base config (the 122B NVFP4 config names its vision tower
+    # "qwen3_5_moe_vision", transformers 5.6's spelling of the same Qwen3.5 encoder).
+    q, b = get_model(quantized), get_model(base)
+    assert q.num_parameters == b.num_parameters
+    qs, bs = shape_from_config(q.config), shape_from_config(b.config)
+    assert [s.elements_per_token for s in qs.layers] == [s.elements_per_token for s in bs.layers]
+    assert q.resolved_weights_bytes < b.resolved_weights_bytes
+
+
+def test_phi4_matches_vllms_load() -> None:
+    # vLLM 0.19.0 serving microsoft/phi-4 on one H100 (tests/fixtures/budget_logs.jsonl,
+    # vllm019-phi4-h100-tp1-llmd205, llm-d-planner#205): "Model loading took 27.39 GiB",
+    # 46.08 GiB of KV cache for 241,568 tokens.
+    entry = get_model("microsoft/phi-4")
+    measured = 27.39 * GiB
+    assert abs(entry.resolved_weights_bytes - measured) <= 0.01 * measured
+    shape = shape_from_config(entry.config, model_id=entry.id)
+    kv_per_token = sum(s.elements_per_token for s in shape.layers) * 2
+    assert round(kv_per_token * 241_568 / GiB, 2) == 46.08
+
+
+def test_qwen3_coder_30b_total_size_is_its_counted_bf16_parameters() -> None:
+    # The published index's metadata.total_size (61,064,245,248 B) is exactly two bytes for each
+    # parameter the config counts: every expert stored once, in bf16.
+    entry = get_model("Qwen/Qwen3-Coder-30B-A3B-Instruct")
+    assert entry.weights()[1] == "safetensors"
+    assert entry.resolved_weights_bytes == 2 * parameter_counts(entry.config).total
+
+
+@pytest.mark.parametrize(
+    "model_id",
+    [
+        "microsoft/phi-4",
+        "moonshotai/Kimi-Linear-48B-A3B-Instruct",  # the base of cyankiwi's AWQ in the log
+        "meta-llama/Llama-2-7b",
+        "Qwen/Qwen3-Coder-30B-A3B-Instruct",  # the bf16 repo of the logged -FP8
+    ],
+)
+def test_models_named_in_start_up_logs_resolve_offline(model_id: str) -> None:
+    # Issue #22: ids from engine start-up logs (tests/fixtures/engine_logs.jsonl, budget_logs).
+    assert get_model(model_id).id == model_id
