@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import textwrap
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -133,10 +134,27 @@ def validate(path: Path, readme: Path | None, residuals: bool = False) -> dict[s
     rel = path.resolve().relative_to(ROOT) if path.resolve().is_relative_to(ROOT) else path
     excluded_lines = "\n".join(f"- `{r['id']}`: {r['excluded']}" for r in excluded)
     fitted_on = re.search(r"sha256 (\w+)", FIT_PROVENANCE)
-    report = f"""**Held out.** `python bench/fit_step_model.py --validate {rel} --readme README.md`
-scores {len(scored)} published points of `{rel}` (sha256 `{digest}…`), from {n_pub}
-publishers and no training source file, with the stored constants (fitted on the training
-file, sha256 `{fitted_on.group(1) if fitted_on else "?"}…`); nothing is refitted.
+    head = textwrap.fill(
+        f"**Held out.** `python bench/fit_step_model.py --validate {rel} --readme README.md` "
+        f"scores {len(scored)} published points of `{rel}` (sha256 `{digest}…`), from {n_pub} "
+        "publishers and no training source file, with the stored constants (fitted on the "
+        f"training file, sha256 `{fitted_on.group(1) if fitted_on else '?'}…`); nothing is "
+        "refitted.",
+        width=96,
+        break_on_hyphens=False,
+    )
+    tail = textwrap.fill(
+        "Static batching scored on what the source timed (prefill and all steps together, the "
+        f"prefill at the fitted matmul efficiency): median |error| {float(np.median(se)):.1%}, "
+        f"p90 {float(np.percentile(se, 90)):.1%} over {len(se)} points. The floor is above "
+        f"{total['floor_above']} of {total['n']} held-out measurements and the estimate below "
+        f"the floor on {total['below_floor']}; measured / floor: median "
+        f"{float(np.median(ratio)):.2f}, p90 {float(np.percentile(ratio, 90)):.2f}. Not scored "
+        f"({len(excluded)}):",
+        width=96,
+        break_on_hyphens=False,
+    )
+    report = f"""{head}
 
 | held-out set | points | median \\|error\\| | p90 \\|error\\| | estimate above measured | floor above measured | estimate below the floor |
 |---|---|---|---|---|---|---|
@@ -156,12 +174,7 @@ file, sha256 `{fitted_on.group(1) if fitted_on else "?"}…`); nothing is refitt
 
 {chr(10).join(table("static batching: input / output tokens", lambda r: f"{r['input_len']} / {r['output_len']}" if "static batching" in r.get("engine_version", "") else "not static batching"))}
 
-Static batching scored on what the source timed (prefill and all steps together, the prefill
-at the fitted matmul efficiency): median |error| {float(np.median(se)):.1%}, p90
-{float(np.percentile(se, 90)):.1%} over {len(se)} points. The floor is above
-{total["floor_above"]} of {total["n"]} held-out measurements and the estimate below the floor on
-{total["below_floor"]}; measured / floor: median {float(np.median(ratio)):.2f}, p90
-{float(np.percentile(ratio, 90)):.2f}. Not scored ({len(excluded)}):
+{tail}
 {excluded_lines or "- none"}
 """  # noqa: E501
     print(report)
