@@ -246,7 +246,7 @@ def plan_expected(
         bandwidth_bytes_per_s,
         weights_are_8bit(inp),
         inp.calibration,
-        FITTED.for_engine(inp.engine.name),
+        FITTED.for_scheduler(inp.engine.compiled_scheduler),
     )
     work = StepWork(
         batch_tokens=tokens,

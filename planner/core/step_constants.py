@@ -38,9 +38,10 @@ class StepConstants:
     def with_(self, **changes: float) -> StepConstants:
         return replace(self, **changes)
 
-    def for_engine(self, engine: str) -> StepConstants:
-        """The constants a step of `engine` runs with: TensorRT-LLM's own per-request cost."""
-        if engine == "trtllm":
+    def for_scheduler(self, compiled: bool) -> StepConstants:
+        """The constants a step runs with: a compiled scheduler (TensorRT-LLM's) charges its
+        own per-request cost."""
+        if compiled:
             return replace(self, per_request_seconds=self.trtllm_per_request_seconds)
         return self
 

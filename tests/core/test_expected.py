@@ -85,8 +85,10 @@ def test_fixed_terms_by_hand() -> None:
 def test_tensorrt_llm_has_its_own_per_request_cost() -> None:
     """TensorRT-LLM's batch manager and sampling run in C++: its steps charge
     trtllm_per_request_seconds a running request; vLLM and SGLang the Python-scheduler one."""
-    assert FITTED.for_engine("vllm") == FITTED == FITTED.for_engine("sglang")
-    assert FITTED.for_engine("trtllm").per_request_seconds == FITTED.trtllm_per_request_seconds
+    assert FITTED.for_scheduler(compiled=False) == FITTED
+    assert FITTED.for_scheduler(compiled=True).per_request_seconds == (
+        FITTED.trtllm_per_request_seconds
+    )
     for engine, each in (
         ("trtllm", FITTED.trtllm_per_request_seconds),
         ("vllm", FITTED.per_request_seconds),
