@@ -1,18 +1,30 @@
 """Fit the expected decode step's constants on real published measurements.
 
     python bench/fit_step_model.py [--write] [--readme README.md]
+    python bench/fit_step_model.py --validate \
+        bench/measurements/decode_measurements_validation.jsonl [--readme README.md]
 
 Reads bench/measurements/decode_measurements_train.jsonl (each row names its source_url and
 the quote it was read from), plans every point with kvplan (batch = `batch` requests at context
 input + output/2, the point's GPU, TP, PP, KV dtype and checkpoint quantization), takes the
 step's quantities from `bounds.expected.terms` (bytes, FLOPs, all-reduce messages, layers), and
-fits the nine constants of `planner.core.step_constants.StepConstants` by minimising the mean
-|log(expected / measured)| (Nelder–Mead; efficiencies kept in (0, 1], costs ≥ 0).
+fits the constants of `planner.core.step_constants.StepConstants` by minimising the mean
+|log(expected / measured)| (Nelder–Mead; efficiencies kept in (0, 1], costs ≥ 0): nine together
+on every row, one per-request cost for every engine, then TensorRT-LLM's own per-request cost
+(its batch manager and sampling run in C++, not in a Python scheduler) with the nine held.
 
 Reports the training-set fit (median / p90 |error|, points below the floor, points below the
 estimate) and leave-one-source-out: each source's points predicted by constants fitted on the
 other sources only. --write rewrites the generated block of planner/core/step_constants.py;
 --readme replaces the text between `<!-- step-fit:begin -->` and `<!-- step-fit:end -->`.
+
+--validate FILE fits nothing: it plans every row of FILE (held-out measurements, same fields as
+the training file) with the stored constants of planner/core/step_constants.py and reports the
+expected step's median / p90 |error|, how many estimates are above the measurement, the floor
+violations (a floor above a measurement) and estimates below the floor, overall and by
+publisher, engine, GPU, model class and batch; with --readme it replaces the text between
+`<!-- step-validation:begin -->` and `<!-- step-validation:end -->`. Rows with an `excluded`
+field are listed with its reason and not scored.
 """
 
 from __future__ import annotations
@@ -48,10 +60,12 @@ NAMES = [
     "per_moe_layer_seconds",
     "per_step_seconds",
     "per_request_seconds",
+    "trtllm_per_request_seconds",
 ]
 EFFICIENCIES = 4  # the first four are ratios in (0, 1]; the rest are seconds ≥ 0
 # Where the search starts: datasheet-like efficiencies and microsecond-scale costs.
-START = np.array([0.8, 0.8, 0.5, 0.5, 10e-6, 20e-6, 20e-6, 1e-3, 1e-6])
+START = np.array([0.8, 0.8, 0.5, 0.5, 10e-6, 20e-6, 20e-6, 1e-3, 1e-6, 1e-6])
+SHARED = 9  # fitted together on every row; the last, TensorRT-LLM's per-request cost, after
 
 
 @dataclass(frozen=True)
@@ -77,6 +91,8 @@ class Point:
     handoff_wire_seconds: float
     layers: int
     moe_layers: int
+    expected_seconds: float = 0.0  # the plan's own bounds.expected.decode_step_seconds
+    engine: str = "vllm"
 
 
 def _source(url: str) -> str:
@@ -147,6 +163,8 @@ def point_for(row: dict[str, Any]) -> Point:
         handoff_wire_seconds=msg / link,
         layers=int(prm("per_layer", "layers")),
         moe_layers=int(prm("per_layer", "moe_layers")),
+        expected_seconds=e.decode_step_seconds,
+        engine=row["engine"],
     )
 
 
@@ -163,9 +181,13 @@ class Arrays:
         )
         self.handoffs, self.handoff_wire = f("handoffs"), f("handoff_wire_seconds")
         self.layers, self.moe_layers = f("layers"), f("moe_layers")
+        self.trtllm = np.array([p.engine == "trtllm" for p in pts])
 
     def predict(self, c: np.ndarray) -> np.ndarray:
-        eta_bw, eta_kv, eta_mm, eta_link, base, c_layer, c_moe, c_step, c_req = c
+        """The expected step at constants `c` (9 of them: one per-request cost for every engine;
+        10: TensorRT-LLM's own as the last)."""
+        eta_bw, eta_kv, eta_mm, eta_link, base, c_layer, c_moe, c_step, shared_req = c[:SHARED]
+        c_req = np.where(self.trtllm, c[SHARED], shared_req) if len(c) > SHARED else shared_req
         memory = self.weights / eta_bw + self.kv / eta_kv
         step = np.maximum(memory, self.compute / eta_mm)
         step += self.ar_count * (base + self.ar_hops + self.ar_wire / eta_link)
@@ -229,7 +251,10 @@ PRIOR_WEIGHT = 1e-3  # a weak pull toward START: a constant no training point co
 
 
 def fit(a: Arrays) -> np.ndarray:
-    z0 = _from_constants(START)
+    """The nine shared constants on every row (one per-request cost for all engines), then
+    TensorRT-LLM's own per-request cost on the same loss with those nine held (only its rows
+    move); with no TensorRT-LLM row it stays the shared one."""
+    z0 = _from_constants(START[:SHARED])
 
     def loss(z: np.ndarray) -> float:
         misfit = float(np.mean(np.abs(np.log(a.predict(_to_constants(z)) / a.measured))))
@@ -238,7 +263,20 @@ def fit(a: Arrays) -> np.ndarray:
     z = z0
     for _ in range(4):  # restarts from the last best: Nelder–Mead stalls on kinks (max, clamp)
         z = nelder_mead(loss, z)
-    return _to_constants(z)
+    shared = _to_constants(z)
+    if not a.trtllm.any():
+        return np.append(shared, shared[SHARED - 1])
+    start = np.log(shared[SHARED - 1])
+
+    def loss_trtllm(y: np.ndarray) -> float:
+        c = np.append(shared, np.exp(y[0]))
+        misfit = float(np.mean(np.abs(np.log(a.predict(c) / a.measured))))
+        return misfit + PRIOR_WEIGHT * float((y[0] - start) ** 2)
+
+    y = np.array([start])
+    for _ in range(4):
+        y = nelder_mead(loss_trtllm, y)
+    return np.append(shared, np.exp(y[0]))
 
 
 def errors(a: Arrays, c: np.ndarray) -> dict[str, float]:
@@ -303,7 +341,13 @@ def main() -> None:
     ap.add_argument("--write", action="store_true", help="rewrite planner/core/step_constants.py")
     ap.add_argument("--readme", type=Path, help="patch the step-fit section of this README")
     ap.add_argument("--residuals", action="store_true", help="print expected / measured")
+    ap.add_argument("--validate", type=Path, help="score held-out rows with the stored constants")
     args = ap.parse_args()
+    if args.validate:
+        from validate_step_model import validate
+
+        validate(args.validate, args.readme, args.residuals)
+        return
     raw = DATA.read_bytes()
     rows = [json.loads(line) for line in raw.decode().splitlines() if line.strip()]
     pts = [point_for(r) for r in rows]
@@ -333,9 +377,12 @@ def main() -> None:
 `{digest}…`; every row carries its `source_url` and the exact `quote` it was read from).
 Method: each point is planned by kvplan at its batch and mean context (input + output/2);
 the expected step's quantities (bytes, FLOPs, all-reduce messages, layers) come from the plan,
-and the nine constants minimise the mean |log(expected / measured)| (Nelder–Mead, efficiencies
-in (0, 1], costs ≥ 0). **The estimate comes from these fitted constants; the floor comes from
-physics** (bytes over datasheet bandwidth) and uses none of them.
+and the constants minimise the mean |log(expected / measured)| (Nelder–Mead, efficiencies
+in (0, 1], costs ≥ 0): the first nine together on every row (one per-request cost for every
+engine), then `trtllm_per_request_seconds` with those nine held, which moves only the
+TensorRT-LLM rows (its batch manager and sampling are C++, not a Python scheduler).
+**The estimate comes from these fitted constants; the floor comes from physics** (bytes over
+datasheet bandwidth) and uses none of them.
 
 | constant | fitted |
 |---|---|

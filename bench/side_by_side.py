@@ -160,7 +160,7 @@ def main() -> None:
         f"{len(points)} points of\n`bench/measurements/decode_measurements_train.jsonl` "
         f"(peers: {versions}).\n\n" + "\n".join(lines) + "\n\n" + refusals + "\n\n"
         "These are kvplan's training points (its held-out figures are the leave-one-out rows "
-        "above);\nthe peers were not fitted on them.\n"
+        "and the\nheld-out table above); the peers were not fitted on them.\n"
     )
     print(report)
     if args.out:

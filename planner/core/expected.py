@@ -14,9 +14,9 @@ spends, each term a quantity over a rate:
 B, F, L, ℓ are the GPU's datasheet bandwidth, dense peak at the weights' width, link bandwidth
 and hop latency (catalog); η_bw, η_kv, η_mm, η_link, α, c_layer, c_moe, c_step, c_req are fitted
 (`planner.core.step_constants`, written by bench/fit_step_model.py) or measured by a stored
-calibration. M is one all-reduce's message: batch tokens × hidden size × 2 bytes (bf16
-activations). With η ≤ 1 the memory side alone is at least the floor; the step is clamped to
-the floor anyway, so the estimate is never below it.
+calibration; c_req is the engine's (TensorRT-LLM has its own). M is one all-reduce's message:
+batch tokens × hidden size × 2 bytes (bf16 activations). With η ≤ 1 the memory side alone is
+at least the floor; the step is clamped to the floor anyway, so the estimate is never below it.
 """
 
 from __future__ import annotations
@@ -241,7 +241,13 @@ def plan_expected(
     tokens = requests * (k + 1)  # the target verifies k drafts and one new token per request
     shape, split = inp.shape, inp.model.weight_split
     params = inp.model.prefill_parameters or inp.model.num_parameters or 0
-    rates = step_rates(inp.gpu, bandwidth_bytes_per_s, weights_are_8bit(inp), inp.calibration)
+    rates = step_rates(
+        inp.gpu,
+        bandwidth_bytes_per_s,
+        weights_are_8bit(inp),
+        inp.calibration,
+        FITTED.for_scheduler(inp.engine.compiled_scheduler),
+    )
     work = StepWork(
         batch_tokens=tokens,
         requests=requests,

@@ -82,6 +82,23 @@ def test_fixed_terms_by_hand() -> None:
     assert t["all_reduce"].seconds == 0.0 and t["pipeline_handoff"].seconds == 0.0
 
 
+def test_tensorrt_llm_has_its_own_per_request_cost() -> None:
+    """TensorRT-LLM's batch manager and sampling run in C++: its steps charge
+    trtllm_per_request_seconds a running request; vLLM and SGLang the Python-scheduler one."""
+    assert FITTED.for_scheduler(compiled=False) == FITTED
+    assert FITTED.for_scheduler(compiled=True).per_request_seconds == (
+        FITTED.trtllm_per_request_seconds
+    )
+    for engine, each in (
+        ("trtllm", FITTED.trtllm_per_request_seconds),
+        ("vllm", FITTED.per_request_seconds),
+        ("sglang", FITTED.per_request_seconds),
+    ):
+        step = terms(llama8b(engine=engine))["per_step"]
+        assert step.params["per_request_seconds"] == each
+        assert step.seconds == pytest.approx(FITTED.per_step_seconds + 8 * each)
+
+
 def test_step_is_memory_plus_the_rest_and_tpot_is_the_step() -> None:
     p = llama8b()
     e, t = expected(p), terms(p)

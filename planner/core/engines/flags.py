@@ -25,6 +25,9 @@ class EngineFlags:
     __slots__ = ()
     label: ClassVar[str]
     takes_sglang_flags: ClassVar[bool] = False  # True where `for_request` reads SGLANG_FLAGS
+    # Whether scheduling and sampling run in compiled code (TensorRT-LLM's C++ batch manager):
+    # the expected step then charges its own per-request cost (planner.core.step_constants).
+    compiled_scheduler: ClassVar[bool] = False
 
     def for_request(self, req: Any) -> Self:
         """The engine with the request's engine-specific flags (SGLang's; others refuse them)."""

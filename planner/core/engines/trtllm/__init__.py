@@ -61,6 +61,7 @@ class Trtllm(Engine):
     running_cap_flag: ClassVar[str] = "max_batch_size"
     pp_extra_layers = "first"
     takes_max_attention_window: ClassVar[bool] = True
+    compiled_scheduler: ClassVar[bool] = True
     kv_cache_dtypes: ClassVar[tuple[str, ...]] = (
         "auto", "fp32", "fp16", "bf16", "fp8", "fp8_e4m3", "int8", "int4",
     )  # fmt: skip
