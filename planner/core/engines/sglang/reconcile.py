@@ -12,9 +12,11 @@ allocated. max_mamba_cache_size: …"), whose slots come out of the budget first
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from planner.core.capacity import Pool
 from planner.core.engines.base import Scheduling
+from planner.core.engines.sglang import Sglang
 from planner.core.engines.sglang import multimodal as mm
 from planner.core.engines.sglang import state as st
 from planner.core.engines.sglang.pools import StateTokenPool, SwaTokenPool
@@ -31,6 +33,7 @@ from planner.core.reconcile_common import (
     set_reserves,
     whole_stack,
 )
+from planner.core.specs import Stack
 from planner.core.units import GiB, KVDtype, kv_dtype
 
 TOKENS = Figure("max_total_num_tokens", "KV cache tokens (#tokens)", "tokens")
@@ -41,7 +44,7 @@ STATE_SLOTS = Figure("max_mamba_cache_size", "Mamba cache slots (max_mamba_cache
 def _size_checks(ctx: Ctx, f: Fact) -> None:
     assert ctx.dtype is not None
     tokens = to_int(f.values["tokens"])
-    stack = whole_stack(ctx)
+    stack = _stack(ctx)
     if f.kind in ("swa_kv_allocated", "full_kv_allocated"):  # that pool's layers alone
         stack = tuple((s, c) for s, c in stack if s.is_window == (f.kind == "swa_kv_allocated"))
     b = ctx.dtype.bytes_per_element
@@ -100,11 +103,25 @@ def _budget(ctx: Ctx) -> tuple[int, int, int, str] | None:
     return max(0, math.ceil(lo)), max(0, int(mid)), max(0, math.floor(hi)), how
 
 
-def _pool(ctx: Ctx, budget_bytes: int) -> Pool:
+def _stack(ctx: Ctx) -> Stack:
+    """A rank's layers: with state layers every layer's group (a Falcon-H1 layer is an attention
+    and a Mamba mixer side by side, so counting layers by index would drop half)."""
+    assert ctx.shape is not None
+    if ctx.shape.has_state:
+        return Stages.of(ctx.shape, ctx.engine, ctx.settings.tp, 1).stacks[0]
+    return whole_stack(ctx)
+
+
+def _pool(ctx: Ctx, budget_bytes: int, state_slots: int | None = None) -> Pool:
+    """The pools from a budget; `state_slots`: the state pool the log printed (its slots come
+    out of the budget first, so the KV tokens follow from them, not from a recomputed count)."""
     assert ctx.shape is not None and ctx.dtype is not None
     mnbt = ctx.settings.max_num_batched_tokens
-    return ctx.engine.build_pool(
-        Stages((whole_stack(ctx),)),
+    engine = ctx.engine
+    if state_slots is not None and isinstance(engine, Sglang):
+        engine = replace(engine, max_mamba_cache_size=state_slots)
+    return engine.build_pool(
+        Stages((_stack(ctx),)),
         ctx.dtype,
         ctx.settings.block,
         ctx.engine.window_policy(ctx.shape, hybrid_manager=True, explicit_windows=False),
@@ -142,7 +159,7 @@ def _second_pools(ctx: Ctx, budget: tuple[int, int, int, str] | None) -> None:
     else:
         judge(ctx, STATE_SLOTS, mamba, slots)
     ssm_dtype = getattr(ctx.engine, "mamba_ssm_dtype", None)
-    conv_b, ssm_b = st.slot_parts(whole_stack(ctx), ssm_dtype)
+    conv_b, ssm_b = st.slot_parts(_stack(ctx), ssm_dtype)
     for key, label, per in (
         ("conv_gb", "conv_state size", conv_b),
         ("ssm_gb", "ssm_state size", ssm_b),
@@ -179,12 +196,15 @@ def _tokens_check(ctx: Ctx, f: Fact, budget: tuple[int, int, int, str] | None) -
         return
     lo, mid, hi, how = budget
 
+    mamba = ctx.first("mamba_allocated")
+    slots = to_int(mamba.values["slots"]) if mamba is not None else None
+
     def tokens(budget_bytes: int) -> int:
-        pool = _pool(ctx, budget_bytes)
+        pool = _pool(ctx, budget_bytes, slots)
         return pool.num_blocks * pool.unit_tokens
 
     pred = tokens(mid)
-    cell = ctx.dtype.bytes_for(sum(c * s.elements_per_token for s, c in whole_stack(ctx)))
+    cell = ctx.dtype.bytes_for(sum(c * s.elements_per_token for s, c in _stack(ctx)))
     judge(
         ctx,
         TOKENS,
