@@ -423,6 +423,14 @@ def test_oracle_covers_every_kind_and_setting(version: str, oracle: Any) -> None
     assert {r["page_size"] for r in accepted} >= {1, 64}
     refused = [r for r in results.values() if not r["accepted"]]
     assert {r["stage"] for r in refused} >= {"server_args", "kv_cache"}, "too few refusal kinds"
+    hybrid = oracle(version, "sglang_hybrid")
+    assert len(hybrid) == len(GRIDS["sglang_hybrid"])
+    served = [r for r in hybrid.values() if r["accepted"]]
+    assert any(r.get("state_pool_slots") for r in served), "no state pool sized"
+    assert {r.get("state_ssm_dtype") for r in served} >= {"float32", "bfloat16"}
+    assert any("mamba" in r.get("error", "").lower() for r in hybrid.values()), "no state refusal"
+    if tuple(int(x) for x in version.split(".")) >= (0, 5, 22):  # Gemma-4's SWA pools
+        assert any(r["is_hybrid_swa"] and r["swa_max_total_num_tokens"] for r in served)
 
 
 def report_agreement(agreement: dict[str, Any]) -> str:
