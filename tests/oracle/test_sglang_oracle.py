@@ -227,12 +227,20 @@ GRIDS = {
 # The hybrid grid's harness reports the state and SWA pools too (it runs sglang_sizing's path).
 GRID_HARNESS = {"sglang_hybrid": ("sglang_hybrid_sizing.py", ("sglang_sizing.py",))}
 BASE_CASES = GRIDS["sglang_sizing"]
+# Cases a release's oracle virtualenv cannot answer for its own code: 0.5.21 asks transformers
+# 5.12.1 and its virtualenv has 5.19.0 (requirements-sglang-0.5.21.txt), whose heterogeneous
+# Gemma-4 config refuses the `text_config.head_dim` that 0.5.21's config parser reads (5.12.1
+# has no per-layer configs and returns it): the refusal would be the newer transformers', so
+# Gemma-4 is left out of 0.5.21's hybrid grid (the planner answers it with the rules read in
+# 0.5.21's wheel, releases.GEMMA4_SWA_SINCE).
+NOT_ANSWERABLE = {"0.5.21": ("gemma-4-",)}
 CASES = [
     # The whole release in the id: several 0.5.x releases are checked side by side.
     dict(c, sglang=v, grid=g, id=f"v{v}-{c['id']}")
     for v in ORACLE_VERSIONS
     for g, cases in GRIDS.items()
     for c in cases
+    if not any(m in c["id"] for m in NOT_ANSWERABLE.get(v, ()))
 ]
 
 
@@ -424,7 +432,7 @@ def test_oracle_covers_every_kind_and_setting(version: str, oracle: Any) -> None
     refused = [r for r in results.values() if not r["accepted"]]
     assert {r["stage"] for r in refused} >= {"server_args", "kv_cache"}, "too few refusal kinds"
     hybrid = oracle(version, "sglang_hybrid")
-    assert len(hybrid) == len(GRIDS["sglang_hybrid"])
+    assert len(hybrid) == sum(c["sglang"] == version and c["grid"] == "sglang_hybrid" for c in CASES)
     served = [r for r in hybrid.values() if r["accepted"]]
     assert any(r.get("state_pool_slots") for r in served), "no state pool sized"
     assert {r.get("state_ssm_dtype") for r in served} >= {"float32", "bfloat16"}

@@ -128,10 +128,11 @@ def running_requests(
     return min(per_worker, pool_tokens // 2)
 
 
-# configs/model_config.py is_hybrid_swa_model (0.5.23): Gemma4ForCausalLM and
-# Gemma4ForConditionalGeneration run HybridSWAPoolConfigurator; 0.5.22 shares 0.5.23's sizing
-# code (tests/oracle/versions-sglang.txt).
-GEMMA4_SWA_SINCE: Version = (0, 5, 22)
+# configs/model_config.py is_hybrid_swa_model (0.5.21, 0.5.23): Gemma4ForCausalLM and
+# Gemma4ForConditionalGeneration run HybridSWAPoolConfigurator, utils/hf_transformers/config.py
+# giving the full layers global_head_dim / num_global_key_value_heads and the sliding ones
+# swa_* (read in the sglang-0.5.21 wheel, run at 0.5.23; older releases not read for Gemma-4).
+GEMMA4_SWA_SINCE: Version = (0, 5, 21)
 
 
 # managers/tp_worker.py get_worker_info (0.5.23): the longest request SGLang admits is
