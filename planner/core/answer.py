@@ -157,6 +157,12 @@ class CapacityOut(_Out):
     # The longest request the engine itself admits, where it states one (SGLang's max_req_len
     # = min(context_len − 1, max_total_num_tokens − 1), tp_worker.get_worker_info).
     engine_max_request_tokens: int | None = None
+    # SGLang's second pools: the sliding-window pool's tokens (HybridSWAPoolConfigurator), the
+    # Mamba / linear-attention state pool's slots and the bytes one slot holds (every state
+    # layer of a rank), as kv_cache_configurator sizes them. None where the engine has none.
+    swa_pool_tokens: int | None = None
+    state_pool_slots: int | None = None
+    state_bytes_per_slot: int | None = None
 
 
 class CalibratedOut(_Out):

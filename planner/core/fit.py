@@ -59,6 +59,7 @@ def capacity(
     else:
         limited = engine.limited_by_memory
     cap = engine.running_cap(inp.request.max_num_seqs, inp.gpu, pool.max_tokens(), max_len or ctx)
+    cap = engine.pool_running_cap(pool, cap)
     running = min(max_req, cap) if cap is not None else max_req
     if cap is not None and max_req > cap:
         limited = "max_num_seqs"
@@ -146,6 +147,7 @@ def capacity(
         engine_max_model_len_estimate=engine.max_model_len_estimate(
             inp, budget.kv_budget_bytes, pool
         ),
+        **engine.pool_facts(pool),
     )
     return out, pool, notes
 

@@ -47,6 +47,10 @@ TEMPLATES: dict[str, str] = {
         "On this GPU (SM100) SGLang's default attention backend for the model is trtllm_mha, "
         "which takes pages of 16, 32, 64 or 128 tokens: page_size {asked} becomes {page}."
     ),
+    "engine.sglang.triton_hybrid_page": (
+        "On this GPU (SM100) SGLang runs this hybrid's attention on the triton backend at page "
+        "size 1 (its model override): page_size {asked} becomes 1."
+    ),
     "engine.trtllm.rules": (
         "TensorRT-LLM rules (KvCacheConfig, resource_manager.py): tokens_per_block 32; KV heads "
         "per rank = ceil(Hkv / tp) (allocator); num_blocks = max_tokens // tokens_per_block."
@@ -166,6 +170,11 @@ TEMPLATES: dict[str, str] = {
         "State (Mamba) layers: with prefix caching vLLM {version} keeps a state block for "
         "every {block} tokens of each request in each state group, and one per speculative "
         "token (mamba_cache_mode all), so their blocks grow with the context."
+    ),
+    "state.sglang_pool": (
+        "State (Mamba / linear-attention) layers: SGLang keeps them in a state pool beside the "
+        "token pool (--mamba-full-memory-ratio or --max-mamba-cache-size slots); each running "
+        "request holds {held} state slot(s)."
     ),
     "state.constant": (
         "State (Mamba / linear-attention) layers keep a constant per-request state "

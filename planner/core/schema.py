@@ -301,6 +301,22 @@ class PlanRequest(_Strict):
         "full-pool token (default 0.8).",
     )
 
+    mamba_full_memory_ratio: Annotated[float, Field(gt=0, le=1000)] | None = Field(
+        default=None,
+        description="SGLang --mamba-full-memory-ratio: the Mamba/linear-attention state pool's "
+        "bytes per byte of KV pool (default 0.9).",
+    )
+    max_mamba_cache_size: Annotated[int, Field(ge=1, le=1 << 24, strict=True)] | None = Field(
+        default=None,
+        description="SGLang --max-mamba-cache-size: the state pool's slots, in place of "
+        "--mamba-full-memory-ratio.",
+    )
+    mamba_ssm_dtype: Literal["float32", "bfloat16", "float16"] | None = Field(
+        default=None,
+        description="SGLang --mamba-ssm-dtype: the recurrent (SSM) state's dtype (default: the "
+        "config's mamba_ssm_dtype, else float32).",
+    )
+
     data_parallel_size: Parallel | None = Field(
         default=None,
         description="SGLang --dp-size (vLLM --data-parallel-size): replicas; with SGLang's "

@@ -246,7 +246,6 @@ def test_unknown_layer_type_is_refused_by_name_and_index(
 @pytest.mark.parametrize(
     ("kw", "field"),
     [
-        ({"engine": "sglang"}, "engine"),
         ({"engine": "trtllm"}, "engine"),
         ({"engine": "vllm", "engine_version": "0.20"}, "engine_version"),
         # 0.12 – 0.20: not yet checked against their own code (0.21 and newer are).
@@ -259,6 +258,17 @@ def test_setups_kvplan_cannot_size_are_refused(kw: dict[str, Any], field: str) -
     with pytest.raises(FieldError) as err:
         _plan(HYBRID["ibm-granite/granite-4.0-h-tiny"], **kw)
     assert err.value.problems[0].field == field
+
+
+def test_sglang_plans_mamba2_and_refuses_short_convolutions() -> None:
+    # SGLang's state pool is checked against its own code for Mamba2 / GDN / KDA hybrids
+    # (tests/oracle/fixtures/sglang/0.5.23/sglang_hybrid.json); LFM2's short convolutions are
+    # not, so they stay refused.
+    cap = _plan(HYBRID["ibm-granite/granite-4.0-h-tiny"], engine="sglang").capacity
+    assert cap is not None and cap.state_pool_slots and cap.state_bytes_per_slot
+    with pytest.raises(FieldError) as err:
+        _plan(HYBRID["LiquidAI/LFM2-2.6B"], engine="sglang")
+    assert err.value.problems[0].field == "engine"
 
 
 @pytest.mark.parametrize("version", ["0.21.0", "0.24.0", "0.27.1"])

@@ -27,12 +27,13 @@ from typing import Any
 
 import pytest
 
-from planner.catalog import get_gpu, get_model
+from planner.catalog import get_gpu
 from planner.core.errors import FieldError, PlanError
 from planner.core.schema import PlanRequest
 from planner.service import plan
 from tests.oracle.conftest import SUMMARY_KEY
 from tests.oracle.matrix import acceptance_verdict, oracle_results, record, releases
+from tests.oracle.sglang_hybrid_grid import HYBRID_FLAGS, generate_hybrid, model_config
 
 pytestmark = pytest.mark.oracle
 
@@ -69,7 +70,7 @@ WEIGHT_SHARES = (0.0, 0.1, 0.3, 0.6, 0.95)
 
 
 def _planner_config(model_id: str) -> dict[str, Any]:
-    return dict(get_model(model_id).config)
+    return model_config(model_id)
 
 
 @cache
@@ -221,14 +222,25 @@ GRIDS = {
     "sglang_sizing": _generate(),
     "sglang_flags": _generate_flags(),
     "sglang_dp": _generate_dp(),
+    "sglang_hybrid": generate_hybrid(_gpu_bytes, _case_id),
 }
+# The hybrid grid's harness reports the state and SWA pools too (it runs sglang_sizing's path).
+GRID_HARNESS = {"sglang_hybrid": ("sglang_hybrid_sizing.py", ("sglang_sizing.py",))}
 BASE_CASES = GRIDS["sglang_sizing"]
+# Cases a release's oracle virtualenv cannot answer for its own code: 0.5.21 asks transformers
+# 5.12.1 and its virtualenv has 5.19.0 (requirements-sglang-0.5.21.txt), whose heterogeneous
+# Gemma-4 config refuses the `text_config.head_dim` that 0.5.21's config parser reads (5.12.1
+# has no per-layer configs and returns it): the refusal would be the newer transformers', so
+# Gemma-4 is left out of 0.5.21's hybrid grid (the planner answers it with the rules read in
+# 0.5.21's wheel, releases.GEMMA4_SWA_SINCE).
+NOT_ANSWERABLE = {"0.5.21": ("gemma-4-",)}
 CASES = [
     # The whole release in the id: several 0.5.x releases are checked side by side.
     dict(c, sglang=v, grid=g, id=f"v{v}-{c['id']}")
     for v in ORACLE_VERSIONS
     for g, cases in GRIDS.items()
     for c in cases
+    if not any(m in c["id"] for m in NOT_ANSWERABLE.get(v, ()))
 ]
 
 
@@ -254,7 +266,11 @@ def _oracle_inputs(version: str, grid: str = "sglang_sizing") -> list[dict[str, 
                 )
             },
             # the flags and DP grids' own
-            **{k: c[k] for k in (*FLAG_VALUES, "dp_size", "enable_dp_attention") if k in c},
+            **{
+                k: c[k]
+                for k in (*FLAG_VALUES, *HYBRID_FLAGS, "dp_size", "enable_dp_attention")
+                if k in c
+            },
         }
         for c in CASES
         if c["sglang"] == version and c["grid"] == grid
@@ -267,12 +283,14 @@ def oracle() -> Any:
 
     def get(version: str, grid: str = "sglang_sizing") -> dict[str, dict[str, Any]]:
         if (version, grid) not in done:
+            harness, also_read = GRID_HARNESS.get(grid, (HARNESS, ()))
             done[version, grid] = oracle_results(
                 version,
-                HARNESS,
+                harness,
                 _oracle_inputs(version, grid),
                 name=grid,
                 engine="sglang",
+                also_read=also_read,
                 timeout_s=3600,
             )
         return done[version, grid]
@@ -287,6 +305,7 @@ FLAG_FIELDS = {
     "mem_fraction_static": "gpu_memory_utilization",
     "page_size": "block_size",
     **{k: k for k in FLAG_VALUES},
+    **{k: k for k in HYBRID_FLAGS},
     "dp_size": "data_parallel_size",
     "enable_dp_attention": "enable_dp_attention",
 }
@@ -333,6 +352,9 @@ def _planner_figures(body: dict[str, Any]) -> dict[str, Any]:
         "tokens": cap.engine_reported_tokens,
         "running_requests": cap.max_num_seqs,
         "max_req_len": cap.engine_max_request_tokens,
+        "swa_tokens": cap.swa_pool_tokens,
+        "state_slots": cap.state_pool_slots,
+        "state_bytes": cap.state_bytes_per_slot,
     }
 
 
@@ -345,15 +367,23 @@ def _oracle_figures(r: dict[str, Any]) -> dict[str, Any]:
         "accepted": True,
         "mem_fraction_static": r["mem_fraction_static"],
         "page_size": r["page_size"],
-        "kv_heads": r["kv_heads_per_rank"],
+        # The planner's per-rank heads are its first attention layer's: a sliding one where
+        # SGLang reports the sliding layers' apart (Gemma-4's full layers have their own).
+        "kv_heads": r.get("swa_kv_heads_per_rank", r["kv_heads_per_rank"]),
         "tokens": r["max_total_num_tokens"],
         "running_requests": r["max_running_requests"],
         "max_req_len": r["max_req_len"],
+        # The SWA pool of a hybrid SWA model; the state pool of a Mamba-ish one (its slots and
+        # the bytes one slot holds), as the hybrid harness reports them.
+        "swa_tokens": r["swa_max_total_num_tokens"] if r.get("is_hybrid_swa") else None,
+        "state_slots": r.get("state_pool_slots"),
+        "state_bytes": r.get("state_bytes_per_slot"),
     }
 
 
 FIGURES = ("accepted", "mem_fraction_static", "page_size", "kv_heads", "tokens",
-           "running_requests", "max_req_len")  # fmt: skip
+           "running_requests", "max_req_len", "swa_tokens", "state_slots",
+           "state_bytes")  # fmt: skip
 
 
 def compare(c: dict[str, Any], r: dict[str, Any]) -> tuple[dict[str, str], list[str]]:
@@ -401,6 +431,15 @@ def test_oracle_covers_every_kind_and_setting(version: str, oracle: Any) -> None
     assert {r["page_size"] for r in accepted} >= {1, 64}
     refused = [r for r in results.values() if not r["accepted"]]
     assert {r["stage"] for r in refused} >= {"server_args", "kv_cache"}, "too few refusal kinds"
+    hybrid = oracle(version, "sglang_hybrid")
+    asked = [c for c in CASES if c["sglang"] == version and c["grid"] == "sglang_hybrid"]
+    assert len(hybrid) == len(asked)
+    served = [r for r in hybrid.values() if r["accepted"]]
+    assert any(r.get("state_pool_slots") for r in served), "no state pool sized"
+    assert {r.get("state_ssm_dtype") for r in served} >= {"float32", "bfloat16"}
+    assert any("mamba" in r.get("error", "").lower() for r in hybrid.values()), "no state refusal"
+    if tuple(int(x) for x in version.split(".")) >= (0, 5, 22):  # Gemma-4's SWA pools
+        assert any(r["is_hybrid_swa"] and r["swa_max_total_num_tokens"] for r in served)
 
 
 def report_agreement(agreement: dict[str, Any]) -> str:

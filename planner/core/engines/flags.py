@@ -18,6 +18,9 @@ SGLANG_FLAGS = (
     "cuda_graph_max_bs",
     "max_total_tokens",
     "swa_full_tokens_ratio",
+    "mamba_full_memory_ratio",
+    "max_mamba_cache_size",
+    "mamba_ssm_dtype",
 )
 
 
@@ -35,6 +38,14 @@ class EngineFlags:
             if getattr(req, flag, None) is not None:
                 raise FieldError(flag, "engine.sglang_flag_elsewhere", flag=flag, label=self.label)
         return self
+
+    def pool_running_cap(self, pool: Pool, cap: int | None) -> int | None:
+        """The running limit once the pool is built (SGLang's state slots cap it)."""
+        return cap
+
+    def pool_facts(self, pool: Pool) -> dict[str, int | None]:
+        """The engine's second pools, as capacity fields (SGLang's SWA and state pools)."""
+        return {}
 
     def longest_request(self, pool: Pool, max_len: int | None) -> int | None:
         """The longest request the engine states it admits, where it states one."""

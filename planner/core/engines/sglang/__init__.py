@@ -1,9 +1,9 @@
-"""SGLang: a token pool (page_size 1 by default), and hybrid SWA pools for the architectures that
-have them (python/sglang/srt/mem_cache/memory_pool.py, model_executor/model_runner.py)."""
+"""SGLang: a token pool (page_size 1 by default), hybrid SWA pools for the architectures that
+have them, and a state pool beside the token pool for Mamba-ish hybrids (pools.py, state.py;
+python/sglang/srt/mem_cache/memory_pool.py, mem_cache/kv_cache_configurator.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Self
 
@@ -11,7 +11,9 @@ from planner.core.budget.terms import BudgetTerms, StartVerdict
 from planner.core.capacity import Pool, full_stack, groups_of
 from planner.core.engines.base import Engine
 from planner.core.engines.reads import LaunchSettings, PlanInputs, Scheduling
+from planner.core.engines.sglang import multimodal as mm
 from planner.core.engines.sglang import releases as rel
+from planner.core.engines.sglang import state as st
 from planner.core.engines.sglang.budget import (
     sglang_budget,
     sglang_default_fraction,
@@ -23,72 +25,31 @@ from planner.core.engines.sglang.logs import (
     LOG_RULES,
     LOG_VERSION_MARKERS,
 )
-from planner.core.engines.versions import Releases
+from planner.core.engines.sglang.pools import (
+    StateTokenPool,
+    SwaTokenPool,
+    TokenPool,
+    state_floor,
+    swa_floor,
+)
+from planner.core.engines.versions import Releases, since
 from planner.core.errors import FieldError
+from planner.core.gemma4 import GEMMA4_TYPES
 from planner.core.hardware import Gpu
-from planner.core.model import ModelShape
+from planner.core.model import ModelShape, with_layers
 from planner.core.notes import Note, note
 from planner.core.parallel import Stages
-from planner.core.specs import LayerSpec, WindowPolicy, cdiv
+from planner.core.specs import LayerSpec, WindowPolicy
+from planner.core.specs_state import StateSpec
 from planner.core.units import KVDtype
 
-# SGLang applies SWA pools only to these architectures (`is_hybrid_swa_model`).
+# SGLang applies SWA pools only to these architectures (`is_hybrid_swa_model`); Gemma-4's
+# from releases.GEMMA4_SWA_SINCE.
 _SWA_TYPES = {"llama4", "llama4_text", "gpt_oss", "mimo_v2", "step3p5"}
 # Models whose file gives SGLang the window less one (get_attention_sliding_window_size).
-_EXCLUSIVE_WINDOW = {"gpt_oss"}
+_EXCLUSIVE_WINDOW = {"gpt_oss", *GEMMA4_TYPES}
 # swa_full_tokens_ratio default: the SWA pool holds 0.8 × the full pool's tokens.
 SWA_FULL_TOKENS_RATIO = 0.8
-
-
-@dataclass(frozen=True, slots=True)
-class TokenPool(Pool):
-    """SGLang's token pool: max_total_num_tokens slots in pages of `unit_tokens`."""
-
-    def blocks_per_request(self, ctx: int) -> int:
-        return cdiv(ctx, self.unit_tokens)
-
-    def closed_form_longest(self) -> int | None:
-        return self.usable_blocks * self.unit_tokens
-
-
-@dataclass(frozen=True, slots=True)
-class SwaTokenPool(TokenPool):
-    """HybridSWAPoolConfigurator: a full pool and an SWA pool of `swa_pool_tokens` slots."""
-
-    shares_prefix: ClassVar[bool] = False
-
-    swa_pool_tokens: int = 0
-
-    def _swa_tokens_needed(self, ctx: int) -> int:
-        """SWA-pool slots one request holds: the window (for Llama-4 the attention chunk) in
-        whole pages, since the SWA allocator hands out pages."""
-        kept = max(
-            (min(ctx, g.spec.window_tokens or ctx) for g in self.groups if g.spec.is_window),
-            default=0,
-        )
-        return cdiv(kept, self.unit_tokens) * self.unit_tokens
-
-    def max_requests(self, ctx: int) -> int:
-        usable = self.usable_blocks
-        if usable <= 0:
-            return 0
-        full_fit = usable // cdiv(ctx, self.unit_tokens)
-        swa_need = self._swa_tokens_needed(ctx)
-        swa_fit = self.swa_pool_tokens // swa_need if swa_need else full_fit
-        return min(full_fit, swa_fit)
-
-    def fits(
-        self,
-        workload: Sequence[tuple[int, int]],
-        shared: Sequence[int] = (),
-        again: Sequence[int] = (),
-    ) -> bool:
-        full = sum(n * cdiv(c, self.unit_tokens) for c, n in workload)
-        swa_need = sum(n * self._swa_tokens_needed(c) for c, n in workload)
-        return full <= self.num_blocks and swa_need <= self.swa_pool_tokens
-
-    def closed_form_longest(self) -> int | None:
-        return None
 
 
 @dataclass(frozen=True)
@@ -111,6 +72,13 @@ class Sglang(Engine):
     max_total_tokens: int | None = None
     # --enable-dp-attention --dp-size D: attention runs at TP / D, D workers.
     attn_dp: int = 1
+    # The state pool's flags (--mamba-full-memory-ratio, --max-mamba-cache-size,
+    # --mamba-ssm-dtype), the radix cache (enable_prefix_caching) and --max-running-requests.
+    mamba_full_memory_ratio: float | None = None
+    max_mamba_cache_size: int | None = None
+    mamba_ssm_dtype: str | None = None
+    radix_cache: bool = True
+    asked_running: int | None = None
     pp_extra_layers = "last"
     # SGLang's --kv-cache-dtype choices that kvplan models (releases.KV_CACHE_DTYPE_CHOICES).
     kv_cache_dtypes: ClassVar[tuple[str, ...]] = rel.KV_CACHE_DTYPES
@@ -159,7 +127,10 @@ class Sglang(Engine):
             version=self.version,
             is_mla=inp.shape.is_mla,
             max_total_tokens=self.max_total_tokens,
+            prefill_graphs_allowed=mm.prefill_graphs_kept(inp.shape.architectures),
         )
+        if mm.is_multimodal(inp.shape.architectures):
+            frac = mm.vlm_fraction(frac, inp.model.config)
         return frac
 
     def derive_budget(self, inp: PlanInputs, weights_per_rank: int) -> BudgetTerms:
@@ -179,6 +150,9 @@ class Sglang(Engine):
             free_memory_before_load_bytes=free_before,
             engine_version=self.version_text,
             reserve_bytes=req.reserve_bytes,
+            multimodal_reservation_bytes=(
+                mm.VLM_CACHE_BYTES if mm.is_multimodal(inp.shape.architectures) else 0
+            ),
         )
 
     def start_check(
@@ -194,37 +168,69 @@ class Sglang(Engine):
             if not verdict.starts:
                 return verdict
         if isinstance(pool, SwaTokenPool):
-            floor = self._swa_floor(inp.shape, pool)
+            floor = swa_floor(pool, exclusive=inp.shape.model_type in _EXCLUSIVE_WINDOW)
             if floor is not None:
                 return floor
+        if isinstance(pool, StateTokenPool):
+            refused = state_floor(pool, terms)
+            if refused is not None:
+                return refused
         if terms is not None:
             return StartVerdict(True, "starts", None, terms.kv_budget_bytes)
         return super().start_check(inp, kv_budget_bytes, terms, pool)
 
-    def _swa_floor(self, shape: ModelShape, pool: SwaTokenPool) -> StartVerdict | None:
-        """pool_configurator.validate_swa_pool_size: the SWA pool must hold more than the
-        window + one page (the window as the model file gives it: gpt-oss's is exclusive)."""
-        window = max(
-            (g.spec.window_tokens or 0 for g in pool.groups if g.spec.is_window), default=0
-        )
-        if not window:
-            return None
-        window -= 1 if shape.model_type in _EXCLUSIVE_WINDOW else 0
-        if window + pool.unit_tokens < pool.swa_pool_tokens:
-            return None
-        return StartVerdict(
-            False,
-            "no_kv_memory",
-            f"SWA pool ({pool.swa_pool_tokens} tokens) cannot hold even one request: the "
-            f"prefill admission floor is sliding_window_size ({window}) + page_size "
-            f"({pool.unit_tokens}). Increase --swa-full-tokens-ratio or the total KV budget.",
-            pool.num_blocks * pool.unit_tokens,
-        )
+    def bind_state(
+        self,
+        shape: ModelShape,
+        *,
+        block_size: int,
+        kv: KVDtype,
+        model_dtype: str,
+        tp: int,
+        pp: int,
+        prefix_caching: bool,
+        max_model_len: int,
+        num_spec: int = 0,
+    ) -> tuple[ModelShape, int, list[Note]]:
+        """Mamba2, gated-delta-net and KDA layers: a state slot a request (state.py), each
+        running request holding `slots_per_request` of them (bound as `held_blocks`)."""
+        specs = [g.spec for g in shape.groups if isinstance(g.spec, StateSpec)]
+        if num_spec or not all(isinstance(x, st.MODELLED) for x in specs):
+            return super().bind_state(
+                shape, block_size=block_size, kv=kv, model_dtype=model_dtype, tp=tp, pp=pp,
+                prefix_caching=prefix_caching, max_model_len=max_model_len, num_spec=num_spec,
+            )  # fmt: skip
+        arch = shape.architectures[0] if shape.architectures else None
+        held = st.slots_per_request(arch, self.radix_cache)
+        bound = {
+            x: x.bind(model_dtype="bf16", held_blocks=held) for x in specs
+        }  # conv in SGLANG_MAMBA_CONV_DTYPE (bf16)
+        layers = tuple(bound.get(x, x) for x in shape.layers)  # type: ignore[call-overload]
+        return with_layers(shape, layers), block_size, [note("state.sglang_pool", held=held)]
+
+    def pool_running_cap(self, pool: Pool, cap: int | None) -> int | None:
+        """resolve_max_num_reqs: at most state slots // slots a request holds."""
+        if isinstance(pool, StateTokenPool) and cap is not None:
+            return min(cap, pool.state.running_cap)
+        return cap
+
+    def pool_facts(self, pool: Pool) -> dict[str, int | None]:
+        if isinstance(pool, SwaTokenPool):
+            return {"swa_pool_tokens": pool.swa_pool_tokens}
+        if isinstance(pool, StateTokenPool):
+            return {
+                "state_pool_slots": max(0, pool.state.slots),
+                "state_bytes_per_slot": pool.state.slot_bytes,
+            }
+        return {}
 
     def window_policy(
         self, shape: ModelShape, *, hybrid_manager: bool, explicit_windows: bool
     ) -> WindowPolicy:
-        return "sglang_swa_pool" if shape.model_type in _SWA_TYPES else "full_length"
+        swa = shape.model_type in _SWA_TYPES or (
+            shape.model_type in GEMMA4_TYPES and since(self.version, rel.GEMMA4_SWA_SINCE)
+        )
+        return "sglang_swa_pool" if swa else "full_length"
 
     def window_notes(
         self, policy: WindowPolicy, sched: Scheduling, shape: ModelShape, hybrid_manager: bool
@@ -265,6 +271,11 @@ class Sglang(Engine):
             attn_dp=(getattr(req, "data_parallel_size", None) or 1)
             if getattr(req, "enable_dp_attention", None)
             else 1,
+            mamba_full_memory_ratio=getattr(req, "mamba_full_memory_ratio", None),
+            max_mamba_cache_size=getattr(req, "max_mamba_cache_size", None),
+            mamba_ssm_dtype=getattr(req, "mamba_ssm_dtype", None),
+            radix_cache=getattr(req, "enable_prefix_caching", None) is not False,
+            asked_running=getattr(req, "max_num_seqs", None),
         )
 
     def longest_request(self, pool: Pool, max_len: int | None) -> int | None:
@@ -294,6 +305,11 @@ class Sglang(Engine):
     ) -> tuple[int, list[Note]]:
         """On SM100 (B200/GB200) SGLang's default backend for MHA models is trtllm_mha, whose
         pages are 16, 32, 64 or 128: any other page, the default 1 included, becomes 64."""
+        arch = shape.architectures[0] if shape.architectures else None
+        if rel.is_sm100(gpu) and shape.has_state and arch in st.SM100_TRITON_ARCHS:
+            return 1, [note("engine.sglang.triton_hybrid_page", asked=block)] if block != 1 else []
+        if rel.is_sm100(gpu) and shape.has_state and arch in st.SM100_FLASHINFER_ARCHS:
+            return block, []
         if rel.is_sm100(gpu) and not shape.is_mla and block not in rel.TRTLLM_MHA_PAGES:
             return rel.TRTLLM_MHA_DEFAULT_PAGE, [
                 note("engine.sglang.trtllm_mha_page", page=rel.TRTLLM_MHA_DEFAULT_PAGE, asked=block)
@@ -326,10 +342,33 @@ class Sglang(Engine):
     ) -> Pool:
         """Pipeline stages take the smallest token capacity (an all-reduce MIN over the ranks,
         kv_cache_configurator._apply_token_constraints), whatever each admits at `ctx`."""
+        state = self._state_pool(stages, budget_bytes)
+        kv_bytes = state.kv_bytes if state is not None else budget_bytes
         pools = [
-            self.stage_pool(st, dtype, block_size, policy, budget_bytes) for st in stages.stacks
+            self.stage_pool(stack, dtype, block_size, policy, kv_bytes) for stack in stages.stacks
         ]
-        return min(pools, key=lambda p: p.max_tokens())
+        pool = min(pools, key=lambda p: p.max_tokens())
+        if state is None:
+            return pool
+        return StateTokenPool(
+            pool.groups, pool.num_blocks, 0, pool.unit_tokens, pool.stack, dtype, pool.policy,
+            budget_bytes, state=state,
+        )  # fmt: skip
+
+    def _state_pool(self, stages: Stages, budget_bytes: int) -> st.StatePool | None:
+        """_handle_max_mamba_cache on the profiled rest: every rank charges the largest stage's
+        share of the state layers."""
+        held = [
+            s.held_blocks for stack in stages.stacks for s, _ in stack if isinstance(s, StateSpec)
+        ]
+        if not held:
+            return None
+        per_slot = max(st.slot_bytes(stack, self.mamba_ssm_dtype) for stack in stages.stacks)
+        return st.state_pool(
+            budget_bytes, per_slot, ratio=self.mamba_full_memory_ratio,
+            max_slots=self.max_mamba_cache_size, running=self.asked_running,
+            radix_cache=self.radix_cache, per_request=held[0], attn_dp=self.attn_dp,
+        )  # fmt: skip
 
     def _capped(self, tokens: int, page: int) -> int:
         """Whole pages, at most --max-total-tokens (kv_cache_configurator.config_from_budget)."""

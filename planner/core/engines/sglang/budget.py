@@ -81,6 +81,7 @@ def sglang_default_fraction(
     version: Version = VERIFIED,
     is_mla: bool = False,
     max_total_tokens: int | None = None,
+    prefill_graphs_allowed: bool = True,
 ) -> tuple[float, str]:
     """The automatic mem_fraction_static from the GPU's tiers (memory_hook.py): the chunked
     prefill and decode-graph batch default by GPU memory, an explicit --max-running-requests
@@ -97,7 +98,12 @@ def sglang_default_fraction(
     if max_total_tokens is not None:
         prefill_tokens = min(prefill_tokens, max_total_tokens)
     # Opt-in with PP > 1, and in every setting before 0.5.10.
-    prefill_graphs = pipeline_parallel_size == 1 and since(version, PREFILL_GRAPHS_DEFAULT_SINCE)
+    # (and for the models cuda_graph_hook turns them off for: prefill_graphs_allowed).
+    prefill_graphs = (
+        prefill_graphs_allowed
+        and pipeline_parallel_size == 1
+        and since(version, PREFILL_GRAPHS_DEFAULT_SINCE)
+    )
     return sglang_auto_mem_fraction_static(
         gpu_memory_bytes=gpu_memory_bytes,
         chunked_prefill_size=chunk,

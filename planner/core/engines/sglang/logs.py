@@ -1,4 +1,5 @@
-"""The KV-cache lines SGLang prints at start-up (model_runner.py, memory_pool.py), as rules."""
+"""The KV-cache lines SGLang prints at start-up (model_runner.py, memory_pool.py,
+swa_memory_pool.py, pool_configurator.py), as rules."""
 
 from __future__ import annotations
 
@@ -20,6 +21,51 @@ LOG_RULES: tuple[Rule, ...] = (
                 ("dtype", "dtype=", P_WORD),
             ],
             ("avail_gb",),
+        ),
+    ),
+    # A hybrid SWA model's two pools print one line each (mem_cache/swa_memory_pool.py labels
+    # them "Full" and "SWA"), after "Use sliding window memory pool. full_layer_tokens=…"; a
+    # Mamba-ish model's state pool prints "Mamba Cache is allocated. max_mamba_cache_size: …".
+    *(
+        Rule(
+            kind,
+            marker,
+            labelled(
+                [
+                    ("tokens", "#tokens:", P_INT),
+                    ("k_gb", ", k size:", P_NUM),
+                    ("v_gb", ", v size:", P_NUM),
+                    ("dtype", "dtype:", P_WORD),
+                ],
+                ("tokens",),
+            ),
+        )
+        for kind, marker in (
+            ("swa_kv_allocated", "swa kv cache is allocated."),
+            ("full_kv_allocated", "full kv cache is allocated."),
+        )
+    ),
+    Rule(
+        "swa_pool",
+        "use sliding window memory pool.",
+        labelled(
+            [
+                ("full_tokens", "full_layer_tokens=", P_INT),
+                ("swa_tokens", "swa_layer_tokens=", P_INT),
+            ],
+            ("full_tokens", "swa_tokens"),
+        ),
+    ),
+    Rule(
+        "mamba_allocated",
+        "mamba cache is allocated.",
+        labelled(
+            [
+                ("slots", "max_mamba_cache_size:", P_INT),
+                ("conv_gb", "conv_state size:", P_NUM),
+                ("ssm_gb", "ssm_state size:", P_NUM),
+            ],
+            ("slots",),
         ),
     ),
     Rule(

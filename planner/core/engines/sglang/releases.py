@@ -128,6 +128,13 @@ def running_requests(
     return min(per_worker, pool_tokens // 2)
 
 
+# configs/model_config.py is_hybrid_swa_model (0.5.21, 0.5.23): Gemma4ForCausalLM and
+# Gemma4ForConditionalGeneration run HybridSWAPoolConfigurator, utils/hf_transformers/config.py
+# giving the full layers global_head_dim / num_global_key_value_heads and the sliding ones
+# swa_* (read in the sglang-0.5.21 wheel, run at 0.5.23; older releases not read for Gemma-4).
+GEMMA4_SWA_SINCE: Version = (0, 5, 21)
+
+
 # managers/tp_worker.py get_worker_info (0.5.23): the longest request SGLang admits is
 # min(context_len − 1, max_total_num_tokens − 1): one token is kept for the output.
 def max_req_len(context_len: int | None, pool_tokens: int) -> int:
@@ -136,6 +143,7 @@ def max_req_len(context_len: int | None, pool_tokens: int) -> int:
 
 
 __all__ = [
+    "GEMMA4_SWA_SINCE",
     "GRAPH_BS_RUNNING_CAP_SINCE",
     "KV_CACHE_DTYPES",
     "KV_CACHE_DTYPE_CHOICES",
