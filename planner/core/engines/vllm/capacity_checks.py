@@ -143,6 +143,24 @@ def concurrency_checks(ctx: Ctx, src: KvSource | None) -> None:
             b = to_int(blocks_fact.values["gpu_blocks"])
             pred = _concurrency(b, need, v0, bs, c)
             judge_printed(ctx, about, f, x, pred, arithmetic=f"logged {b:,} {how} = {pred:.2f}x")
+        elif tokens_fact is not None and as_vllm(ctx).tokens_from_concurrency:
+            # From 0.20.1 the tokens line is int(max_concurrency × max_model_len) (releases.py,
+            # TOKENS_FROM_CONCURRENCY_SINCE): the logged tokens bound the concurrency directly.
+            t = to_int(tokens_fact.values["tokens"])
+            lo, hi = t / c, (t + 1) / c
+            judge_printed(
+                ctx,
+                about,
+                f,
+                x,
+                lo,
+                admitted=(lo, hi),
+                arithmetic=(
+                    f"from the logged {t:,} tokens = int(max_concurrency × {c:,}) "
+                    f"(vLLM {ctx.engine.version_text}): max_concurrency in "
+                    f"[{lo:.5f}, {hi:.5f})"
+                ),
+            )
         elif tokens_fact is not None:
             t = to_int(tokens_fact.values["tokens"])
             g = len(pool.groups)
