@@ -68,6 +68,7 @@ INPUTS: dict[str, tuple[str | None, dict[str, Any]]] = {
         None,
         {"tensor_parallel_size": 2, "max_model_len": 131072, "kv_cache_dtype": "fp8_e4m3"},
     ),
+    "vllm-qwen38-27b-fp8-2x5090-club3090-1086": (None, {"max_model_len": 65536}),
     "sglang-hybrid-gdn-fp8kv-tp2-5090-club3090-1261": (
         "Qwen/Qwen3.6-27B",
         {"tensor_parallel_size": 2, "kv_cache_dtype": "fp8_e4m3"},
@@ -160,6 +161,7 @@ MISSES = [
     ("vllm-v1-gpu-blocks-format-pr13596", "max_concurrency", 997.08, NO_MODEL),
     ("vllm-v1-tokens-format-pr13596", "max_concurrency", 997.08, NO_MODEL),
     ("vllm-qwen38-27b-fp8-tp2-3090-mitchross1995", "max_concurrency", 2.31, NO_MODEL),
+    ("vllm-qwen38-27b-fp8-2x5090-club3090-1086", "max_concurrency", 3.27, NO_MODEL),
     (
         "sglang-hybrid-gdn-fp8kv-tp2-5090-club3090-1261",
         "k_size_gib",
@@ -222,6 +224,7 @@ def test_no_model_is_said_not_guessed() -> None:
         "vllm-v1-gpu-blocks-format-pr13596",
         "vllm-v1-tokens-format-pr13596",
         "vllm-qwen38-27b-fp8-tp2-3090-mitchross1995",
+        "vllm-qwen38-27b-fp8-2x5090-club3090-1086",
     ):
         for c in run(fid).checks:
             assert c.status == "not_recomputable" and c.predicted is None and c.reason
