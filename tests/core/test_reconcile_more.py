@@ -187,12 +187,21 @@ def test_logged_figure_reproduces(fixture_id: str, figure: str, logged: float) -
 
 
 # Figures the log lacks the lines for: the refusal and its reason, not a number.
+NO_AVAILABLE = "reason.no_available_kv_line"
 REFUSED = [
     # No "Available KV cache memory" line in the quoted excerpt.
-    ("vllm-qwen3next-80b-int4-tp2-fp8e5m2-vllm26646", "gpu_kv_cache_tokens", "reason.no_available_kv_line"),
-    ("vllm-qwen36-27b-int4-tp2-mtp3-fp8e5m2-3090-club3090-294", "gpu_kv_cache_tokens", "reason.no_available_kv_line"),
-    ("vllm-qwen36-27b-int4-tp2-mtp3-fp8e5m2-3090-club3090-295", "gpu_kv_cache_tokens", "reason.no_available_kv_line"),
-]  # fmt: skip
+    ("vllm-qwen3next-80b-int4-tp2-fp8e5m2-vllm26646", "gpu_kv_cache_tokens", NO_AVAILABLE),
+    (
+        "vllm-qwen36-27b-int4-tp2-mtp3-fp8e5m2-3090-club3090-294",
+        "gpu_kv_cache_tokens",
+        NO_AVAILABLE,
+    ),
+    (
+        "vllm-qwen36-27b-int4-tp2-mtp3-fp8e5m2-3090-club3090-295",
+        "gpu_kv_cache_tokens",
+        NO_AVAILABLE,
+    ),
+]
 
 
 @pytest.mark.parametrize(("fixture_id", "figure", "code"), REFUSED)
