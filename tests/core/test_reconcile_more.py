@@ -133,6 +133,9 @@ REPRODUCED = [
     # 0.22 (line numbers): int(max_concurrency × 262,144) = the tokens line, so 2.374 -> 2.37.
     ("vllm-qwen36-27b-int4-tp2-mtp3-fp8e5m2-3090-club3090-294", "max_concurrency", 2.37),
     ("vllm-qwen36-27b-int4-tp2-mtp3-fp8e5m2-3090-club3090-295", "max_concurrency", 2.37),
+    # No model (Qwen3.8 is not in the catalog), but 0.27's lines (line numbers) tie them:
+    # 214,135 = int(max_concurrency × 65,536), 3.2674 -> 3.27.
+    ("vllm-qwen38-27b-fp8-2x5090-club3090-1086", "max_concurrency", 3.27),
     # MLA: 10,000 × 61 × 576 × 2 B = 0.6545 GiB -> "0.65"; 32,768 × 27 × 576 × 2 B -> "0.95".
     ("sglang-kt-deepseek-v3-bf16-tp2-mla-ktransformers1804", "kv_size_gib", 0.65),
     ("vllm-v1-deepseek-v2-lite-mla-offload-error-vllm15871", "kv_needed_gib", 0.95),
@@ -140,9 +143,10 @@ REPRODUCED = [
 
 # Misses, by class: (fixture id, figure, printed value, class).
 NO_MODEL = (
-    "no model: the log names none and kvplan recomputes nothing without one, though these two "
-    "figures are tied without a model (blocks × block_size / max_model_len; from 0.20.1 the "
-    "tokens are int(max_concurrency × max_model_len))"
+    "no model, and no release kvplan can tell: the log names neither, and only from 0.20.1 "
+    "(tokens = int(max_concurrency × max_model_len)) does kvplan tie the two figures without a "
+    "model; these are a pre-0.9 V1 log (blocks × 16 / max_model_len) and one whose lines carry "
+    "no source line (0.19 assumed)"
 )
 MISSES = [
     (
@@ -161,7 +165,6 @@ MISSES = [
     ("vllm-v1-gpu-blocks-format-pr13596", "max_concurrency", 997.08, NO_MODEL),
     ("vllm-v1-tokens-format-pr13596", "max_concurrency", 997.08, NO_MODEL),
     ("vllm-qwen38-27b-fp8-tp2-3090-mitchross1995", "max_concurrency", 2.31, NO_MODEL),
-    ("vllm-qwen38-27b-fp8-2x5090-club3090-1086", "max_concurrency", 3.27, NO_MODEL),
     (
         "sglang-hybrid-gdn-fp8kv-tp2-5090-club3090-1261",
         "k_size_gib",
@@ -228,12 +231,18 @@ def test_a_release_without_hybrid_rules_says_so() -> None:
         assert (c.status, c.reason_code) == ("not_recomputable", "vllm.state_release_unmodelled")
 
 
+def test_without_a_model_the_tied_concurrency_is_still_checked() -> None:
+    r = run("vllm-qwen38-27b-fp8-2x5090-club3090-1086")
+    assert r.engine_version == "0.27"  # its line numbers
+    assert check(r, "gpu_kv_cache_tokens").reason_code == "reason.no_model"
+    assert check(r, "max_concurrency").status == "equal"
+
+
 def test_no_model_is_said_not_guessed() -> None:
     for fid in (
         "vllm-v1-gpu-blocks-format-pr13596",
         "vllm-v1-tokens-format-pr13596",
         "vllm-qwen38-27b-fp8-tp2-3090-mitchross1995",
-        "vllm-qwen38-27b-fp8-2x5090-club3090-1086",
     ):
         for c in run(fid).checks:
             assert c.status == "not_recomputable" and c.predicted is None and c.reason
