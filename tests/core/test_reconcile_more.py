@@ -69,6 +69,10 @@ INPUTS: dict[str, tuple[str | None, dict[str, Any]]] = {
         {"tensor_parallel_size": 2, "max_model_len": 131072, "kv_cache_dtype": "fp8_e4m3"},
     ),
     "vllm-qwen38-27b-fp8-2x5090-club3090-1086": (None, {"max_model_len": 65536}),
+    "vllm-tt-plugin-gemma4-31b-hybrid-off-ttxla5727": (
+        "google/gemma-4-31B-it",
+        {"max_model_len": 128, "hybrid_kv_cache_manager": False},
+    ),
     "sglang-hybrid-gdn-fp8kv-tp2-5090-club3090-1261": (
         "Qwen/Qwen3.6-27B",
         {"tensor_parallel_size": 2, "kv_cache_dtype": "fp8_e4m3"},
@@ -136,6 +140,8 @@ REPRODUCED = [
     # No model (Qwen3.8 is not in the catalog), but 0.27's lines (line numbers) tie them:
     # 214,135 = int(max_concurrency × 65,536), 3.2674 -> 3.27.
     ("vllm-qwen38-27b-fp8-2x5090-club3090-1086", "max_concurrency", 3.27),
+    # Gemma-4-31B through Tenstorrent's vLLM plugin, 0.22's lines: 7,584 = int(59.25 × 128).
+    ("vllm-tt-plugin-gemma4-31b-hybrid-off-ttxla5727", "max_concurrency", 59.25),
     # MLA: 10,000 × 61 × 576 × 2 B = 0.6545 GiB -> "0.65"; 32,768 × 27 × 576 × 2 B -> "0.95".
     ("sglang-kt-deepseek-v3-bf16-tp2-mla-ktransformers1804", "kv_size_gib", 0.65),
     ("vllm-v1-deepseek-v2-lite-mla-offload-error-vllm15871", "kv_needed_gib", 0.95),
