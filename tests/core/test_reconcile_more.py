@@ -69,6 +69,15 @@ INPUTS: dict[str, tuple[str | None, dict[str, Any]]] = {
         {"tensor_parallel_size": 2, "max_model_len": 131072, "kv_cache_dtype": "fp8_e4m3"},
     ),
     "vllm-qwen38-27b-fp8-2x5090-club3090-1086": (None, {"max_model_len": 65536}),
+    # The args line is cut inside speculative_config: the draft is unknown, none is passed.
+    "vllm0240-qwen36-27b-fp8-tp2-fp8kv-dualmax-club3090-pr594": (
+        "Qwen/Qwen3.6-27B",
+        {**_CLUB_294, "kv_cache_dtype": "fp8"},
+    ),
+    "vllm0201rc1-qwen36-27b-int4-dual4090-dflash-club3090-46": (
+        "Qwen/Qwen3.6-27B",
+        {"tensor_parallel_size": 2, "max_model_len": 180000, "engine_version": "0.20.1rc1"},
+    ),
     "vllm-tt-plugin-gemma4-31b-hybrid-off-ttxla5727": (
         "google/gemma-4-31B-it",
         {"max_model_len": 128, "hybrid_kv_cache_manager": False},
@@ -167,6 +176,27 @@ MISSES = [
         "max_concurrency",
         33.04,
         "release gap: vLLM 0.12-0.20 hybrid sizing (vllm.state_release_unmodelled)",
+    ),
+    (
+        "vllm0201rc1-qwen36-27b-int4-dual4090-dflash-club3090-46",
+        "max_concurrency",
+        1.06,
+        "release gap: 0.20.1rc1 hybrid sizing (vllm.state_release_unmodelled); its DFlash draft "
+        "is cut from the quote as well",
+    ),
+    (
+        "vllm0240-qwen36-27b-fp8-tp2-fp8kv-dualmax-club3090-pr594",
+        "gpu_kv_cache_tokens",
+        300220,
+        "draft: the quoted args are cut inside speculative_config; without the draft kvplan "
+        "predicts 334,459 tokens (222 blocks / 174 per request); draft rules are another "
+        "helper's class (recorded only)",
+    ),
+    (
+        "vllm0240-qwen36-27b-fp8-tp2-fp8kv-dualmax-club3090-pr594",
+        "max_concurrency",
+        1.15,
+        "draft: the speculative_config is cut from the quote (kvplan: 1.28x without a draft)",
     ),
     ("vllm-v1-gpu-blocks-format-pr13596", "max_concurrency", 997.08, NO_MODEL),
     ("vllm-v1-tokens-format-pr13596", "max_concurrency", 997.08, NO_MODEL),
