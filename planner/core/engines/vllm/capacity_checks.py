@@ -17,7 +17,7 @@ from planner.core.engines.vllm.scenario import (
     scenario,
 )
 from planner.core.errors import Message
-from planner.core.logs import to_float, to_int
+from planner.core.logs import Fact, to_float, to_int
 from planner.core.reconcile_common import Ctx, Figure, gib, judge, judge_printed, unique_facts
 from planner.core.units import GiB
 
@@ -143,6 +143,8 @@ def concurrency_checks(ctx: Ctx, src: KvSource | None) -> None:
             b = to_int(blocks_fact.values["gpu_blocks"])
             pred = _concurrency(b, need, v0, bs, c)
             judge_printed(ctx, about, f, x, pred, arithmetic=f"logged {b:,} {how} = {pred:.2f}x")
+        elif tokens_fact is not None and as_vllm(ctx).tokens_from_concurrency:
+            concurrency_from_tokens(ctx, f, to_int(tokens_fact.values["tokens"]))
         elif tokens_fact is not None:
             t = to_int(tokens_fact.values["tokens"])
             g = len(pool.groups)
@@ -161,6 +163,26 @@ def concurrency_checks(ctx: Ctx, src: KvSource | None) -> None:
         else:
             reason = Message.of("reason.nothing_to_divide")
             judge(ctx, about, f, to_float(x), reason=reason)
+
+
+def concurrency_from_tokens(ctx: Ctx, f: Fact, tokens: int) -> None:
+    """From 0.20.1 the tokens line is int(max_concurrency × max_model_len) (releases.py,
+    TOKENS_FROM_CONCURRENCY_SINCE): the logged tokens bound the logged concurrency whatever the
+    model, so this needs neither a model nor the available memory."""
+    c = to_int(f.values["context_tokens"])
+    lo, hi = tokens / c, (tokens + 1) / c
+    judge_printed(
+        ctx,
+        Figure("max_concurrency", f"Maximum concurrency for {c:,} tokens", "x"),
+        f,
+        f.values["x"],
+        lo,
+        admitted=(lo, hi),
+        arithmetic=(
+            f"from the logged {tokens:,} tokens = int(max_concurrency × {c:,}) "
+            f"(vLLM {ctx.engine.version_text}): max_concurrency in [{lo:.5f}, {hi:.5f})"
+        ),
+    )
 
 
 def blocks_checks(ctx: Ctx, src: KvSource | None) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from planner.core.engines.vllm.capacity_checks import (
     blocks_checks,
     concurrency_checks,
+    concurrency_from_tokens,
     tokens_checks,
     v0_profile_checks,
 )
@@ -195,8 +196,18 @@ _FIGURES = {
 
 
 def _unrecomputable(ctx: Ctx) -> None:
+    tokens = ctx.first("kv_tokens")
+    tied = tokens is not None and as_vllm(ctx).tokens_from_concurrency
     for kind, (about, key) in _FIGURES.items():
+        seen: set[tuple[str, str]] = set()
         for f in ctx.of(kind):
+            if kind == "max_concurrency" and tied and tokens is not None:
+                # Tied to the tokens line without a model (0.20.1 on): still checked.
+                pair = (f.values["context_tokens"], f.values["x"])
+                if pair not in seen:
+                    seen.add(pair)
+                    concurrency_from_tokens(ctx, f, to_int(tokens.values["tokens"]))
+                continue
             judge(ctx, about, f, to_float(f.values[key]))
 
 
