@@ -115,17 +115,23 @@ def build_entry(folder: Path) -> dict[str, Any]:
 
 
 def _folders(sources: Path) -> list[Path]:
+    """The entry folders (split removes only these: a folder being made, without its
+    entry.json yet, stays, and the build names it)."""
     return sorted(p.parent for p in sources.glob(f"*/{ENTRY}"))
 
 
 def build(sources: Path = SOURCES) -> str:
     """models.json's text from the folders, in order.json's order, every entry validated."""
     order = _read(sources / ORDER)
-    ids: list[str] = order["order"]
+    ids = order.get("order") if isinstance(order, dict) else None
+    if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+        raise BuildError(f'{ORDER}: {{"schema_version": N, "order": [the entry ids]}}')
+    if "schema_version" not in order:
+        raise BuildError(f"{ORDER}: no schema_version")
     if len(set(ids)) != len(ids):
         raise BuildError(f"{ORDER}: an id is listed twice")
     listed = {folder_name(i) for i in ids}
-    found = {p.name for p in _folders(sources)}
+    found = {p.name for p in sources.iterdir() if p.is_dir()}  # a folder without entry.json too
     if listed - found:
         raise BuildError(f"{ORDER}: no folder for {', '.join(sorted(listed - found))}")
     if found - listed:
@@ -203,9 +209,8 @@ def split(models_json: Path = MODELS_JSON, sources: Path = SOURCES) -> int:
         folder = sources / folder_name(entry["id"])
         folder.mkdir(exist_ok=True)
         files = split_entry(entry)
-        for stale in (INDEX,):
-            if stale not in files and (folder / stale).exists():
-                (folder / stale).unlink()
+        if INDEX not in files and (folder / INDEX).exists():  # no longer cited
+            (folder / INDEX).unlink()
         for name, text in files.items():
             if not _same_json(folder / name, text):
                 (folder / name).write_text(text, "utf-8")

@@ -127,7 +127,15 @@ def test_build_reads_the_index_and_refuses_bad_folders(tmp_path: Path) -> None:
         cb.build(sources)
     (qwen / cb.INDEX).write_text('{"metadata": {"total_size": 123}}', "utf-8")
     shutil.copytree(SOURCES / cb.folder_name("Qwen/Qwen3-8B"), sources / "Qwen--Qwen3-8B")
-    with pytest.raises(cb.BuildError, match="does not list"):
+    with pytest.raises(cb.BuildError, match="does not list the folders Qwen--Qwen3-8B"):
+        cb.build(sources)
+    (sources / "Qwen--Qwen3-8B" / cb.ENTRY).unlink()  # a folder being made: named too
+    with pytest.raises(cb.BuildError, match="does not list the folders Qwen--Qwen3-8B"):
+        cb.build(sources)
+    shutil.rmtree(sources / "Qwen--Qwen3-8B")
+    order = {"schema_version": 2, "order": [LLAMA, QWEN, "Qwen/Qwen3-8B"]}
+    (sources / cb.ORDER).write_text(cb.dump(order, 1), "utf-8")
+    with pytest.raises(cb.BuildError, match="no folder for Qwen--Qwen3-8B"):
         cb.build(sources)
 
 
