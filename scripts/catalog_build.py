@@ -67,7 +67,9 @@ def _read(path: Path) -> Any:
 
 
 def _from_index(path: Path) -> int:
-    total = (_read(path).get("metadata") or {}).get("total_size")
+    index = _read(path)
+    meta = index.get("metadata") if isinstance(index, dict) else None
+    total = meta.get("total_size") if isinstance(meta, dict) else None
     if not isinstance(total, int) or isinstance(total, bool) or total <= 0:
         raise BuildError(f"{_rel(path)}: no positive integer metadata.total_size")
     return total
