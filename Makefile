@@ -22,7 +22,7 @@ ORACLE_VENV := .venv-oracle-$(if $(filter vllm,$(ENGINE)),,$(ENGINE)-)$(RELEASE)
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: test lint types pytest run install clean bench oracle oracle-update
+.PHONY: test lint types pytest run install clean bench oracle oracle-update catalog
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -88,6 +88,10 @@ test:
 
 run: $(RUN_STAMP)
 	$(BIN)/kvplan serve --host $(HOST) --port $(PORT)
+
+# planner/catalog/models.json from catalog/sources/ (README "Adding a model").
+catalog: $(RUN_STAMP)
+	$(BIN)/python scripts/catalog_build.py
 
 bench: $(STAMP)
 	$(BIN)/python bench/plan_speed.py

@@ -1,7 +1,9 @@
 """The catalog: published model configs and GPU datasheet figures, validated at load.
 
 Data lives in JSON next to this module (`models.json`, `gpus.json`); every entry says where its
-numbers come from. Loading is pure (package data, read once) so core and shells share it.
+numbers come from. `models.json` is built from the saved configs and indexes in the repo's
+`catalog/sources/` by `scripts/catalog_build.py`, not edited by hand. Loading is pure (package
+data, read once) so core and shells share it.
 
 Models are found by id, by an alias (the spellings people type: `-Instruct`, `-it`,
 `Meta-Llama-3.1-…`; aliases are data, each pointing at an entry's config, with the published

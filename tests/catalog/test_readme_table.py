@@ -1,5 +1,6 @@
 """The README's "What is bundled" tables are the catalog data (regenerate them with
-`python -m planner.catalog.table` after editing models.json or gpus.json)."""
+`python -m planner.catalog.table` after building models.json
+(scripts/catalog_build.py) or editing gpus.json)."""
 
 from __future__ import annotations
 
