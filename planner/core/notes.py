@@ -200,8 +200,8 @@ TEMPLATES: dict[str, str] = {
         "pools cover only Llama-4, gpt-oss and a few others)."
     ),
     "window.sglang_swa_pool": (
-        "SGLang hybrid SWA pools: the SWA pool holds swa_full_tokens_ratio 0.8 × the full pool's "
-        "tokens."
+        "SGLang hybrid SWA pools: the SWA pool holds swa_full_tokens_ratio {ratio} × the full "
+        "pool's tokens."
     ),
     "window.trtllm_cyclic": (
         "TensorRT-LLM keeps a cyclic buffer of the last W tokens in sliding layers; its "

@@ -152,6 +152,13 @@ def test_max_total_tokens_and_swa_ratio() -> None:
     half = plan(PlanRequest.model_validate({**base, "swa_full_tokens_ratio": 0.5}))
     dflt = plan(PlanRequest.model_validate(base))
     assert half.capacity.engine_reported_tokens > dflt.capacity.engine_reported_tokens
+    # The note names the ratio the pools were sized with, not the default (kept settings
+    # included: the default is asked again after 0.5).
+    again = plan(PlanRequest.model_validate(base))
+    plans = (half, dflt, again)
+    ratio_notes = [[n for n in p.notes if "swa_full_tokens_ratio" in n] for p in plans]
+    assert ratio_notes[0] and "ratio 0.5 ×" in ratio_notes[0][0]
+    assert "ratio 0.8 ×" in ratio_notes[1][0] and ratio_notes[2] == ratio_notes[1]
 
 
 def test_dp_attention() -> None:

@@ -236,7 +236,7 @@ class Sglang(Engine):
         self, policy: WindowPolicy, sched: Scheduling, shape: ModelShape, hybrid_manager: bool
     ) -> list[Note]:
         if policy == "sglang_swa_pool":
-            return [note("window.sglang_swa_pool")]
+            return [note("window.sglang_swa_pool", ratio=self.swa_full_tokens_ratio)]
         return [note("window.full_length_arch", engine=self.label)]
 
     def kv_heads_per_rank(self, kv_heads: int, tp: int) -> int:
