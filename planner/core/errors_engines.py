@@ -131,6 +131,11 @@ ENGINE_ERRORS: dict[str, str] = {
         "vLLM {version}: Async scheduling is not supported with pipeline-parallel-size > 1 (from "
         "vLLM 0.15 it is); set async_scheduling=false or pipeline_parallel_size=1"
     ),
+    "vllm.async_scheduling_ngram": (
+        "vLLM {version}: Currently, async scheduling is only supported with EAGLE/MTP/Draft "
+        "Model kind of speculative decoding, not n-gram (from vLLM 0.33 it is); set "
+        "async_scheduling=false"
+    ),
     "vllm.bf16_kv_on_hopper": (
         "vLLM {version_label}: no {kind} backend on Hopper lists a bfloat16 KV cache (bfloat16 "
         "joins their lists in 0.15); use kv_cache_dtype auto"

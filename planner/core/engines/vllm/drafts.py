@@ -7,7 +7,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 from planner.core.engines.versions import Version, since, version_text
-from planner.core.engines.vllm.releases import DFLASH_FILL_IN_SLOT_SINCE, DFLASH_SINCE
+from planner.core.engines.vllm.releases import (
+    DFLASH_FILL_IN_SLOT_SINCE,
+    DFLASH_SINCE,
+    NGRAM_ASYNC_SINCE,
+)
 from planner.core.errors import FieldError
 from planner.core.speculative import Speculation
 
@@ -29,4 +33,18 @@ def speculation_at(version: Version, sp: Speculation) -> Speculation:
     return sp
 
 
-__all__ = ["speculation_at"]
+def async_takes_draft(version: Version, method: str | None) -> bool:
+    """Whether async scheduling runs beside this speculative method (n-gram: from 0.33)."""
+    return method != "ngram" or since(version, NGRAM_ASYNC_SINCE)
+
+
+def refuse_async_draft(version: Version, method: str | None, async_on: bool) -> None:
+    """An explicit async_scheduling=true with a method the release schedules synchronously
+    only: vLLM refuses to start (VllmConfig's async-scheduling checks)."""
+    if async_on and not async_takes_draft(version, method):
+        raise FieldError(
+            "async_scheduling", "vllm.async_scheduling_ngram", version=version_text(version)
+        )
+
+
+__all__ = ["async_takes_draft", "refuse_async_draft", "speculation_at"]

@@ -16,6 +16,18 @@ ASYNC_SCHEDULING_SINCE = (0, 10)
 ASYNC_DEFAULT_SINCE = (0, 14)
 # Async scheduling together with pipeline parallelism (PR #32359); before, refused.
 ASYNC_WITH_PP_SINCE = (0, 15)
+# Async scheduling with an n-gram draft (VllmConfig's async-scheduling checks): before, an
+# explicit --async-scheduling is refused ("Currently, async scheduling is only supported with
+# EAGLE/MTP/Draft Model/NGram GPU/... kind of speculative decoding") and the default turns it
+# off ("Async scheduling not supported with ngram-based speculative decoding"); read in the
+# 0.29.0 and 0.32.0 wheels, shown by 0.24-0.32's draft oracle.
+NGRAM_ASYNC_SINCE = (0, 33)
+# DeepSeek-V3.2 (sparse MLA) on SM90: FlashMLA-sparse lists fp8 (stored as fp8_ds_mla, 656 B a
+# token) but not fp8_e4m3, which FlashInfer-MLA-sparse-SM90 takes next in the priority list and
+# stores as plain fp8 latents (576 B; flashmla_sparse.py, flashinfer_mla_sparse_sm90.py
+# supported_kv_cache_dtypes, cuda.py _get_backend_priorities); read in 0.33.0, shown by the
+# draft oracle of each release from the one named.
+SPARSE_PLAIN_FP8_E4M3_SINCE = (0, 32)
 # Window admission counts every in-flight batch: max_in_flight_tokens = max_concurrent_batches ×
 # max_num_batched_tokens (VllmConfig.max_in_flight_tokens); before, one batch (PR #47728).
 IN_FLIGHT_ADMISSION_SINCE = (0, 26)
