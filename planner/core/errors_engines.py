@@ -136,6 +136,12 @@ ENGINE_ERRORS: dict[str, str] = {
         "Model kind of speculative decoding, not n-gram (from vLLM 0.33 it is); set "
         "async_scheduling=false"
     ),
+    "vllm.draft_pipeline": (
+        "vLLM {version}: Pipeline parallelism is not supported for this model (the {method} "
+        "draft's model class does not implement the `SupportsPP` interface; from vLLM 0.30 the "
+        "draft runs with pipeline size 1); use pipeline_parallel_size 1 or engine_version 0.30 "
+        "or later"
+    ),
     "vllm.bf16_kv_on_hopper": (
         "vLLM {version_label}: no {kind} backend on Hopper lists a bfloat16 KV cache (bfloat16 "
         "joins their lists in 0.15); use kv_cache_dtype auto"
