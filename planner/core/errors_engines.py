@@ -192,6 +192,17 @@ ENGINE_ERRORS: dict[str, str] = {
         "vLLM's sparse MLA backend (DeepSeek-V3.2 indexer) needs block_size a multiple of "
         "{multiple}; got {requested}"
     ),
+    "vllm.sparse_mla_kv_dtype": (
+        "vLLM {version}: No valid sparse MLA backend for cuda (SM90) takes a {dtype} KV cache "
+        "(DeepSeek-V3.2's indexer: FlashMLA-sparse lists auto, bfloat16 and fp8; "
+        "FlashAttention-MLA-sparse, from 0.25, float16; FlashInfer-MLA-sparse, from 0.30, "
+        "fp8_e4m3); use another kv_cache_dtype or a later engine_version"
+    ),
+    "vllm.sparse_mla_flashmla_dtype": (
+        "vLLM {version}: No valid sparse MLA backend for cuda (SM90) runs this model dtype: "
+        "FlashMLA-sparse, the only one before 0.25, takes bfloat16 models only; use dtype auto "
+        "or bfloat16, or engine_version 0.25 or later"
+    ),
     "vllm.sparse_mla_hopper_dtype": (
         "vLLM's sparse MLA backends (DeepSeek-V3.2 indexer) on Hopper run an {dtype} KV cache with "
         "a bfloat16 model only (FlashMLA-sparse, FlashInfer-MLA-sparse), and "

@@ -48,6 +48,8 @@ DRAFT_0_21 = "vllm_draft_sizing_0_21.py"
 RELEASES = {
     "0.33.0": "vllm_draft_sizing.py",
     "0.32.0": "vllm_draft_sizing.py",
+    "0.31.0": "vllm_draft_sizing.py",
+    "0.30.0": "vllm_draft_sizing.py",
 }
 # Files a harness imports, hashed with it into the fixtures' provenance.
 ALSO_READ = {

@@ -37,6 +37,12 @@ PP_REFUSING_DRAFT_METHODS = ("eagle", "eagle3", "mtp", "dflash")
 # supported_kv_cache_dtypes, cuda.py _get_backend_priorities); read in 0.33.0, shown by the
 # draft oracle of each release from the one named.
 SPARSE_PLAIN_FP8_E4M3_SINCE = (0, 30)
+# ... and before, no SM90 sparse MLA backend takes fp8_e4m3. FlashAttention-MLA-sparse (float16
+# or bfloat16 models, auto / float16 / bfloat16 caches) joins the SM90 list ahead of
+# FlashMLA-sparse in the release named; before, FlashMLA-sparse alone (bfloat16 models; auto,
+# bfloat16 or fp8 caches): no float16 model, no float16 cache (read in the 0.24.0, 0.25.1 and 0.29.0
+# wheels, shown by their draft oracle).
+SPARSE_FA_SINCE = (0, 25)
 # Window admission counts every in-flight batch: max_in_flight_tokens = max_concurrent_batches ×
 # max_num_batched_tokens (VllmConfig.max_in_flight_tokens); before, one batch (PR #47728).
 IN_FLIGHT_ADMISSION_SINCE = (0, 26)
