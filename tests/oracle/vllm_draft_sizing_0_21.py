@@ -10,6 +10,10 @@ Runs INSIDE the oracle virtualenv, never in the service's (usage as vllm_draft_s
 - 0.21-0.24: the plain harness's own shims (vllm_sizing_0_21.py: the attention backend asked
   inside the engine's config context, 0.24's get_kv_cache_capacity for 0.21-0.23, no
   vllm._C), with the draft harness's engine config as the context.
+- MLAAttention.__init__ writes a sparse layer's canonical cache dtype (FlashMLA-sparse: fp8 →
+  fp8_ds_mla) back into `cache_config.cache_dtype`, and where the release's
+  `MLAAttention.get_kv_cache_spec` names the spec's `cache_dtype_str` from there (0.24; 0.29+
+  take the layer's own) the page size depends on it: the harness's layers do the same write.
 - What vllm_draft_sizing.py already reads per release (no `is_draft` on the specs before 0.28,
   no `extra_retained_tokens` before 0.28, the one-call planning of 0.21-0.32, the admission
   cap's max_num_batched_tokens before 0.26) stays there.
@@ -18,6 +22,7 @@ Runs INSIDE the oracle virtualenv, never in the service's (usage as vllm_draft_s
 from __future__ import annotations
 
 import importlib.metadata
+import inspect
 import os
 import sys
 from typing import Any
@@ -55,6 +60,17 @@ if RELEASE < (0, 25):
         return cfg
 
     draft._engine_config = _engine_config_kept
+
+from vllm.model_executor.layers.attention.mla_attention import MLAAttention  # noqa: E402
+
+if "cache_config.cache_dtype" in inspect.getsource(MLAAttention.get_kv_cache_spec):
+    _make_sparse = draft._make_sparse
+
+    def _make_sparse_written_back(obj: Any, cfg: Any, backend: Any) -> None:
+        _make_sparse(obj, cfg, backend)
+        cfg.cache_config.cache_dtype = obj.kv_cache_dtype  # MLAAttention.__init__
+
+    draft._make_sparse = _make_sparse_written_back
 
 if __name__ == "__main__":
     sys.exit(draft.main())
