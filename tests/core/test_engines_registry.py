@@ -143,7 +143,8 @@ def test_vllm_refuses_what_it_cannot_schedule_with_a_draft() -> None:
         old.scheduling(512, True, None, 1, shape, "ngram")
     assert [p.field for p in exc.value.problems] == ["async_scheduling"]
     assert old.scheduling(512, None, None, 1, shape, "ngram").async_scheduling is False
-    assert get_engine("vllm", "0.33").scheduling(512, None, None, 1, shape, "ngram").async_scheduling
+    new = get_engine("vllm", "0.33")
+    assert new.scheduling(512, None, None, 1, shape, "ngram").async_scheduling is True
 
 
 # vLLM 0.28.0's own answer (tests/oracle/fixtures/vllm/0.28.0/vllm_sizing.json, case
