@@ -20,7 +20,7 @@ ASYNC_WITH_PP_SINCE = (0, 15)
 # explicit --async-scheduling is refused ("Currently, async scheduling is only supported with
 # EAGLE/MTP/Draft Model/NGram GPU/... kind of speculative decoding") and the default turns it
 # off ("Async scheduling not supported with ngram-based speculative decoding"); read in the
-# 0.29.0 and 0.32.0 wheels, shown by 0.24-0.32's draft oracle.
+# 0.29.0 and 0.32.0 wheels, shown by the 0.24 and 0.29-0.32 draft oracles.
 NGRAM_ASYNC_SINCE = (0, 33)
 # A draft head under pipeline parallelism: before, SpeculativeConfig.create_draft_parallel_config
 # copied the target's pipeline_parallel_size into the draft's, and the draft's ModelConfig
