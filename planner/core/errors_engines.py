@@ -131,6 +131,17 @@ ENGINE_ERRORS: dict[str, str] = {
         "vLLM {version}: Async scheduling is not supported with pipeline-parallel-size > 1 (from "
         "vLLM 0.15 it is); set async_scheduling=false or pipeline_parallel_size=1"
     ),
+    "vllm.async_scheduling_ngram": (
+        "vLLM {version}: Currently, async scheduling is only supported with EAGLE/MTP/Draft "
+        "Model kind of speculative decoding, not n-gram (from vLLM 0.33 it is); set "
+        "async_scheduling=false"
+    ),
+    "vllm.draft_pipeline": (
+        "vLLM {version}: Pipeline parallelism is not supported for this model (the {method} "
+        "draft's model class does not implement the `SupportsPP` interface; from vLLM 0.30 the "
+        "draft runs with pipeline size 1); use pipeline_parallel_size 1 or engine_version 0.30 "
+        "or later"
+    ),
     "vllm.bf16_kv_on_hopper": (
         "vLLM {version_label}: no {kind} backend on Hopper lists a bfloat16 KV cache (bfloat16 "
         "joins their lists in 0.15); use kv_cache_dtype auto"
@@ -180,6 +191,17 @@ ENGINE_ERRORS: dict[str, str] = {
     "vllm.sparse_mla_block_size": (
         "vLLM's sparse MLA backend (DeepSeek-V3.2 indexer) needs block_size a multiple of "
         "{multiple}; got {requested}"
+    ),
+    "vllm.sparse_mla_kv_dtype": (
+        "vLLM {version}: No valid sparse MLA backend for cuda (SM90) takes a {dtype} KV cache "
+        "(DeepSeek-V3.2's indexer: FlashMLA-sparse lists auto, bfloat16 and fp8; "
+        "FlashAttention-MLA-sparse, from 0.25, float16; FlashInfer-MLA-sparse, from 0.30, "
+        "fp8_e4m3); use another kv_cache_dtype or a later engine_version"
+    ),
+    "vllm.sparse_mla_flashmla_dtype": (
+        "vLLM {version}: No valid sparse MLA backend for cuda (SM90) runs this model dtype: "
+        "FlashMLA-sparse, the only one before 0.25, takes bfloat16 models only; use dtype auto "
+        "or bfloat16, or engine_version 0.25 or later"
     ),
     "vllm.sparse_mla_hopper_dtype": (
         "vLLM's sparse MLA backends (DeepSeek-V3.2 indexer) on Hopper run an {dtype} KV cache with "

@@ -108,8 +108,7 @@ def test_release_rules_switch_where_vllm_changed_them() -> None:
     [
         ("0.28", "mistralai/Mistral-7B-v0.1", None, 4),  # dense: V2
         ("0.26", "google/gemma-2-9b", None, 4),
-        ("0.28", "mistralai/Mistral-7B-v0.1", "ngram", 3),  # n-gram drafts: V1
-        ("0.28", "mistralai/Mistral-7B-v0.1", "eagle", 4),
+        ("0.30", "mistralai/Mistral-7B-v0.1", "eagle", 4),
         ("0.28", "openai/gpt-oss-20b", None, 3),  # MoE, not listed: V1
         ("0.28", "deepseek-ai/DeepSeek-V2-Lite", None, 4),  # MoE, listed
         ("0.28", "deepseek-ai/DeepSeek-V3", None, 3),  # MoE, not listed
@@ -128,6 +127,24 @@ def test_vllm_runner_decides_the_batches_in_flight(
         get_engine("vllm", version).scheduling(512, True, None, 1, shape, spec).concurrent_batches
         == 2
     )
+
+
+# vLLM's own answers (tests/oracle/fixtures/vllm/0.29.0 and 0.24.0/vllm_draft_sizing*.json): a
+# draft head under PP is refused before 0.30 (its ModelConfig took the target's pipeline size),
+# n-gram with an explicit async_scheduling=true before 0.33 (and async is off by default).
+def test_vllm_refuses_what_it_cannot_schedule_with_a_draft() -> None:
+    shape = shape_from_config(get_model("mistralai/Mistral-7B-v0.1").config)
+    old = get_engine("vllm", "0.28")
+    with pytest.raises(FieldError) as exc:
+        old.scheduling(512, True, None, 3, shape, "eagle")
+    assert [p.field for p in exc.value.problems] == ["pipeline_parallel_size"]
+    assert old.scheduling(512, True, None, 3, shape, "draft_model").concurrent_batches == 3
+    with pytest.raises(FieldError) as exc:
+        old.scheduling(512, True, None, 1, shape, "ngram")
+    assert [p.field for p in exc.value.problems] == ["async_scheduling"]
+    assert old.scheduling(512, None, None, 1, shape, "ngram").async_scheduling is False
+    new = get_engine("vllm", "0.33")
+    assert new.scheduling(512, None, None, 1, shape, "ngram").async_scheduling is True
 
 
 # vLLM 0.28.0's own answer (tests/oracle/fixtures/vllm/0.28.0/vllm_sizing.json, case

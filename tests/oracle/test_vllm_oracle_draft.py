@@ -1,14 +1,16 @@
-"""vLLM 0.33's own sizing code as the oracle for speculative drafts (EAGLE, EAGLE3, MTP,
-draft_model, ngram) and KV-sharing layers (Gemma-3n).
+"""vLLM's own sizing code as the oracle for speculative drafts (EAGLE, EAGLE3, MTP,
+draft_model, ngram) and KV-sharing layers (Gemma-3n), at each release in RELEASES.
 
-`vllm_draft_sizing.py` runs in the oracle virtualenv (`make oracle`) over every configuration
+`vllm_draft_sizing.py` (0.21-0.27: its wrapper `vllm_draft_sizing_0_21.py`) runs in each
+release's oracle virtualenv (`make oracle RELEASE=…`) over every configuration
 generated below and reports what vLLM computes with the draft declared through
 `--speculative-config`: accept or refuse, the KV-cache groups (draft layers in them), num_blocks,
 blocks per request, resident requests, the logged "GPU KV cache size" and "Maximum concurrency",
 the longest context, the draft's KV layers, the lookahead slots (`num_speculative_tokens` +
 `num_lookahead_tokens`) and the sliding windows' `extra_retained_tokens`. Each configuration is
 one test case comparing those with `plan()` given the same `speculative_config`, in both
-scheduling modes. Answers are cached like the main oracle's, keyed by inputs and harness.
+scheduling modes. Every release runs the same grid (one seed); its answers are stored as that
+release's fixture (fixtures/vllm/<release>/<harness>.json).
 """
 
 from __future__ import annotations
@@ -39,8 +41,24 @@ from tests.oracle.test_vllm_oracle import (
 pytestmark = pytest.mark.oracle
 
 HERE = Path(__file__).resolve().parent
-VERSION = "0.33.0"
-HARNESS = "vllm_draft_sizing.py"
+# Each release's harness: 0.28+ run vllm_draft_sizing.py as it is; 0.21-0.27 lack what it
+# reads from VllmConfig (num_lookahead_tokens) and, before 0.25, what vllm_sizing_0_21.py gives
+# vllm_sizing.py.
+DRAFT_0_21 = "vllm_draft_sizing_0_21.py"
+RELEASES = {
+    "0.33.0": "vllm_draft_sizing.py",
+    "0.32.0": "vllm_draft_sizing.py",
+    "0.31.0": "vllm_draft_sizing.py",
+    "0.30.0": "vllm_draft_sizing.py",
+    "0.29.0": "vllm_draft_sizing.py",
+    "0.24.0": DRAFT_0_21,
+}
+# Files a harness imports, hashed with it into the fixtures' provenance.
+ALSO_READ = {
+    "vllm_draft_sizing.py": ("vllm_sizing.py",),
+    DRAFT_0_21: ("vllm_draft_sizing.py", "vllm_sizing.py", "vllm_sizing_0_21.py"),
+}
+NEWEST = next(iter(RELEASES))
 SEED = 20261213
 GIB = 1 << 30
 BASE_CONFIGS = 105  # each in both scheduling modes
@@ -121,7 +139,7 @@ def _max_tokens(model: str) -> int:
     return int(cfg.get("text_config", cfg).get("max_position_embeddings", 131072))
 
 
-def _generate() -> list[dict[str, Any]]:
+def _generate(version: str) -> list[dict[str, Any]]:
     rng = random.Random(SEED)
     base: list[dict[str, Any]] = [
         # The logged Llama-3.1-8B + EAGLE deployment (vllm#19996): 51.63 GiB, 131,072 tokens.
@@ -180,7 +198,7 @@ def _generate() -> list[dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for b in base:
         for async_on in (True, False):
-            c = dict({"dtype": "auto"}, **b, async_scheduling=async_on, vllm=VERSION)
+            c = dict({"dtype": "auto"}, **b, async_scheduling=async_on, vllm=version)
             c["id"] = _case_id(c)
             out.setdefault(c["id"], c)  # a draw repeating an earlier one adds nothing
     return list(out.values())
@@ -191,7 +209,7 @@ def _case_id(c: dict[str, Any]) -> str:
     budget_s = f"{budget / GIB:g}G" if budget >= GIB else f"{budget // (1 << 20)}M"
     return "-".join(
         [
-            "v0.33",
+            f"v{c['vllm'].rsplit('.', 1)[0]}",
             c["model"].split("/")[-1],
             f"{c['method'] or 'nodraft'}{c['k'] or ''}",
             f"kv_{c['kv_cache_dtype']}",
@@ -207,7 +225,7 @@ def _case_id(c: dict[str, Any]) -> str:
     )
 
 
-CASES = _generate()
+CASES = [c for v in RELEASES for c in _generate(v)]
 
 
 def _speculative(c: dict[str, Any]) -> dict[str, Any] | None:
@@ -219,7 +237,7 @@ def _speculative(c: dict[str, Any]) -> dict[str, Any] | None:
     return spec
 
 
-def _oracle_inputs() -> list[dict[str, Any]]:
+def _oracle_inputs(version: str) -> list[dict[str, Any]]:
     return [
         {
             "id": c["id"],
@@ -237,22 +255,29 @@ def _oracle_inputs() -> list[dict[str, Any]]:
             "longest_search_cap": MAX_CONTEXT_SEARCH,
         }
         for c in CASES
+        if c["vllm"] == version
     ]
 
 
 @pytest.fixture(scope="session")
-def draft_oracle(request: pytest.FixtureRequest) -> dict[str, dict[str, Any]]:
-    cache_dir = Path(request.config.rootpath) / ".pytest_cache" / "vllm-oracle"
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    return run_cached_oracle(
-        VERSION,
-        HARNESS,
-        _oracle_inputs(),
-        cache_dir,
-        prefix="draft-",
-        also_read=("vllm_sizing.py",),
-        timeout_s=3600,
-    )
+def draft_oracle(request: pytest.FixtureRequest) -> Any:
+    """release -> {case id -> vLLM's figures}: one harness run (or fixture) per release."""
+    done: dict[str, dict[str, dict[str, Any]]] = {}
+
+    def get(version: str) -> dict[str, dict[str, Any]]:
+        if version not in done:
+            harness = RELEASES[version]
+            done[version] = run_cached_oracle(
+                version,
+                harness,
+                _oracle_inputs(version),
+                prefix="draft-",
+                also_read=ALSO_READ[harness],
+                timeout_s=3600,
+            )
+        return done[version]
+
+    return get
 
 
 def _body(c: dict[str, Any]) -> dict[str, Any]:
@@ -334,36 +359,42 @@ AGREEMENT: dict[str, dict[str, Any]] = {}
 
 @pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
 def test_planner_matches_vllm_with_drafts(case: dict[str, Any], draft_oracle: Any) -> None:
-    r = draft_oracle[case["id"]]
+    version = case["vllm"]
+    r = draft_oracle(version)[case["id"]]
     if r["stage"] == "harness":
         pytest.fail(f"oracle harness error (not a vLLM answer):\n{r['error']}")
     verdict = compare(case, r)
     AGREEMENT[case["id"]] = {"verdict": verdict, "case": case, "vllm": r}
     bad = [f"{k}: {v}" for k, v in verdict.items() if v != "ok"]
-    record("vllm", VERSION, "drafts", not bad)
-    assert not bad, f"{case['id']} vs vLLM {VERSION}:\n  " + "\n  ".join(bad)
+    record("vllm", version, "drafts", not bad)
+    assert not bad, f"{case['id']} vs vLLM {version}:\n  " + "\n  ".join(bad)
 
 
-def test_draft_oracle_covers_every_method(draft_oracle: Any) -> None:
-    """The generated set exercises what it claims (not a test of the planner)."""
-    accepted = [r for r in draft_oracle.values() if r["accepted"]]
-    by_method = {c["method"] for c in CASES if draft_oracle[c["id"]]["accepted"]}
+@pytest.mark.parametrize("version", list(RELEASES))
+def test_draft_oracle_covers_every_method(version: str, draft_oracle: Any) -> None:
+    """The generated set exercises what it claims at each release (not a test of the
+    planner)."""
+    answers = draft_oracle(version)
+    cases = [c for c in CASES if c["vllm"] == version]
+    accepted = [r for r in answers.values() if r["accepted"]]
+    by_method = {c["method"] for c in cases if answers[c["id"]]["accepted"]}
     assert by_method >= {"eagle", "eagle3", "mtp", "draft_model", "ngram", None}, by_method
     assert any(r["draft_layers"] == 2 for r in accepted), "no multi-module MTP case"
-    gemma = [c for c in CASES if "gemma-3n" in c["model"] and draft_oracle[c["id"]]["accepted"]]
+    gemma = [c for c in cases if "gemma-3n" in c["model"] and answers[c["id"]]["accepted"]]
     assert gemma, "no Gemma-3n case accepted"
-    assert all(draft_oracle[c["id"]]["kv_layers"] < 30 for c in gemma)
-    v32 = [draft_oracle[c["id"]] for c in CASES if c["model"] == "deepseek-v32"]
+    assert all(answers[c["id"]]["kv_layers"] < 30 for c in gemma)
+    v32 = [answers[c["id"]] for c in cases if c["model"] == "deepseek-v32"]
     assert any(r["accepted"] and r["groups"][0]["layers"] == 122 for r in v32), "no V3.2 case"
-    assert {c["async_scheduling"] for c in CASES} == {True, False}
-    assert len(CASES) >= 150
+    assert {c["async_scheduling"] for c in cases} == {True, False}
+    assert len(cases) >= 150
 
 
-def test_logged_eagle_deployment(draft_oracle: Any) -> None:
+@pytest.mark.parametrize("version", list(RELEASES))
+def test_logged_eagle_deployment(version: str, draft_oracle: Any) -> None:
     """vllm#19996: vLLM sizes 33 KV layers, 25,633 blocks, 410,128 tokens, 3.13x, and so does
-    the planner with the draft declared."""
-    for case in CASES[:2]:
-        r = draft_oracle[case["id"]]
+    the planner with the draft declared (the first two cases of each release's grid)."""
+    for case in [c for c in CASES if c["vllm"] == version][:2]:
+        r = draft_oracle(version)[case["id"]]
         assert (r["kv_layers"], r["num_blocks"], r["logged_tokens"], r["logged_concurrency"]) == (
             33,
             25633,
@@ -386,11 +417,17 @@ def _write_draft_agreement(request: pytest.FixtureRequest):
     if not AGREEMENT:
         return
     lines = []
-    for mode in (True, False):
-        rows = [a for a in AGREEMENT.values() if a["case"]["async_scheduling"] is mode]
+    for version, mode in [(v, m) for v in RELEASES for m in (True, False)]:
+        rows = [
+            a
+            for a in AGREEMENT.values()
+            if a["case"]["async_scheduling"] is mode and a["case"]["vllm"] == version
+        ]
+        if not rows:
+            continue
         whole = sum(all(v == "ok" for v in a["verdict"].values()) for a in rows)
         lines.append(
-            f"vLLM {VERSION} drafts/KV sharing, async_scheduling={mode}: "
+            f"vLLM {version} drafts/KV sharing, async_scheduling={mode}: "
             f"{whole}/{len(rows)} configurations agree on every figure"
         )
         counts: dict[str, list[int]] = {}
@@ -401,6 +438,7 @@ def _write_draft_agreement(request: pytest.FixtureRequest):
                 counts[fig][1] += 1
         lines += [f"  {fig}: {n}/{m}" for fig, (n, m) in counts.items()]
     path = Path(request.config.rootpath) / ".pytest_cache" / "vllm-oracle" / "agreement-draft"
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.with_suffix(".json").write_text(json.dumps(AGREEMENT, indent=1, default=str))
     summary = "\n".join(lines)
     path.with_suffix(".txt").write_text(summary + "\n")

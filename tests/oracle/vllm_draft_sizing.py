@@ -21,13 +21,14 @@ What is vLLM's code and what is ours, beyond `vllm_sizing`:
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import sys
 import tempfile
 import traceback
 import types
-from dataclasses import replace
+from dataclasses import fields, replace
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -36,25 +37,21 @@ import vllm_sizing as base
 from vllm.config import set_current_vllm_config
 from vllm.distributed.utils import get_pp_indices
 from vllm.engine.arg_utils import EngineArgs
-from vllm.platforms.interface import Platform
 from vllm.utils.math_utils import cdiv
-from vllm.v1.attention.backends.utils import (
-    get_supported_kv_cache_layouts,
-    resolve_kv_cache_layout,
-)
-from vllm.v1.core.kv_cache_config_builder import get_kv_cache_config_builder
-from vllm.v1.core.kv_cache_planning import (
-    _estimate_max_model_len_from_groups,
-    _pool_bytes_per_block_from_builder,
-    _project_kv_cache_groups_to_worker,
-    get_global_kv_cache_groups,
-    get_kv_cache_configs,
-)
+from vllm.v1.core import kv_cache_utils
 from vllm.v1.core.kv_cache_utils import (
     generate_scheduler_kv_cache_config,
     get_kv_cache_capacity,
 )
-from vllm.v1.kv_cache_interface import SlidingWindowSpec, UniformTypeKVCacheSpecs
+from vllm.v1.kv_cache_interface import FullAttentionSpec, SlidingWindowSpec
+
+try:  # 0.25+: a draft model beside its target shares one group of several page sizes
+    from vllm.v1.kv_cache_interface import UniformTypeKVCacheSpecs
+except ImportError:
+    UniformTypeKVCacheSpecs = ()  # type: ignore[assignment,misc]
+
+# 0.28+: the specs mark a draft's layers (`speculator.load_model`); before, nothing marks them.
+HAS_IS_DRAFT = "is_draft" in {f.name for f in fields(FullAttentionSpec)}
 
 
 def _groups_out(groups: list[Any]) -> list[dict[str, Any]]:
@@ -143,13 +140,15 @@ def _select_sparse_backend(cfg: Any, layer: dict[str, Any], user_bs: int | None)
     """The first SM90 sparse-MLA backend (in vLLM's priority order) whose declared support
     fits, as `vllm_sizing._select_backend` does for the dense ones."""
     cc, mc = cfg.cache_config, cfg.model_config
-    order = base._get_backend_priorities(
+    kw: dict[str, Any] = dict(
         use_mla=True,
         device_capability=base.SM90,
         num_heads=layer["num_heads"],
         kv_cache_dtype=cc.cache_dtype,
-        head_size=layer["head_size"],
     )
+    if "head_size" in inspect.signature(base._get_backend_priorities).parameters:
+        kw["head_size"] = layer["head_size"]  # 0.30+
+    order = base._get_backend_priorities(**kw)
     reasons = {}
     for backend in order:
         if "SPARSE" not in backend.name:
@@ -201,6 +200,58 @@ def _make_sparse(obj: Any, cfg: Any, backend: Any) -> None:
     obj.topk_buffer_width = cfg.model_config.hf_text_config.index_topk
 
 
+def _retained(groups: list[Any]) -> int | None:
+    """The sliding windows' `extra_retained_tokens` (0.28+; 0 before, which keeps none)."""
+    retained = {
+        getattr(g.kv_cache_spec, "extra_retained_tokens", 0)
+        for g in groups
+        if isinstance(g.kv_cache_spec, SlidingWindowSpec)
+    }
+    return max(retained) if retained else None
+
+
+def _plan_kv_cache(
+    cfg: Any, specs: list[dict[str, Any]], available: list[int], search_cap: int, out: Any
+) -> list[Any]:
+    """vllm_sizing's planning step (0.33's API, or 0.21-0.32's one call), with the global
+    groups' `extra_retained_tokens` recorded as `get_global_kv_cache_groups` /
+    `get_kv_cache_groups` returns them (before any refusal)."""
+    if base.PLANNING_API:
+        mc = cfg.model_config
+        groups = base.get_global_kv_cache_groups(cfg, specs)
+        out["extra_retained_tokens"] = _retained(groups)
+        builder = base.get_kv_cache_config_builder(cfg)
+        projected = [base._project_kv_cache_groups_to_worker(groups, s) for s in specs]
+        saved = mc.max_model_len
+        mc.max_model_len = search_cap
+        try:
+            out["longest_context_tokens"] = min(
+                base._estimate_max_model_len_from_groups(
+                    builder,
+                    cfg,
+                    pg,
+                    mem - base._pool_bytes_per_block_from_builder(builder, cfg, pg),
+                )
+                for pg, mem in zip(projected, available, strict=True)
+            )
+        finally:
+            mc.max_model_len = saved
+        return base.get_kv_cache_configs(cfg, specs, available, groups)
+    real_groups = kv_cache_utils.get_kv_cache_groups
+
+    def groups_seen(*args: Any, **kwargs: Any) -> Any:
+        groups = real_groups(*args, **kwargs)
+        out["extra_retained_tokens"] = _retained(groups)
+        return groups
+
+    kv_cache_utils.get_kv_cache_groups = groups_seen
+    try:
+        return base._plan_kv_cache_in_one_call(cfg, specs, available, search_cap, out)
+    finally:
+        kv_cache_utils.get_kv_cache_groups = real_groups
+        out.pop("global_groups", None)  # not in this harness's answers
+
+
 def _one(c: dict[str, Any], root: str) -> dict[str, Any]:
     out: dict[str, Any] = {"id": c["id"], "accepted": False, "stage": None, "error": None}
     try:
@@ -215,10 +266,10 @@ def _one(c: dict[str, Any], root: str) -> dict[str, Any]:
         max_model_len=mc.max_model_len,
         model_max_len=base._model_max_len(cfg),
         cache_dtype=cc.cache_dtype,
-        max_in_flight_tokens=cfg.max_in_flight_tokens,
+        max_in_flight_tokens=getattr(cfg, "max_in_flight_tokens", None),  # 0.26+
         num_speculative_tokens=cfg.num_speculative_tokens,
         num_lookahead_tokens=cfg.num_lookahead_tokens,
-        num_prefill_lookahead_tokens=cfg.num_prefill_lookahead_tokens,
+        num_prefill_lookahead_tokens=getattr(cfg, "num_prefill_lookahead_tokens", None),
     )
     tp, pp = pc.tensor_parallel_size, pc.pipeline_parallel_size
     try:
@@ -253,9 +304,7 @@ def _one(c: dict[str, Any], root: str) -> dict[str, Any]:
 
             distinct.append(DeepseekV32IndexerBackend)
         if user_bs is None:
-            cc.block_size = Platform._preferred_block_size_for_backends(
-                distinct, cc.block_size, cfg
-            )
+            cc.block_size = base._preferred_block_size(distinct, backends, layers, cfg)
     except Exception as e:
         out.update(stage="backend", error=f"{type(e).__name__}: {e}"[:2000])
         return out
@@ -284,7 +333,9 @@ def _one(c: dict[str, Any], root: str) -> dict[str, Any]:
                 for j, layer in enumerate(draft):
                     b = backends[(layer["cls"] == "mla", layer.get("has_sink", False))]
                     obj = base._make_layer(cfg, layer, b)
-                    spec = replace(obj.get_kv_cache_spec(cfg), is_draft=True)
+                    spec = obj.get_kv_cache_spec(cfg)
+                    if HAS_IS_DRAFT:
+                        spec = replace(spec, is_draft=True)
                     stage[f"drafter.model.layers.{n + j}.self_attn.attn"] = spec
             specs.append(stage)
     first = next(iter(specs[0].values()))
@@ -294,29 +345,12 @@ def _one(c: dict[str, Any], root: str) -> dict[str, Any]:
     budget = c["kv_budget_bytes"]
     available = [budget] * pp
     try:
-        layouts = [layout.name for layout in get_supported_kv_cache_layouts(distinct)]
-        resolve_kv_cache_layout(cfg, [layouts] * pp, [s for st in specs for s in st.values()])
-        groups = get_global_kv_cache_groups(cfg, specs)
-        retained = {
-            g.kv_cache_spec.extra_retained_tokens
-            for g in groups
-            if isinstance(g.kv_cache_spec, SlidingWindowSpec)
-        }
-        out["extra_retained_tokens"] = max(retained) if retained else None
-        builder = get_kv_cache_config_builder(cfg)
-        projected = [_project_kv_cache_groups_to_worker(groups, s) for s in specs]
-        saved = mc.max_model_len
-        mc.max_model_len = int(c["longest_search_cap"])
-        try:
-            out["longest_context_tokens"] = min(
-                _estimate_max_model_len_from_groups(
-                    builder, cfg, pg, mem - _pool_bytes_per_block_from_builder(builder, cfg, pg)
-                )
-                for pg, mem in zip(projected, available, strict=True)
+        if base.resolve_kv_cache_layout is not None:  # 0.29+
+            layouts = [x.name for x in base.get_supported_kv_cache_layouts(distinct)]
+            base.resolve_kv_cache_layout(
+                cfg, [layouts] * pp, [s for st in specs for s in st.values()]
             )
-        finally:
-            mc.max_model_len = saved
-        configs = get_kv_cache_configs(cfg, specs, available, groups)
+        configs = _plan_kv_cache(cfg, specs, available, int(c["longest_search_cap"]), out)
     except Exception as e:
         out.update(stage="kv_cache", error=f"{type(e).__name__}: {e}"[:2000])
         return out
@@ -365,14 +399,20 @@ def decoding_admission(cfg: Any, sched: Any) -> dict[str, Any]:
     rough = (sched.num_blocks - 1) // max(1, len(sched.kv_cache_groups) * cdiv(length, bs))
     if not kinds <= {"full", "mla"} or rough > 48 or length * (rough + 1) > (1 << 22):
         return {}
-    manager = KVCacheManager(
+    kw: dict[str, Any] = dict(
         kv_cache_config=sched,
         max_model_len=max_len,
         scheduler_block_size=cfg.cache_config.block_size,
         hash_block_size=cfg.cache_config.block_size,
-        max_in_flight_tokens=cfg.max_in_flight_tokens,
         enable_caching=False,
     )
+    # The admission cap's input: max_in_flight_tokens (0.26+), max_num_batched_tokens before.
+    accepted = inspect.signature(KVCacheManager.__init__).parameters
+    if "max_in_flight_tokens" in accepted:
+        kw["max_in_flight_tokens"] = cfg.max_in_flight_tokens
+    else:
+        kw["max_num_batched_tokens"] = cfg.scheduler_config.max_num_batched_tokens
+    manager = KVCacheManager(**{k: v for k, v in kw.items() if k in accepted})
     admitted = 0
     while admitted <= rough + 2:
         req = Request(f"r{admitted}", [0] * length, SamplingParams(max_tokens=8), None)

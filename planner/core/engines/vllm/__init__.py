@@ -15,7 +15,7 @@ from planner.core.engines.base import Engine
 from planner.core.engines.reads import LaunchSettings, PlanInputs, Scheduling
 from planner.core.engines.versions import Releases, since
 from planner.core.engines.vllm.budget import vllm_budget
-from planner.core.engines.vllm.drafts import speculation_at
+from planner.core.engines.vllm.drafts import async_takes_draft, refuse_draft, speculation_at
 from planner.core.engines.vllm.groups import VllmPool, vllm_groups, vllm_pipeline_pool
 from planner.core.engines.vllm.hybrid import VllmStateLayers
 from planner.core.engines.vllm.launch import big_gpu, vllm_serve_command
@@ -243,8 +243,9 @@ class Vllm(VllmStateLayers, VllmLayerBlocks, Engine):
         shape: ModelShape | None = None, spec: str | None = None,
     ) -> Scheduling:  # fmt: skip
         mnbt = requested_mnbt or self.default_max_num_batched_tokens(gpu)
+        refuse_draft(self.version, spec, pp, requested_async)
         if requested_async is None:
-            on = self.async_default(pp)
+            on = self.async_default(pp) and async_takes_draft(self.version, spec)
             why = f"the default of vLLM {self.version_text}"
         else:
             on = requested_async

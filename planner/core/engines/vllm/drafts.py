@@ -7,7 +7,13 @@ from __future__ import annotations
 from dataclasses import replace
 
 from planner.core.engines.versions import Version, since, version_text
-from planner.core.engines.vllm.releases import DFLASH_FILL_IN_SLOT_SINCE, DFLASH_SINCE
+from planner.core.engines.vllm.releases import (
+    DFLASH_FILL_IN_SLOT_SINCE,
+    DFLASH_SINCE,
+    DRAFT_PP_SINCE,
+    NGRAM_ASYNC_SINCE,
+    PP_REFUSING_DRAFT_METHODS,
+)
 from planner.core.errors import FieldError
 from planner.core.speculative import Speculation
 
@@ -29,4 +35,27 @@ def speculation_at(version: Version, sp: Speculation) -> Speculation:
     return sp
 
 
-__all__ = ["speculation_at"]
+def async_takes_draft(version: Version, method: str | None) -> bool:
+    """Whether async scheduling runs beside this speculative method (n-gram: from 0.33)."""
+    return method != "ngram" or since(version, NGRAM_ASYNC_SINCE)
+
+
+def refuse_draft(version: Version, method: str | None, pp: int, async_on: bool | None) -> None:
+    """What vLLM refuses to start for a speculative method: a draft head under pipeline
+    parallelism before 0.30 (the draft's ModelConfig gets the target's pipeline size, and its
+    model class does not implement SupportsPP), and an explicit async_scheduling=true with a
+    method the release schedules synchronously only (VllmConfig's async-scheduling checks)."""
+    if pp > 1 and method in PP_REFUSING_DRAFT_METHODS and not since(version, DRAFT_PP_SINCE):
+        raise FieldError(
+            "pipeline_parallel_size",
+            "vllm.draft_pipeline",
+            version=version_text(version),
+            method=method,
+        )
+    if async_on and not async_takes_draft(version, method):
+        raise FieldError(
+            "async_scheduling", "vllm.async_scheduling_ngram", version=version_text(version)
+        )
+
+
+__all__ = ["async_takes_draft", "refuse_draft", "speculation_at"]

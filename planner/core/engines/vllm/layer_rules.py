@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from planner.core.engines.versions import Version, since
-from planner.core.engines.vllm.releases import CHUNKED_SPEC_SINCE
+from planner.core.engines.vllm.releases import CHUNKED_SPEC_SINCE, SPARSE_PLAIN_FP8_E4M3_SINCE
 from planner.core.errors import FieldError
 from planner.core.model import ModelShape, with_layers
 from planner.core.notes import Note, note
@@ -19,11 +19,6 @@ from planner.core.specs import (
 
 # FlashMLA-sparse's only kernel block size on SM90 (DeepSeek-V3.2's indexer backend).
 SPARSE_MLA_BLOCK = 64
-# Sparse MLA on SM90 in 0.33.0 (the release read; earlier ones were not): FlashMLA-sparse lists
-# fp8 (stored as fp8_ds_mla) but not fp8_e4m3, which FlashInfer-MLA-sparse-SM90 takes next in
-# the priority list and stores as plain fp8 latents (flashmla_sparse.py,
-# flashinfer_mla_sparse_sm90.py supported_kv_cache_dtypes, cuda.py _get_backend_priorities).
-SPARSE_PLAIN_FP8_E4M3_SINCE = (0, 33)
 
 # 0.25-0.29: a sliding-window layer picks its own block, the backend's smallest kernel block,
 # whatever --block-size says (Attention.get_kv_cache_spec: _largest_kernel_block_within with no

@@ -9,6 +9,8 @@ from planner.core.engines.vllm.releases import (
     MLA_BF16_KV_SINCE,
     MLA_DTYPE_CHECK_SINCE,
     PP_V1_DEFAULT_SINCE,
+    SPARSE_FA_SINCE,
+    SPARSE_PLAIN_FP8_E4M3_SINCE,
 )
 from planner.core.errors import FieldError
 from planner.core.model import ModelShape
@@ -110,6 +112,8 @@ def refuse(
             dtype=kv_dtype.name,
             dtypes=", ".join(_MLA_KV_DTYPES),
         )
+    if mla_checked and sparse:
+        _refuse_sparse_backend(version, kv_dtype, model_dtype)
     if mla_checked and sparse and kv_dtype.bits == 8 and model_dtype != "bf16":
         # Sparse MLA on SM90: FlashAttention-MLA-sparse takes no fp8 cache; FlashMLA-sparse
         # (fp8) and FlashInfer-MLA-sparse (fp8, fp8_e4m3) run bfloat16 models only.
@@ -126,6 +130,20 @@ def refuse(
             kv_heads=shape.num_key_value_heads,
             tp=tp,
         )
+
+
+def _refuse_sparse_backend(version: Version, kv_dtype: KVDtype, model_dtype: str) -> None:
+    """No sparse MLA backend on SM90 for this cache or model dtype in `version` (the backends'
+    supported dtype lists; cuda.py _get_backend_priorities)."""
+    label = version_text(version)
+    flashmla_only = not since(version, SPARSE_FA_SINCE)
+    no_e4m3 = kv_dtype.name == "fp8_e4m3" and not since(version, SPARSE_PLAIN_FP8_E4M3_SINCE)
+    if no_e4m3 or (flashmla_only and kv_dtype.name == "fp16"):
+        raise FieldError(
+            "kv_cache_dtype", "vllm.sparse_mla_kv_dtype", version=label, dtype=kv_dtype.name
+        )
+    if flashmla_only and model_dtype != "bf16":
+        raise FieldError("dtype", "vllm.sparse_mla_flashmla_dtype", version=label)
 
 
 def refuse_pipeline(version: Version, pp: int) -> None:

@@ -16,6 +16,33 @@ ASYNC_SCHEDULING_SINCE = (0, 10)
 ASYNC_DEFAULT_SINCE = (0, 14)
 # Async scheduling together with pipeline parallelism (PR #32359); before, refused.
 ASYNC_WITH_PP_SINCE = (0, 15)
+# Async scheduling with an n-gram draft (VllmConfig's async-scheduling checks): before, an
+# explicit --async-scheduling is refused ("Currently, async scheduling is only supported with
+# EAGLE/MTP/Draft Model/NGram GPU/... kind of speculative decoding") and the default turns it
+# off ("Async scheduling not supported with ngram-based speculative decoding"); read in the
+# 0.29.0 and 0.32.0 wheels, shown by the 0.24 and 0.29-0.32 draft oracles.
+NGRAM_ASYNC_SINCE = (0, 33)
+# A draft head under pipeline parallelism: before, SpeculativeConfig.create_draft_parallel_config
+# copied the target's pipeline_parallel_size into the draft's, and the draft's ModelConfig
+# verify_with_parallel_config refuses a model class without SupportsPP ("Pipeline parallelism is
+# not supported for this model. Supported models implement the `SupportsPP` interface."): the
+# EAGLE / EAGLE3 heads (llama_eagle.py, llama_eagle3.py), DeepSeekMTP and DFlash's draft do not
+# implement it; a draft model (a whole LLM) does. 0.30 gives the draft pipeline size 1 (read in
+# the 0.29.0 and 0.30.0 wheels, shown by the draft oracle of each release).
+DRAFT_PP_SINCE = (0, 30)
+PP_REFUSING_DRAFT_METHODS = ("eagle", "eagle3", "mtp", "dflash")
+# DeepSeek-V3.2 (sparse MLA) on SM90: FlashMLA-sparse lists fp8 (stored as fp8_ds_mla, 656 B a
+# token) but not fp8_e4m3, which FlashInfer-MLA-sparse-SM90 takes next in the priority list and
+# stores as plain fp8 latents (576 B; flashmla_sparse.py, flashinfer_mla_sparse_sm90.py
+# supported_kv_cache_dtypes, cuda.py _get_backend_priorities); read in 0.33.0, shown by the
+# draft oracle of each release from the one named.
+SPARSE_PLAIN_FP8_E4M3_SINCE = (0, 30)
+# ... and before, no SM90 sparse MLA backend takes fp8_e4m3. FlashAttention-MLA-sparse (float16
+# or bfloat16 models, auto / float16 / bfloat16 caches) joins the SM90 list ahead of
+# FlashMLA-sparse in the release named; before, FlashMLA-sparse alone (bfloat16 models; auto,
+# bfloat16 or fp8 caches): no float16 model, no float16 cache (read in the 0.24.0, 0.25.1 and 0.29.0
+# wheels, shown by their draft oracle).
+SPARSE_FA_SINCE = (0, 25)
 # Window admission counts every in-flight batch: max_in_flight_tokens = max_concurrent_batches ×
 # max_num_batched_tokens (VllmConfig.max_in_flight_tokens); before, one batch (PR #47728).
 IN_FLIGHT_ADMISSION_SINCE = (0, 26)
