@@ -1,8 +1,6 @@
 """Fit the expected decode step's constants on real published measurements.
 
     python bench/fit_step_model.py [--write] [--readme README.md]
-    python bench/fit_step_model.py --validate \
-        bench/measurements/decode_measurements_validation.jsonl [--readme README.md]
 
 Reads bench/measurements/decode_measurements_train.jsonl (each row names its source_url and
 the quote it was read from), plans every point with kvplan (batch = `batch` requests at context
@@ -18,13 +16,8 @@ estimate) and leave-one-source-out: each source's points predicted by constants 
 other sources only. --write rewrites the generated block of planner/core/step_constants.py;
 --readme replaces the text between `<!-- step-fit:begin -->` and `<!-- step-fit:end -->`.
 
---validate FILE fits nothing: it plans every row of FILE (held-out measurements, same fields as
-the training file) with the stored constants of planner/core/step_constants.py and reports the
-expected step's median / p90 |error|, how many estimates are above the measurement, the floor
-violations (a floor above a measurement) and estimates below the floor, overall and by
-publisher, engine, GPU, model class and batch; with --readme it replaces the text between
-`<!-- step-validation:begin -->` and `<!-- step-validation:end -->`. Rows with an `excluded`
-field are listed with its reason and not scored.
+Held-out rows are scored, with these stored constants and no refit, by
+bench/validate_step_model.py (which reuses this file's planning of a row).
 """
 
 from __future__ import annotations
@@ -341,13 +334,7 @@ def main() -> None:
     ap.add_argument("--write", action="store_true", help="rewrite planner/core/step_constants.py")
     ap.add_argument("--readme", type=Path, help="patch the step-fit section of this README")
     ap.add_argument("--residuals", action="store_true", help="print expected / measured")
-    ap.add_argument("--validate", type=Path, help="score held-out rows with the stored constants")
     args = ap.parse_args()
-    if args.validate:
-        from validate_step_model import validate
-
-        validate(args.validate, args.readme, args.residuals)
-        return
     raw = DATA.read_bytes()
     rows = [json.loads(line) for line in raw.decode().splitlines() if line.strip()]
     pts = [point_for(r) for r in rows]

@@ -1,7 +1,14 @@
 """Score the expected decode step and the floor on held-out measurements (no refit).
 
-    python bench/fit_step_model.py --validate \\
+    python bench/validate_step_model.py \\
         bench/measurements/decode_measurements_validation.jsonl [--readme README.md] [--residuals]
+
+It fits nothing: every row of FILE (held-out measurements, same fields as the training file) is
+reported as the expected step's median / p90 |error|, how many estimates are above the
+measurement, the floor violations (a floor above a measurement) and estimates below the floor,
+overall and by publisher, engine, GPU, model class and batch; with --readme it replaces the
+text between `<!-- step-validation:begin -->` and `<!-- step-validation:end -->`. Rows with an
+`excluded` field are listed with its reason and not scored.
 
 Every row is planned the way bench/fit_step_model.py plans its training rows (batch `batch` at
 context input + output/2, the row's GPU, TP, PP, KV dtype and checkpoint quantization) and
@@ -12,6 +19,7 @@ Nothing here is fitted; the validation rows never touch the constants.
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import re
@@ -135,7 +143,7 @@ def validate(path: Path, readme: Path | None, residuals: bool = False) -> dict[s
     excluded_lines = "\n".join(f"- `{r['id']}`: {r['excluded']}" for r in excluded)
     fitted_on = re.search(r"sha256 (\w+)", FIT_PROVENANCE)
     head = textwrap.fill(
-        f"**Held out.** `python bench/fit_step_model.py --validate {rel} --readme README.md` "
+        f"**Held out.** `python bench/validate_step_model.py {rel} --readme README.md` "
         f"scores {len(scored)} published points of `{rel}` (sha256 `{digest}…`), from {n_pub} "
         "publishers and no training source file, with the stored constants (fitted on the "
         f"training file, sha256 `{fitted_on.group(1) if fitted_on else '?'}…`); nothing is "
@@ -190,3 +198,16 @@ def validate(path: Path, readme: Path | None, residuals: bool = False) -> dict[s
             raise SystemExit(f"{readme} has no {BEGIN} ... {END} markers")
         readme.write_text(pattern.sub(lambda _m: f"{BEGIN}\n{report}{END}", body, count=1))
     return total
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("file", type=Path, help="held-out rows (the training file's fields)")
+    ap.add_argument("--readme", type=Path, help="patch the step-validation section of this README")
+    ap.add_argument("--residuals", action="store_true", help="print expected / measured")
+    args = ap.parse_args()
+    validate(args.file, args.readme, args.residuals)
+
+
+if __name__ == "__main__":
+    main()
