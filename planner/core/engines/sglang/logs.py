@@ -35,14 +35,17 @@ LOG_RULES: tuple[Rule, ...] = (
                     ("tokens", "#tokens:", P_INT),
                     ("k_gb", ", k size:", P_NUM),
                     ("v_gb", ", v size:", P_NUM),
+                    ("kv_gb", ", kv size:", P_NUM),  # MLA's one latent pool
                     ("dtype", "dtype:", P_WORD),
                 ],
                 ("tokens",),
             ),
         )
+        # The pools' own lines before the plain one, whose marker is inside theirs.
         for kind, marker in (
             ("swa_kv_allocated", "swa kv cache is allocated."),
             ("full_kv_allocated", "full kv cache is allocated."),
+            ("kv_allocated", "kv cache is allocated."),
         )
     ),
     Rule(
@@ -66,20 +69,6 @@ LOG_RULES: tuple[Rule, ...] = (
                 ("ssm_gb", "ssm_state size:", P_NUM),
             ],
             ("slots",),
-        ),
-    ),
-    Rule(
-        "kv_allocated",
-        "kv cache is allocated.",
-        labelled(
-            [
-                ("tokens", "#tokens:", P_INT),
-                ("k_gb", ", k size:", P_NUM),
-                ("v_gb", ", v size:", P_NUM),
-                ("kv_gb", ", kv size:", P_NUM),
-                ("dtype", "dtype:", P_WORD),
-            ],
-            ("tokens",),
         ),
     ),
     Rule(
