@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import multiprocessing
 import os
 import signal
 import socket
@@ -106,14 +107,25 @@ async def test_a_worker_killed_while_idle_is_replaced_and_the_job_retried() -> N
 
 async def test_a_worker_that_dies_under_a_job_is_retried_once() -> None:
     pool = WorkerPool(1, max_waiting=4, max_rss_bytes=1 << 30)
+    kept = None
     try:
         await asyncio.to_thread(pool.start)
         victim = pool._idle[0]
-        victim.send.close()  # the pipe breaks as the job is sent: as if the worker had died
+        # The pipe breaks as the job is sent, as if the worker had died. The worker's own end is
+        # kept open (`kept`), so the process is still alive when it is taken: closing the real
+        # pipe let a fast worker see EOF and exit first, which the pool rightly counts as dying
+        # idle, not under a job.
+        kept = victim.send
+        _, broken = multiprocessing.Pipe()
+        broken.close()
+        victim.send = broken
         assert await pool.run(30, sum, [4, 5]) == 9
         assert pool.stats.retried == 1
+        assert pool.stats.died == 1
     finally:
         pool.close()
+        if kept is not None:
+            kept.close()
 
 
 def test_trickling_bodies_take_no_work_slot(tmp_path: Path) -> None:
