@@ -78,8 +78,12 @@ lint: $(STAMP)
 types: $(STAMP)
 	$(BIN)/mypy planner
 
+# pytest-xdist: most of the suite's time is spent waiting on the servers, browsers and hostile
+# Hubs it starts, so more workers than cores pay. A file at a time and in collection order
+# (tests/conftest.py puts the browser files last on every worker). PYTEST_WORKERS=0 runs serially.
+PYTEST_WORKERS ?= 4
 pytest: $(STAMP) $(AXE)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 
 # ruff and mypy run beside pytest (and npm's axe-core beside pip's install): on two cores the
 # checks take no time of their own. Any failure fails the target.

@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 import planner.probe.run as probe_run
 from planner.api import calibrations
 from planner.api.problems import install_problem_handlers
+from planner.cli import build_app
 from planner.cli import probe as probe_cli
 from planner.probe import CalibrationIn
 from planner.store import Store
@@ -52,14 +53,9 @@ JSON_FIELDS = {
 
 @pytest.fixture(scope="module")
 def app() -> typer.Typer:
-    app = typer.Typer()
-    probe_cli.register(app)
-
-    @app.callback()
-    def _root() -> None:
-        pass
-
-    return app
+    # The CLI as `kvplan probe` builds it: its root callback resets the error style before each
+    # command, as every real invocation starts (a bare Typer app kept the previous test's).
+    return build_app(only="probe")
 
 
 @pytest.fixture

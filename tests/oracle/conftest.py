@@ -1,5 +1,5 @@
-"""Prints the oracle's per-figure agreement at the end of the run (kept beside the tests), and
-the helpers the oracle test modules share (tests/oracle/matrix.py does the work)."""
+"""The helpers the oracle test modules share (tests/oracle/matrix.py does the work; the
+end-of-run report is the plugin tests/oracle/report.py)."""
 
 from __future__ import annotations
 
@@ -7,12 +7,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import pytest
+from tests.oracle.matrix import oracle_results, release_python
+from tests.oracle.report import AGREEMENT_KEY, SUMMARY_KEY
 
-from tests.oracle.matrix import AGREEMENT, agreement_table, oracle_results, release_python
-
-AGREEMENT_KEY = pytest.StashKey[dict[str, Any]]()
-SUMMARY_KEY = pytest.StashKey[str]()
+__all__ = ["AGREEMENT_KEY", "SUMMARY_KEY", "require_oracle_python", "run_cached_oracle"]
 
 
 def require_oracle_python(version: str) -> Path:
@@ -34,17 +32,3 @@ def run_cached_oracle(
     live under `make oracle`). `cache_dir` and `prefix` are kept for callers; unused."""
     del cache_dir, prefix
     return oracle_results(version, harness, inputs, also_read=also_read, timeout_s=timeout_s)
-
-
-def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
-    if AGREEMENT:
-        table = agreement_table()
-        out = Path(config.rootpath) / ".pytest_cache" / "oracle-matrix.md"
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(table + "\n")
-        terminalreporter.write_sep("-", f"release matrix (also in {out})")
-        terminalreporter.write_line(table)
-    summary = config.stash.get(SUMMARY_KEY, None)
-    if summary:
-        terminalreporter.write_sep("-", "vLLM oracle agreement (N agree / M compared)")
-        terminalreporter.write_line(summary)

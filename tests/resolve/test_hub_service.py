@@ -79,13 +79,16 @@ async def test_a_hostile_hub_never_holds_the_loop(hub: Hub, tmp_path: Path, mode
     url, state = hub
     state.mode = mode
     lookups = HubLookups(hub_settings(url, tmp_path, timeout_seconds=1.0))
+    # The same loop's lateness with nothing to do: what a loaded machine adds on its own (the
+    # suite runs on several workers), so the bound below is on what the lookup adds.
+    idle_lag = await _max_loop_lag(0.25)
     started = time.monotonic()
     lookup = asyncio.ensure_future(lookups.resolve("acme/sharded-llama", None))
     lag = await _max_loop_lag(0.5)
     with pytest.raises(HubUnavailableError):
         await lookup
     assert time.monotonic() - started < 2.5
-    assert lag < 0.1, lag
+    assert lag < idle_lag + 0.1, (lag, idle_lag)
 
 
 @pytest.fixture

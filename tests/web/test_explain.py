@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Iterator
 from fractions import Fraction
-from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
@@ -20,7 +18,7 @@ from starlette.testclient import TestClient
 from planner.api.security import CONTENT_SECURITY_POLICY
 from planner.lab.reference import softmax_example
 from planner.web.i18n import COOKIE_NAME
-from tests.web.conftest import PHONE, browser_session, parse
+from tests.web.conftest import parse
 from tests.web.test_page import error_text
 
 ZH = {"accept-language": "zh-CN,zh;q=0.9"}
@@ -291,34 +289,3 @@ def test_the_main_page_links_here(client: TestClient) -> None:
         assert '<nav class="site-nav"' in nav and 'href="/explain"' in nav
     page = client.get("/explain").text
     assert '<a href="/explain" aria-current="page">How it works</a>' in page
-
-
-# ---- in Debian's chromium ---------------------------------------------------------------------
-
-
-@pytest.fixture
-def phone(browser: Any, live_server: str) -> Iterator[Any]:
-    with browser_session(browser, live_server, **PHONE) as s:
-        yield s
-
-
-@pytest.mark.browser
-def test_in_the_browser_at_phone_width(phone: Any) -> None:
-    """Pick P and T with the plain form, read the grid, switch to Chinese: no console error,
-    no CSP violation, no sideways scroll at 360 px."""
-    phone.goto("/explain")
-    page = phone.page
-    assert page.locator("#softmax-output").inner_text() == "34/6"
-    assert page.evaluate("document.documentElement.scrollWidth") <= 360
-    page.fill("#f-cached_tokens", "4")
-    page.fill("#f-chunk_tokens", "3")
-    page.click("#mask button.primary")
-    page.wait_for_url(re.compile(r"cached_tokens=4&chunk_tokens=3.*#mask$"))
-    verdict = page.locator("#mask-verdict").inner_text()
-    assert "Q4 sees only K0 instead of K0–K4" in verdict
-    assert page.locator("#mask-wrong tbody tr").count() == 3
-    assert page.evaluate("document.documentElement.scrollWidth") <= 360
-    page.click("button.lang-switch[value=zh]")
-    page.wait_for_selector("html[lang=zh-Hans]")
-    assert "mask 是 3 × 7" in page.locator("#mask").inner_text()
-    assert page.evaluate("document.documentElement.scrollWidth") <= 360
