@@ -54,6 +54,7 @@ RELEASES = {
     "0.28.0": "vllm_draft_sizing.py",
     "0.27.1": DRAFT_0_21,
     "0.26.0": DRAFT_0_21,
+    "0.25.1": DRAFT_0_21,
     "0.24.0": DRAFT_0_21,
 }
 # Files a harness imports, hashed with it into the fixtures' provenance.
