@@ -42,8 +42,8 @@ pytestmark = pytest.mark.oracle
 
 HERE = Path(__file__).resolve().parent
 # Each release's harness: 0.28+ run vllm_draft_sizing.py as it is; 0.21-0.27 lack what it
-# reads from VllmConfig (num_lookahead_tokens) and, before 0.25, what vllm_sizing_0_21.py gives
-# vllm_sizing.py.
+# reads from VllmConfig (num_lookahead_tokens), before 0.25 what vllm_sizing_0_21.py gives
+# vllm_sizing.py, and before 0.24 the sparse-MLA cache dtype test under 0.24's function name.
 DRAFT_0_21 = "vllm_draft_sizing_0_21.py"
 RELEASES = {
     "0.33.0": "vllm_draft_sizing.py",
@@ -51,7 +51,14 @@ RELEASES = {
     "0.31.0": "vllm_draft_sizing.py",
     "0.30.0": "vllm_draft_sizing.py",
     "0.29.0": "vllm_draft_sizing.py",
+    "0.28.0": "vllm_draft_sizing.py",
+    "0.27.1": DRAFT_0_21,
+    "0.26.0": DRAFT_0_21,
+    "0.25.1": DRAFT_0_21,
     "0.24.0": DRAFT_0_21,
+    "0.23.0": DRAFT_0_21,
+    "0.22.1": DRAFT_0_21,
+    "0.21.0": DRAFT_0_21,
 }
 # Files a harness imports, hashed with it into the fixtures' provenance.
 ALSO_READ = {

@@ -11,7 +11,10 @@ Runs INSIDE the oracle virtualenv, never in the service's (usage as vllm_draft_s
   inside the engine's config context, 0.24's get_kv_cache_capacity for 0.21-0.23, no
   vllm._C), with the draft harness's engine config as the context.
 - MLAAttention.__init__ writes a sparse layer's canonical cache dtype (FlashMLA-sparse: fp8 →
-  fp8_ds_mla) back into `cache_config.cache_dtype`, and where the release's
+  fp8_ds_mla) back into `cache_config.cache_dtype` (0.24 names that test
+  `_canonicalize_sparse_mla_kv_cache_dtype`; 0.21-0.23 write it inline in `__init__`, as
+  FlashMLA-sparse with a quantized cache dtype other than fp8_ds_mla: the harness gives the
+  module that test under 0.24's name), and where the release's
   `MLAAttention.get_kv_cache_spec` names the spec's `cache_dtype_str` from there (0.24; 0.29+
   take the layer's own) the page size depends on it: the harness's layers do the same write.
 - What vllm_draft_sizing.py already reads per release (no `is_draft` on the specs before 0.28,
@@ -61,7 +64,22 @@ if RELEASE < (0, 25):
 
     draft._engine_config = _engine_config_kept
 
+from vllm.model_executor.layers.attention import mla_attention  # noqa: E402
 from vllm.model_executor.layers.attention.mla_attention import MLAAttention  # noqa: E402
+
+if not hasattr(mla_attention, "_canonicalize_sparse_mla_kv_cache_dtype"):
+
+    def _canonicalize_inline(backend: Any, kv_cache_dtype: str) -> str:
+        """0.21-0.23: MLAAttention.__init__'s own test, not yet a function of its module."""
+        if (
+            backend.get_name() == "FLASHMLA_SPARSE"
+            and mla_attention.is_quantized_kv_cache(kv_cache_dtype)
+            and kv_cache_dtype != "fp8_ds_mla"
+        ):
+            return "fp8_ds_mla"
+        return kv_cache_dtype
+
+    mla_attention._canonicalize_sparse_mla_kv_cache_dtype = _canonicalize_inline
 
 if "cache_config.cache_dtype" in inspect.getsource(MLAAttention.get_kv_cache_spec):
     _make_sparse = draft._make_sparse

@@ -20,7 +20,7 @@ ASYNC_WITH_PP_SINCE = (0, 15)
 # explicit --async-scheduling is refused ("Currently, async scheduling is only supported with
 # EAGLE/MTP/Draft Model/NGram GPU/... kind of speculative decoding") and the default turns it
 # off ("Async scheduling not supported with ngram-based speculative decoding"); read in the
-# 0.29.0 and 0.32.0 wheels, shown by the 0.24 and 0.29-0.32 draft oracles.
+# 0.29.0 and 0.32.0 wheels, shown by the draft oracle of each release from 0.21 to 0.32.
 NGRAM_ASYNC_SINCE = (0, 33)
 # A draft head under pipeline parallelism: before, SpeculativeConfig.create_draft_parallel_config
 # copied the target's pipeline_parallel_size into the draft's, and the draft's ModelConfig
@@ -41,7 +41,7 @@ SPARSE_PLAIN_FP8_E4M3_SINCE = (0, 30)
 # or bfloat16 models, auto / float16 / bfloat16 caches) joins the SM90 list ahead of
 # FlashMLA-sparse in the release named; before, FlashMLA-sparse alone (bfloat16 models; auto,
 # bfloat16 or fp8 caches): no float16 model, no float16 cache (read in the 0.24.0, 0.25.1 and 0.29.0
-# wheels, shown by their draft oracle).
+# wheels, shown by the draft oracle of each release from 0.21).
 SPARSE_FA_SINCE = (0, 25)
 # Window admission counts every in-flight batch: max_in_flight_tokens = max_concurrent_batches ×
 # max_num_batched_tokens (VllmConfig.max_in_flight_tokens); before, one batch (PR #47728).
