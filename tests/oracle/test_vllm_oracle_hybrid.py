@@ -49,7 +49,9 @@ HYBRIDS_0_29 = (
 # Without Nemotron-H: the transformers of 0.24 – 0.28 (5.5.3) cannot parse its layer pattern,
 # that of 0.21 – 0.23 (4.57.1) has no NemotronH config (vLLM ships none).
 HYBRIDS_0_24 = tuple(m for m in HYBRIDS_0_29 if m != "nvidia/NVIDIA-Nemotron-Nano-9B-v2")
-# Each release's harness, and the models it can size on CPU: 0.11.0 has no Kimi-Linear or
+# Each release's harness, and the models it can size on CPU. 0.20.2 runs 0.21's harness as it is
+# (the modules it drives are there: layers/mamba/gdn_linear_attn, layers/kda,
+# update_block_size_for_backend, 0.21's _report_kv_cache_config lines). 0.11.0 has no Kimi-Linear or
 # LFM2 class here, cannot inspect Qwen3-Next without its Triton kernels, and its transformers
 # (4.57) has no NemotronH config.
 RELEASES = {
@@ -66,6 +68,7 @@ RELEASES = {
     "0.23.0": ("vllm_hybrid_sizing_0_21.py", HYBRIDS_0_24, 96),
     "0.22.1": ("vllm_hybrid_sizing_0_21.py", HYBRIDS_0_24, 96),
     "0.21.0": ("vllm_hybrid_sizing_0_21.py", HYBRIDS_0_24, 96),
+    "0.20.2": ("vllm_hybrid_sizing_0_21.py", HYBRIDS_0_24, 96),
     "0.11.0": (
         "vllm_hybrid_sizing_0_11.py",
         (

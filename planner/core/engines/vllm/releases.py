@@ -251,10 +251,11 @@ SEPARATE_LINES_ASSUMED = "0.19"
 
 # -- state layers (Mamba, gated delta nets, KDA, short convolutions): engines/vllm/hybrid.py ----
 # The two rule sets: 0.10.2–0.11 (prefix caching off for hybrids, one state block per request) and
-# the one read from here on (the platform's block alignment, `mamba_cache_mode`). Releases in
-# between are refused; each release of the range was checked by its own code (tests/oracle).
+# the one read from here on (the platform's block alignment after load, `mamba_cache_mode`; 0.20.2's
+# MambaModelConfig and update_block_size_for_backend are 0.21.0's). Releases in between are
+# refused; each release of the range was checked by its own code (tests/oracle).
 OLD_STATE_RULES = ((0, 10, 2), (0, 11, 99))
-STATE_RULES_SINCE = (0, 21)
+STATE_RULES_SINCE = (0, 20)
 # Prefix caching is on by default for hybrids as for every model; before, hybrids opt in
 # (EngineArgs._set_default_chunked_prefill_and_prefix_caching_args: `and not is_hybrid` in
 # 0.26 – 0.27, ModelConfig.is_prefix_caching_supported False for "hybrid" before).
