@@ -44,9 +44,12 @@ from math import lcm
 from planner.core.engines.versions import Version, since, version_text
 from planner.core.engines.vllm.releases import (
     ALIGN_MODE_ONLY_SINCE,
+    ALIGN_MODE_WITH_SPEC_SINCE,
     ALL_MODE_WITH_SPEC_SINCE,
     BAMBA_ALIGN_SINCE,
+    CONFIG_MLA_ALIGNMENT,
     GDN_CHECKPOINT_SINCE,
+    HYBRID_ALIGN_AFTER_LOAD_SINCE,
     HYBRID_PREFIX_DEFAULT_SINCE,
     MAMBA2_CHECKPOINT_SINCE,
     MAMBA_PREFIX_CACHING_TYPES,
@@ -160,7 +163,11 @@ def bind_vllm_state(
     else:
         mode = _cache_mode(version, shape, prefix_caching, num_spec)
         attn_1 = rank_attn.page_bytes(kv, 1)
-        align = max(KERNEL_BLOCK, block_size)
+        if not since(version, HYBRID_ALIGN_AFTER_LOAD_SINCE):
+            # Raised while the config is built: the kernel block alone.
+            align = CONFIG_MLA_ALIGNMENT if isinstance(attn, MLASpec) else KERNEL_BLOCK
+        else:
+            align = max(KERNEL_BLOCK, block_size)
         if isinstance(attn, MLASpec) and since(version, MLA_HYBRID_128_SINCE):
             align = max(align, MLA_HYBRID_ALIGNMENT)
         # GDN exports prefill checkpoints only with FlashInfer's prefill (SM90) in align mode,
@@ -266,7 +273,10 @@ def _cache_mode(version: Version, shape: ModelShape, prefix_caching: bool, num_s
     )
     if since(version, ALIGN_MODE_ONLY_SINCE) or not declared:
         return "align"
-    return "all" if not num_spec or since(version, ALL_MODE_WITH_SPEC_SINCE) else "align"
+    spec_align = since(version, ALIGN_MODE_WITH_SPEC_SINCE) and not since(
+        version, ALL_MODE_WITH_SPEC_SINCE
+    )
+    return "align" if num_spec and spec_align else "all"
 
 
 def _bytes(kv: KVDtype) -> int:

@@ -1,0 +1,116 @@
+"""vLLM 0.18-0.19's own sizing of hybrid (state + attention) models, run on CPU:
+vllm_hybrid_sizing_0_21.py (0.21's harness, which runs 0.20.2 as it is) with what these
+releases lack or do differently given back to it.
+
+Runs INSIDE the oracle virtualenv, never in the service's (usage as vllm_hybrid_sizing.py).
+
+Read in 0.19.1's wheel:
+- No `VllmConfig.mamba_config` (0.20 adds it): the harness copies it onto each MambaMixer2 as
+  0.20's constructor does; 0.19's layers never read it (`get_state_shape`,
+  `get_kv_cache_spec`). The config gets None under 0.20's name.
+- The block is raised while the config is built (`HybridAttentionMambaModelConfig.
+  verify_and_update_config`, from `VllmConfig.try_verify_and_update_config`), and the state
+  page padded to that attention page (`mamba_page_size_padded`). After load the executor's
+  `Platform.update_block_size_for_backend` sets a hybrid's block back to 16 unless
+  --block-size was given; the layers' specs are built at 16 and `get_kv_cache_configs`'
+  `unify_kv_cache_spec_page_size` multiplies the attention spec's block back to the padded
+  state page. Reported here: `block_size` and `page_bytes_per_layer` at the raised block (the
+  attention group's, which accepted cases assert), and the block the runtime config holds as
+  `runtime_block_size`.
+- `_report_kv_cache_config` logs "GPU KV cache size" as num_blocks // groups × the smallest
+  block (0.20.1 takes int(max_concurrency × max_model_len)): both logged lines are captured
+  from the function's own logger, not recomputed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from typing import Any
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+# isort: off
+import vllm_hybrid_sizing_0_21  # noqa: F401  (first: its switches patch what the others import)
+import vllm_hybrid_sizing as hybrid
+from vllm.config import VllmConfig
+from vllm.platforms.interface import Platform
+from vllm.v1.core import kv_cache_utils
+
+# isort: on
+
+if not hasattr(VllmConfig, "mamba_config"):
+    VllmConfig.mamba_config = None  # type: ignore[attr-defined]
+
+_BLOCKS: dict[str, int] = {}
+_real_update = Platform.update_block_size_for_backend
+
+
+def _update_seen(vllm_config: Any) -> None:
+    cc = vllm_config.cache_config
+    _BLOCKS["config"] = cc.block_size
+    _real_update(vllm_config)
+    _BLOCKS["runtime"] = cc.block_size
+
+
+Platform.update_block_size_for_backend = staticmethod(_update_seen)  # type: ignore[method-assign]
+
+
+class _Lines:
+    """Stands in for kv_cache_utils' logger: keeps every message (info_once would drop a line
+    that repeats an earlier case's) and hands everything else to the real logger."""
+
+    def __init__(self, real: Any) -> None:
+        self._real = real
+        self.lines: list[str] = []
+
+    def _keep(self, msg: str, *args: Any, **_: Any) -> None:
+        self.lines.append(msg % args if args else msg)
+
+    info = info_once = debug = debug_once = warning = warning_once = _keep
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+
+def _logged_capacity(vllm_config: Any, kv_cache_config: Any) -> tuple[int | None, float | None]:
+    """What this release's `_report_kv_cache_config` logs, read from its own lines."""
+    real, capture = kv_cache_utils.logger, _Lines(kv_cache_utils.logger)
+    kv_cache_utils.logger = capture
+    try:
+        kv_cache_utils._report_kv_cache_config(vllm_config, kv_cache_config)
+    finally:
+        kv_cache_utils.logger = real
+    tokens = concurrency = None
+    for line in capture.lines:
+        if m := re.search(r"GPU KV cache size: ([\d,]+) tokens", line):
+            tokens = tokens if tokens is not None else int(m.group(1).replace(",", ""))
+        if m := re.search(r"Maximum concurrency for [\d,]+ tokens per request: ([\d.]+)x", line):
+            concurrency = concurrency if concurrency is not None else float(m.group(1))
+    return tokens, concurrency
+
+
+hybrid.get_kv_cache_capacity = _logged_capacity
+_one = hybrid._one
+
+
+def _one_at_raised_block(c: dict[str, Any], root: str) -> dict[str, Any]:
+    _BLOCKS.clear()
+    out = _one(c, root)
+    raised, runtime = _BLOCKS.get("config"), _BLOCKS.get("runtime")
+    if raised is None or raised == runtime or out.get("block_size") != runtime:
+        return out
+    out["runtime_block_size"] = runtime
+    out["block_size"] = raised
+    out["page_bytes_per_layer"] = out["page_bytes_per_layer"] * raised // runtime
+    if out["accepted"]:
+        attn = {g["block_size"] for g in out["groups"] if g["kind"] != "mamba"}
+        assert attn == {raised}, (attn, raised)
+    return out
+
+
+hybrid._one = _one_at_raised_block
+
+if __name__ == "__main__":
+    sys.exit(hybrid.main())
