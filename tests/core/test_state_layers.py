@@ -247,7 +247,7 @@ def test_unknown_layer_type_is_refused_by_name_and_index(
     ("kw", "field"),
     [
         ({"engine": "trtllm"}, "engine"),
-        # 0.12 – 0.18: not yet checked against their own code (0.19 and newer are).
+        # 0.12 – 0.17: not yet checked against their own code (0.18 and newer are).
         ({"engine": "vllm", "engine_version": "0.12.0"}, "engine_version"),
         ({"pipeline_parallel_size": 2}, "pipeline_parallel_size"),
         ({"tensor_parallel_size": 16}, "tensor_parallel_size"),  # 12 attention heads
@@ -270,11 +270,11 @@ def test_sglang_plans_mamba2_and_refuses_short_convolutions() -> None:
     assert err.value.problems[0].field == "engine"
 
 
-@pytest.mark.parametrize("version", ["0.19.1", "0.20.2", "0.21.0", "0.24.0", "0.27.1"])
-def test_vllm_0_19_to_0_27_hybrids_are_planned(version: str) -> None:
+@pytest.mark.parametrize("version", ["0.18.1", "0.19.1", "0.20.2", "0.21.0", "0.24.0", "0.27.1"])
+def test_vllm_0_18_to_0_27_hybrids_are_planned(version: str) -> None:
     # Each release's own sizing code agrees on the hybrid grid
     # (tests/oracle/fixtures/vllm/<release>/vllm_hybrid_sizing_0_*.json: 192/192 for 0.19 and
-    # 0.20, 288/288 for 0.21, 368/368 for 0.24 and 0.27).
+    # 0.20 (0.18 too), 288/288 for 0.21, 368/368 for 0.24 and 0.27).
     assert _plan(HYBRID["Qwen/Qwen3-Next-80B-A3B-Instruct"], engine_version=version).capacity
 
 

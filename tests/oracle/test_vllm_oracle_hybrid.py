@@ -72,6 +72,7 @@ RELEASES = {
     "0.21.0": ("vllm_hybrid_sizing_0_21.py", HYBRIDS_0_24, 96),
     "0.20.2": ("vllm_hybrid_sizing_0_21.py", HYBRIDS_0_24, 96),
     "0.19.1": ("vllm_hybrid_sizing_0_18.py", HYBRIDS_0_24, 96),
+    "0.18.1": ("vllm_hybrid_sizing_0_18.py", HYBRIDS_0_24, 96),
     "0.11.0": (
         "vllm_hybrid_sizing_0_11.py",
         (

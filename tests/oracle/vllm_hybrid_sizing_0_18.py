@@ -4,7 +4,11 @@ releases lack or do differently given back to it.
 
 Runs INSIDE the oracle virtualenv, never in the service's (usage as vllm_hybrid_sizing.py).
 
-Read in 0.19.1's wheel:
+Read in 0.18.1's and 0.19.1's wheels:
+- 0.18 has no `layers/mamba/gdn_linear_attn`: Qwen3-Next's gated delta net is
+  `models/qwen3_next.Qwen3NextGatedDeltaNet` (the same state shape and dtype calls, the
+  attributes its constructor sets); 0.21's harness gets it under 0.19's module name. Its
+  SM90 backend priority list takes no `kv_cache_dtype` (only what it declares is passed).
 - No `VllmConfig.mamba_config` (0.20 adds it): the harness copies it onto each MambaMixer2 as
   0.20's constructor does; 0.19's layers never read it (`get_state_shape`,
   `get_kv_cache_spec`). The config gets None under 0.20's name.
@@ -24,21 +28,47 @@ Read in 0.19.1's wheel:
 
 from __future__ import annotations
 
+import importlib.util
+import inspect
 import os
 import re
 import sys
+import types
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 # isort: off
-import vllm_hybrid_sizing_0_21  # noqa: F401  (first: its switches patch what the others import)
+import vllm_sizing_0_21  # noqa: F401  (first: its switches patch what the others import)
+
+if importlib.util.find_spec("vllm.model_executor.layers.mamba.gdn_linear_attn") is None:
+    # 0.18: Qwen3-Next's gated delta net is its model file's Qwen3NextGatedDeltaNet.
+    from vllm.model_executor.layers import mamba as _mamba_pkg
+    from vllm.model_executor.models import qwen3_next
+
+    _gdn = types.ModuleType("vllm.model_executor.layers.mamba.gdn_linear_attn")
+    _gdn.GatedDeltaNetAttention = qwen3_next.Qwen3NextGatedDeltaNet  # type: ignore[attr-defined]
+    sys.modules[_gdn.__name__] = _gdn
+    _mamba_pkg.gdn_linear_attn = _gdn  # type: ignore[attr-defined]
+
+import vllm_hybrid_sizing_0_21  # noqa: F401
 import vllm_hybrid_sizing as hybrid
+import vllm_sizing as base
 from vllm.config import VllmConfig
 from vllm.platforms.interface import Platform
 from vllm.v1.core import kv_cache_utils
 
 # isort: on
+
+_priorities = base._get_backend_priorities
+_offered = inspect.signature(_priorities).parameters
+if "kv_cache_dtype" not in _offered:
+    # 0.18's SM90 priority list takes no cache dtype (0.19 adds it); each backend's declared
+    # support still filters by it (as vllm_sizing_0_11.py does for the plain grid).
+    def _priorities_offered(**kw: Any) -> Any:
+        return _priorities(**{k: v for k, v in kw.items() if k in _offered})
+
+    base._get_backend_priorities = _priorities_offered
 
 if not hasattr(VllmConfig, "mamba_config"):
     VllmConfig.mamba_config = None  # type: ignore[attr-defined]

@@ -255,7 +255,7 @@ SEPARATE_LINES_ASSUMED = "0.19"
 # MambaModelConfig and update_block_size_for_backend are 0.21.0's). Releases in between are
 # refused; each release of the range was checked by its own code (tests/oracle).
 OLD_STATE_RULES = ((0, 10, 2), (0, 11, 99))
-STATE_RULES_SINCE = (0, 19)
+STATE_RULES_SINCE = (0, 18)
 # Prefix caching is on by default for hybrids as for every model; before, hybrids opt in
 # (EngineArgs._set_default_chunked_prefill_and_prefix_caching_args: `and not is_hybrid` in
 # 0.26 – 0.27, ModelConfig.is_prefix_caching_supported False for "hybrid" before).
@@ -277,12 +277,12 @@ BAMBA_ALIGN_SINCE = (0, 24)
 ALL_MODE_WITH_SPEC_SINCE = (0, 22)
 ALIGN_MODE_WITH_SPEC_SINCE = (0, 20)
 # Before 0.20 the block is raised while the config is built (HybridAttentionMambaModelConfig.
-# verify_and_update_config, read in 0.19.1's wheel): aligned to the kernel block alone (16; 64
-# for MLA, 128 only with --attention-backend CUTLASS_MLA), where the platform's
+# verify_and_update_config, read in the 0.18.1 and 0.19.1 wheels): aligned to the kernel block
+# alone (16; 64 for MLA, 128 only with --attention-backend CUTLASS_MLA), where the platform's
 # _align_hybrid_block_size after load (0.20+) aligns to max(kernel block, --block-size). The
 # executor's update_block_size_for_backend then sets a default block back to 16, and
 # unify_kv_cache_spec_page_size multiplies the attention spec back to the padded state page:
-# the attention group runs at the raised block either way (shown by 0.19.1's oracle).
+# the attention group runs at the raised block either way (shown by 0.18.1's and 0.19.1's oracles).
 HYBRID_ALIGN_AFTER_LOAD_SINCE = (0, 20)
 CONFIG_MLA_ALIGNMENT = 64
 # A short convolution's conv state keeps kernel − 1 + speculative-token rows (ShortConv
