@@ -51,9 +51,9 @@ HYBRIDS_0_29 = (
 HYBRIDS_0_24 = tuple(m for m in HYBRIDS_0_29 if m != "nvidia/NVIDIA-Nemotron-Nano-9B-v2")
 # Each release's harness, and the models it can size on CPU. 0.20.2 runs 0.21's harness as it is
 # (the modules it drives are there: layers/mamba/gdn_linear_attn, layers/kda,
-# update_block_size_for_backend, 0.21's _report_kv_cache_config lines); 0.18-0.19 run it through
+# update_block_size_for_backend, 0.21's _report_kv_cache_config lines); 0.14-0.19 run it through
 # vllm_hybrid_sizing_0_18.py (the block raised while the config is built, the logged lines
-# captured). 0.11.0 has no Kimi-Linear or
+# captured, the modules these releases keep elsewhere). 0.11.0 has no Kimi-Linear or
 # LFM2 class here, cannot inspect Qwen3-Next without its Triton kernels, and its transformers
 # (4.57) has no NemotronH config.
 RELEASES = {
@@ -73,6 +73,10 @@ RELEASES = {
     "0.20.2": ("vllm_hybrid_sizing_0_21.py", HYBRIDS_0_24, 96),
     "0.19.1": ("vllm_hybrid_sizing_0_18.py", HYBRIDS_0_24, 96),
     "0.18.1": ("vllm_hybrid_sizing_0_18.py", HYBRIDS_0_24, 96),
+    "0.17.1": ("vllm_hybrid_sizing_0_18.py", HYBRIDS_0_24, 96),
+    "0.16.0": ("vllm_hybrid_sizing_0_18.py", HYBRIDS_0_24, 96),
+    "0.15.1": ("vllm_hybrid_sizing_0_18.py", HYBRIDS_0_24, 96),
+    "0.14.1": ("vllm_hybrid_sizing_0_18.py", HYBRIDS_0_24, 96),
     "0.11.0": (
         "vllm_hybrid_sizing_0_11.py",
         (

@@ -1,10 +1,20 @@
-"""vLLM 0.18-0.19's own sizing of hybrid (state + attention) models, run on CPU:
+"""vLLM 0.14-0.19's own sizing of hybrid (state + attention) models, run on CPU:
 vllm_hybrid_sizing_0_21.py (0.21's harness, which runs 0.20.2 as it is) with what these
 releases lack or do differently given back to it.
 
 Runs INSIDE the oracle virtualenv, never in the service's (usage as vllm_hybrid_sizing.py).
 
-Read in 0.18.1's and 0.19.1's wheels:
+Read in the 0.14.1 – 0.19.1 wheels:
+- 0.14-0.16 keep `Attention` and `MLAAttention` in `vllm/attention/layer.py` (0.17 moves them
+  to `model_executor/layers/attention/`): vllm_sizing.py gets them under 0.17's module names.
+  0.16 has no `VllmConfig.num_speculative_tokens` (the harness reads 0.17's property: the
+  draft's k, or 0); 0.14 has no `CacheConfig.mamba_cache_mode` (0.15 adds it: reported None,
+  and 0.33's GDN checkpoints, align mode only, stay off).
+- 0.17 has no after-load block step (`Platform.update_block_size_for_backend`, 0.18): the
+  block is final once the config is built and `CudaPlatform.check_and_update_config` has run,
+  which the harness calls as the engine does (on an SM90 GPU with FlashMLA, as
+  vllm_sizing_0_11.py answers); no --block-size flag is kept and the backend is chosen without
+  a block size; the CPU swap space (checked against this machine's RAM) is 0.
 - 0.18 has no `layers/mamba/gdn_linear_attn`: Qwen3-Next's gated delta net is
   `models/qwen3_next.Qwen3NextGatedDeltaNet` (the same state shape and dtype calls, the
   attributes its constructor sets); 0.21's harness gets it under 0.19's module name. Its
@@ -28,6 +38,8 @@ Read in 0.18.1's and 0.19.1's wheels:
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.machinery
 import importlib.util
 import inspect
 import os
@@ -38,8 +50,52 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+
+# Names vllm_sizing.py imports from 0.17's modules, and where 0.15-0.16 keep them.
+_MOVED = {
+    "vllm.model_executor.layers.attention.attention": {"Attention": "vllm.attention.layer"},
+    "vllm.model_executor.layers.attention.mla_attention": {"MLAAttention": "vllm.attention.layer"},
+}
+
+
+class _Empty(importlib.abc.Loader):
+    def create_module(self, spec: Any) -> None:
+        return None
+
+    def exec_module(self, module: Any) -> None:
+        return None
+
+
+class _MovedFinder(importlib.abc.MetaPathFinder):
+    """Gives a module the names a later release moved into it (an empty module where the
+    release has none), each the release's own object from where it keeps it."""
+
+    def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
+        if name not in _MOVED:
+            return None
+        sys.meta_path.remove(self)
+        try:
+            spec = importlib.util.find_spec(name)
+        finally:
+            sys.meta_path.insert(0, self)
+        if spec is None:
+            spec = importlib.machinery.ModuleSpec(name, _Empty())
+        exec_module = spec.loader.exec_module
+
+        def exec_and_add(module: Any) -> None:
+            exec_module(module)
+            for attr, source in _MOVED[name].items():
+                if not hasattr(module, attr):
+                    setattr(module, attr, getattr(importlib.import_module(source), attr))
+
+        spec.loader.exec_module = exec_and_add
+        return spec
+
+
+sys.meta_path.insert(0, _MovedFinder())
+
 # isort: off
-import vllm_sizing_0_21  # noqa: F401  (first: its switches patch what the others import)
+import vllm_sizing_0_21  # noqa: F401,E402  (first: its switches patch what the others import)
 
 if importlib.util.find_spec("vllm.model_executor.layers.mamba.gdn_linear_attn") is None:
     # 0.18: Qwen3-Next's gated delta net is its model file's Qwen3NextGatedDeltaNet.
@@ -51,12 +107,12 @@ if importlib.util.find_spec("vllm.model_executor.layers.mamba.gdn_linear_attn") 
     sys.modules[_gdn.__name__] = _gdn
     _mamba_pkg.gdn_linear_attn = _gdn  # type: ignore[attr-defined]
 
-import vllm_hybrid_sizing_0_21  # noqa: F401
-import vllm_hybrid_sizing as hybrid
-import vllm_sizing as base
-from vllm.config import VllmConfig
-from vllm.platforms.interface import Platform
-from vllm.v1.core import kv_cache_utils
+import vllm_hybrid_sizing_0_21  # noqa: E402,F401
+import vllm_hybrid_sizing as hybrid  # noqa: E402
+import vllm_sizing as base  # noqa: E402
+from vllm.config import VllmConfig  # noqa: E402
+from vllm.platforms.interface import Platform  # noqa: E402
+from vllm.v1.core import kv_cache_utils  # noqa: E402
 
 # isort: on
 
@@ -70,8 +126,57 @@ if "kv_cache_dtype" not in _offered:
 
     base._get_backend_priorities = _priorities_offered
 
+if not hasattr(VllmConfig, "num_speculative_tokens"):
+    # 0.16: the harness reads 0.17's property (the draft's k, or 0).
+    VllmConfig.num_speculative_tokens = property(  # type: ignore[attr-defined]
+        lambda self: (
+            (self.speculative_config.num_speculative_tokens or 0)
+            if self.speculative_config is not None
+            else 0
+        )
+    )
+
+from vllm.config.cache import CacheConfig  # noqa: E402
+
+if "mamba_cache_mode" not in CacheConfig.__dataclass_fields__:
+    # 0.14: no cache modes (0.15 adds them); the harness reports None and 0.33's GDN
+    # checkpoints (align mode only) stay off.
+    CacheConfig.mamba_cache_mode = None  # type: ignore[attr-defined]
+
 if not hasattr(VllmConfig, "mamba_config"):
     VllmConfig.mamba_config = None  # type: ignore[attr-defined]
+
+if not hasattr(Platform, "update_block_size_for_backend"):
+    # 0.17: the block is final once the config is built and CudaPlatform.check_and_update_config
+    # has run (FlashMLA's multiple of 64 for MLA); no after-load step, no validation, and no
+    # --block-size flag kept (the attention backend is chosen without a block size, as
+    # vllm_sizing_0_11.py does). The platform answers as an SM90 GPU with FlashMLA, as there.
+    import importlib
+
+    from vllm.config.cache import CacheConfig
+    from vllm.platforms import cuda
+    from vllm.platforms.interface import DeviceCapability
+
+    cuda.CudaPlatform.get_device_capability = classmethod(  # type: ignore[method-assign]
+        lambda cls, device_id=0: DeviceCapability(9, 0)
+    )
+    _flashmla = importlib.import_module("vllm.v1.attention.ops.flashmla")
+    _flashmla.is_flashmla_dense_supported = lambda: (True, None)
+    Platform.update_block_size_for_backend = classmethod(  # type: ignore[attr-defined]
+        lambda cls, vllm_config: None
+    )
+    VllmConfig.validate_block_size = lambda self: None  # type: ignore[attr-defined]
+    CacheConfig.user_specified_block_size = False  # type: ignore[attr-defined]
+    _config_only = hybrid._engine_config
+
+    def _engine_config_on_cuda(c: dict[str, Any], model_dir: str, extra: dict[str, Any]) -> Any:
+        # CPU swap space is checked against this machine's RAM (4 GiB x TP by default); it has
+        # nothing to do with the GPU KV cache (vllm_sizing_0_11.py passes 0 too).
+        cfg = _config_only(c, model_dir, {**extra, "swap_space": 0})
+        cuda.CudaPlatform.check_and_update_config(cfg)
+        return cfg
+
+    hybrid._engine_config = _engine_config_on_cuda
 
 _BLOCKS: dict[str, int] = {}
 _real_update = Platform.update_block_size_for_backend
