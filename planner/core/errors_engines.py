@@ -101,8 +101,19 @@ ENGINE_ERRORS: dict[str, str] = {
     ),
     "vllm.state_release_unmodelled": (
         "kvplan knows vLLM's sizing of state (Mamba / linear-attention) layers for 0.10.2–0.11 "
-        "and 0.21–0.33, not for {version}: the block-size alignment and state blocks per request "
-        "changed in between; use engine_version 0.21 or later, or 0.11"
+        "and 0.14–0.33, not for {version}: the block-size alignment and state blocks per request "
+        "changed in between; use engine_version 0.14 or later, or 0.11"
+    ),
+    "vllm.async_mamba_prefix_caching": (
+        "vLLM {version} refuses async scheduling with prefix caching for models with Mamba / "
+        'linear-attention layers ("Currently, async scheduling is not compatible with prefix '
+        'caching for Mamba models"; 0.15 and 0.17 take it); set async_scheduling=false or '
+        "enable_prefix_caching=false"
+    ),
+    "vllm.mamba_spec_release": (
+        "vLLM {version} runs speculative decoding on state (Mamba / linear-attention) layers "
+        'only for Qwen3-Next ("Mamba with speculative decoding is not supported yet"); use '
+        "engine_version 0.15 or later"
     ),
     "vllm.mtp_hybrid_release": (
         "kvplan has sized MTP drafts on gated-delta-net hybrids as vLLM 0.33 does (checked against "

@@ -348,6 +348,7 @@ def _settle(
             shape, block_size=block, kv=kv, model_dtype=model_dtype, tp=tp, pp=pp,
             prefix_caching=prefix_on, max_model_len=checks.ctx,
             num_spec=speculation.num_speculative_tokens if speculation is not None else 0,
+            async_scheduling=ask.async_scheduling,
         )  # fmt: skip
         notes.extend(state_notes)
     sched = engine.scheduling(

@@ -157,6 +157,10 @@ REPRODUCED = [
     # SGLang's GDN hybrid (Qwen3.6-27B geometry, TP2, fp8 KV): 454,112 tokens × 16 full-attention
     # layers × 2 KV heads per rank × 256 × 1 B = 3.46 GB of K (engine_logs_more's arithmetic).
     ("sglang-hybrid-gdn-fp8kv-tp2-5090-club3090-1261", "k_size_gib", 3.46),
+    # vLLM 0.19.0 (the log says so), Qwen3.5-27B at 32k: 0.19's hybrid rules (the block raised
+    # while the config is built, checked against 0.19.1's own code): 32.98x from the blocks the
+    # tokens line implies (290,864 = num_blocks // groups × block), within its rounding of 33.04.
+    ("vllm0190-qwen35-27b-h20-vllm40691", "max_concurrency", 33.04),
 ]
 
 # Misses, by class: (fixture id, figure, printed value, class).
@@ -168,24 +172,11 @@ NO_MODEL = (
 )
 MISSES = [
     (
-        "vllm0190-qwen35-27b-h20-vllm40691",
-        "gpu_kv_cache_tokens",
-        290864,
-        "release gap: vLLM 0.12-0.20 hybrid (state-layer) sizing is not modelled "
-        "(vllm.state_release_unmodelled); the log states 0.19.0",
-    ),
-    (
-        "vllm0190-qwen35-27b-h20-vllm40691",
-        "max_concurrency",
-        33.04,
-        "release gap: vLLM 0.12-0.20 hybrid sizing (vllm.state_release_unmodelled)",
-    ),
-    (
         "vllm0201rc1-qwen36-27b-int4-dual4090-dflash-club3090-46",
         "max_concurrency",
         1.06,
-        "release gap: 0.20.1rc1 hybrid sizing (vllm.state_release_unmodelled); its DFlash draft "
-        "is cut from the quote as well",
+        "draft: its DFlash draft is cut from the quote (the container's name says it); without "
+        "a draft kvplan predicts 1.75x at 0.20's hybrid rules",
     ),
     (
         "vllm0240-qwen36-27b-fp8-tp2-fp8kv-dualmax-club3090-pr594",
@@ -230,6 +221,7 @@ REFUSED = [
         "gpu_kv_cache_tokens",
         NO_AVAILABLE,
     ),
+    ("vllm0190-qwen35-27b-h20-vllm40691", "gpu_kv_cache_tokens", NO_AVAILABLE),
     (
         "vllm-qwen36-27b-int4-tp2-mtp3-fp8e5m2-3090-club3090-295",
         "gpu_kv_cache_tokens",
@@ -253,13 +245,13 @@ def test_the_ktransformers_pool_size_needs_the_free_memory_before_weights() -> N
     assert c.status == "not_recomputable" and c.logged == 10000 and c.reason
 
 
-def test_a_release_without_hybrid_rules_says_so() -> None:
-    # The miss above is a refusal with the engine's reason, never a confident number.
+def test_a_0_19_hybrid_is_sized_by_0_19s_rules() -> None:
+    # 0.19 hybrids are modelled (issue #20): the log's release is read, and no figure is refused
+    # for the release; the tokens need the "Available" line the excerpt lacks.
     r = run("vllm0190-qwen35-27b-h20-vllm40691")
     assert r.engine_version == "0.19"
-    for figure in ("gpu_kv_cache_tokens", "max_concurrency"):
-        c = check(r, figure)
-        assert (c.status, c.reason_code) == ("not_recomputable", "vllm.state_release_unmodelled")
+    assert all(c.reason_code != "vllm.state_release_unmodelled" for c in r.checks)
+    assert check(r, "max_concurrency").predicted == pytest.approx(32.98)
 
 
 def test_without_a_model_the_tied_concurrency_is_still_checked() -> None:

@@ -247,8 +247,7 @@ def test_unknown_layer_type_is_refused_by_name_and_index(
     ("kw", "field"),
     [
         ({"engine": "trtllm"}, "engine"),
-        ({"engine": "vllm", "engine_version": "0.20"}, "engine_version"),
-        # 0.12 – 0.20: not yet checked against their own code (0.21 and newer are).
+        # 0.12 – 0.13: not yet checked against their own code (0.14 and newer are).
         ({"engine": "vllm", "engine_version": "0.12.0"}, "engine_version"),
         ({"pipeline_parallel_size": 2}, "pipeline_parallel_size"),
         ({"tensor_parallel_size": 16}, "tensor_parallel_size"),  # 12 attention heads
@@ -258,6 +257,29 @@ def test_setups_kvplan_cannot_size_are_refused(kw: dict[str, Any], field: str) -
     with pytest.raises(FieldError) as err:
         _plan(HYBRID["ibm-granite/granite-4.0-h-tiny"], **kw)
     assert err.value.problems[0].field == field
+
+
+def test_vllm_0_16_refuses_async_scheduling_with_mamba_prefix_caching() -> None:
+    # VllmConfig.__post_init__ of 0.16.0 alone (0.15.1 and 0.17.1 start; all three oracles).
+    granite = HYBRID["ibm-granite/granite-4.0-h-tiny"]
+    body = {"enable_prefix_caching": True, "async_scheduling": True}
+    with pytest.raises(FieldError) as err:
+        _plan(granite, engine_version="0.16.0", **body)
+    assert err.value.problems[0].field == "async_scheduling"
+    assert _plan(granite, engine_version="0.16.0", enable_prefix_caching=True).capacity
+    for version in ("0.15.1", "0.17.1"):
+        assert _plan(granite, engine_version=version, **body).capacity
+
+
+def test_vllm_0_14_runs_speculation_on_state_layers_for_qwen3_next_only() -> None:
+    # MambaBase.get_kv_cache_spec of 0.14.1: "Mamba with speculative decoding is not supported
+    # yet" for any speculative config unless the model is qwen3_next (0.15.1 drops the check).
+    granite = HYBRID["ibm-granite/granite-4.0-h-tiny"]
+    body = {"speculative_config": {"method": "ngram", "num_speculative_tokens": 2}}
+    with pytest.raises(FieldError) as err:
+        _plan(granite, engine_version="0.14.1", async_scheduling=False, **body)
+    assert err.value.problems[0].field == "speculative_config.method"
+    assert _plan(granite, engine_version="0.15.1", async_scheduling=False, **body).capacity
 
 
 def test_sglang_plans_mamba2_and_refuses_short_convolutions() -> None:
@@ -271,11 +293,14 @@ def test_sglang_plans_mamba2_and_refuses_short_convolutions() -> None:
     assert err.value.problems[0].field == "engine"
 
 
-@pytest.mark.parametrize("version", ["0.21.0", "0.24.0", "0.27.1"])
-def test_vllm_0_21_to_0_27_hybrids_are_planned(version: str) -> None:
+@pytest.mark.parametrize(
+    "version",
+    ["0.14.1", "0.15.1", "0.16.0", "0.17.1", "0.18.1", "0.19.1", "0.20.2", "0.21.0", "0.27.1"],
+)
+def test_vllm_0_14_to_0_27_hybrids_are_planned(version: str) -> None:
     # Each release's own sizing code agrees on the hybrid grid
-    # (tests/oracle/fixtures/vllm/<release>/vllm_hybrid_sizing_0_21.json: 288/288 for 0.21,
-    # 368/368 for 0.24 and 0.27).
+    # (tests/oracle/fixtures/vllm/<release>/vllm_hybrid_sizing_0_*.json: 192/192 for each of
+    # 0.14 – 0.20, 288/288 for 0.21, 368/368 for 0.27).
     assert _plan(HYBRID["Qwen/Qwen3-Next-80B-A3B-Instruct"], engine_version=version).capacity
 
 

@@ -49,7 +49,11 @@ HYBRIDS_0_29 = (
 # Without Nemotron-H: the transformers of 0.24 – 0.28 (5.5.3) cannot parse its layer pattern,
 # that of 0.21 – 0.23 (4.57.1) has no NemotronH config (vLLM ships none).
 HYBRIDS_0_24 = tuple(m for m in HYBRIDS_0_29 if m != "nvidia/NVIDIA-Nemotron-Nano-9B-v2")
-# Each release's harness, and the models it can size on CPU: 0.11.0 has no Kimi-Linear or
+# Each release's harness, and the models it can size on CPU. 0.20.2 runs 0.21's harness as it is
+# (the modules it drives are there: layers/mamba/gdn_linear_attn, layers/kda,
+# update_block_size_for_backend, 0.21's _report_kv_cache_config lines); 0.14-0.19 run it through
+# vllm_hybrid_sizing_0_18.py (the block raised while the config is built, the logged lines
+# captured, the modules these releases keep elsewhere). 0.11.0 has no Kimi-Linear or
 # LFM2 class here, cannot inspect Qwen3-Next without its Triton kernels, and its transformers
 # (4.57) has no NemotronH config.
 RELEASES = {
@@ -66,6 +70,13 @@ RELEASES = {
     "0.23.0": ("vllm_hybrid_sizing_0_21.py", HYBRIDS_0_24, 96),
     "0.22.1": ("vllm_hybrid_sizing_0_21.py", HYBRIDS_0_24, 96),
     "0.21.0": ("vllm_hybrid_sizing_0_21.py", HYBRIDS_0_24, 96),
+    "0.20.2": ("vllm_hybrid_sizing_0_21.py", HYBRIDS_0_24, 96),
+    "0.19.1": ("vllm_hybrid_sizing_0_18.py", HYBRIDS_0_24, 96),
+    "0.18.1": ("vllm_hybrid_sizing_0_18.py", HYBRIDS_0_24, 96),
+    "0.17.1": ("vllm_hybrid_sizing_0_18.py", HYBRIDS_0_24, 96),
+    "0.16.0": ("vllm_hybrid_sizing_0_18.py", HYBRIDS_0_24, 96),
+    "0.15.1": ("vllm_hybrid_sizing_0_18.py", HYBRIDS_0_24, 96),
+    "0.14.1": ("vllm_hybrid_sizing_0_18.py", HYBRIDS_0_24, 96),
     "0.11.0": (
         "vllm_hybrid_sizing_0_11.py",
         (
@@ -89,6 +100,12 @@ RELEASES = {
 }
 # Files a harness imports, hashed with it into the fixtures' provenance.
 ALSO_READ = {
+    "vllm_hybrid_sizing_0_18.py": (
+        "vllm_hybrid_sizing_0_21.py",
+        "vllm_hybrid_sizing.py",
+        "vllm_sizing.py",
+        "vllm_sizing_0_21.py",
+    ),
     "vllm_hybrid_sizing_0_21.py": (
         "vllm_hybrid_sizing.py",
         "vllm_sizing.py",

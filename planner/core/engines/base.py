@@ -192,6 +192,7 @@ class Engine(EngineFlags):
         prefix_caching: bool,
         max_model_len: int,
         num_spec: int = 0,
+        async_scheduling: bool | None = None,
     ) -> tuple[ModelShape, int, list[Note]]:
         """The shape with its state layers sized as this engine sizes them, the block size it
         then uses, and notes. Engines whose state pools kvplan does not model refuse."""

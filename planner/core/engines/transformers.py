@@ -76,6 +76,7 @@ class Transformers(Engine):
         prefix_caching: bool,
         max_model_len: int,
         num_spec: int = 0,
+        async_scheduling: bool | None = None,
     ) -> tuple[ModelShape, int, list[Note]]:
         """LinearAttentionLayer (cache_utils.py): conv_states keep the whole conv kernel in the
         model's dtype; the recurrent state is kept in fp32 (the torch Mamba2 and gated-delta

@@ -191,6 +191,7 @@ class Sglang(Engine):
         prefix_caching: bool,
         max_model_len: int,
         num_spec: int = 0,
+        async_scheduling: bool | None = None,
     ) -> tuple[ModelShape, int, list[Note]]:
         """Mamba2, gated-delta-net and KDA layers: a state slot a request (state.py), each
         running request holding `slots_per_request` of them (bound as `held_blocks`)."""

@@ -33,7 +33,17 @@ request (+ speculative blocks; 0.21 takes "align" with speculative decoding), th
 chunks of lcm(the model's Mamba chunk size, the kernel alignment) covering the state; the other
 hybrids take "align" (0.28's rules without checkpoints; MLA hybrids align to 128 from 0.27).
 A text-only Qwen3.5 config keeps its recurrent state in the model dtype before 0.25 and takes
-no MTP draft before 0.28. 0.12-0.20 are refused.
+no MTP draft before 0.28.
+
+0.15-0.20 (each release checked by its own code, issue #20): 0.21's rules, except that before
+0.20 the block is raised while the config is built (`HybridAttentionMambaModelConfig`), aligned
+to the kernel block alone (16; 64 for MLA) and not to --block-size, models that declare Mamba
+prefix caching keep "all" with speculation, and 0.16 refuses an explicit async scheduling with
+Mamba prefix caching. 0.14 has no mamba_cache_mode: prefix caching keeps a state block for every
+block of tokens for the models that declare Mamba prefix caching and is switched off for the
+others, a state group needs cdiv(length, mamba_block_size) blocks (mamba_block_size =
+max_model_len without prefix caching: 1 at the configured length), and speculation runs on
+Qwen3-Next only. 0.12-0.13 are refused.
 """
 
 from __future__ import annotations
@@ -44,11 +54,16 @@ from math import lcm
 from planner.core.engines.versions import Version, since, version_text
 from planner.core.engines.vllm.releases import (
     ALIGN_MODE_ONLY_SINCE,
+    ALIGN_MODE_WITH_SPEC_SINCE,
     ALL_MODE_WITH_SPEC_SINCE,
+    ASYNC_MAMBA_PREFIX_REFUSED,
     BAMBA_ALIGN_SINCE,
+    CONFIG_MLA_ALIGNMENT,
     GDN_CHECKPOINT_SINCE,
+    HYBRID_ALIGN_AFTER_LOAD_SINCE,
     HYBRID_PREFIX_DEFAULT_SINCE,
     MAMBA2_CHECKPOINT_SINCE,
+    MAMBA_CACHE_MODES_SINCE,
     MAMBA_PREFIX_CACHING_TYPES,
     MLA_HYBRID_128_SINCE,
     OLD_STATE_RULES,
@@ -89,6 +104,7 @@ def bind_vllm_state(
     max_model_len: int,
     num_spec: int = 0,
     attention_kv_heads: int,
+    async_scheduling: bool | None = None,
 ) -> tuple[ModelShape, int, list[Note]]:
     """The shape with every state layer bound as vLLM `version` sizes it, the raised block
     size, and notes saying what changed."""
@@ -118,6 +134,14 @@ def bind_vllm_state(
             "vllm.qwen3_5_text_mtp_release",
             version=version_text(version),
         )
+    if num_spec and shape.model_type != "qwen3_next" and not old:
+        if not since(version, MAMBA_CACHE_MODES_SINCE):
+            # MambaBase.get_kv_cache_spec: "Mamba with speculative decoding is not supported yet."
+            raise FieldError(
+                ("speculative_config", "method"),
+                "vllm.mamba_spec_release",
+                version=version_text(version),
+            )
     if pp > 1:
         raise FieldError(
             "pipeline_parallel_size",
@@ -159,8 +183,21 @@ def bind_vllm_state(
         checkpoints_on = False
     else:
         mode = _cache_mode(version, shape, prefix_caching, num_spec)
+        first, lifted = ASYNC_MAMBA_PREFIX_REFUSED
+        refused = since(version, first) and not since(version, lifted)
+        if async_scheduling and mode != "none" and refused:
+            # VllmConfig.__post_init__: an explicit --async-scheduling is refused.
+            raise FieldError(
+                "async_scheduling",
+                "vllm.async_mamba_prefix_caching",
+                version=version_text(version),
+            )
         attn_1 = rank_attn.page_bytes(kv, 1)
-        align = max(KERNEL_BLOCK, block_size)
+        if not since(version, HYBRID_ALIGN_AFTER_LOAD_SINCE):
+            # Raised while the config is built: the kernel block alone.
+            align = CONFIG_MLA_ALIGNMENT if isinstance(attn, MLASpec) else KERNEL_BLOCK
+        else:
+            align = max(KERNEL_BLOCK, block_size)
         if isinstance(attn, MLASpec) and since(version, MLA_HYBRID_128_SINCE):
             align = max(align, MLA_HYBRID_ALIGNMENT)
         # GDN exports prefill checkpoints only with FlashInfer's prefill (SM90) in align mode,
@@ -186,8 +223,13 @@ def bind_vllm_state(
     block_tokens = max_model_len if mode == "none" else block
     bound: dict[LayerSpec, LayerSpec] = {}
     for s, r in zip(states, ranked, strict=True):
+        per_block = mode == "all" or (not old and not since(version, MAMBA_CACHE_MODES_SINCE))
         if old:
             held = 1
+        elif per_block and not since(version, MAMBA_CACHE_MODES_SINCE):
+            # MambaSpec.max_memory_usage_bytes = cdiv(length, mamba_block_size) × page: a block
+            # for every block_tokens tokens (max_model_len without prefix caching), nothing else.
+            held = 0
         elif mode == "all":
             held = num_spec  # beyond the block per block_tokens tokens
         elif mode == "align":
@@ -204,7 +246,7 @@ def bind_vllm_state(
             padded_at_tp=tp,
             held_blocks=held,
             block_tokens=block_tokens,
-            per_block=mode == "all",
+            per_block=per_block,
         )
     layers = tuple(bound.get(s, s) for s in shape.layers)
     label = ".".join(map(str, version[:2]))
@@ -242,11 +284,13 @@ class VllmStateLayers:
         prefix_caching: bool,
         max_model_len: int,
         num_spec: int = 0,
+        async_scheduling: bool | None = None,
     ) -> tuple[ModelShape, int, list[Note]]:
         return bind_vllm_state(
             self.version, shape, block_size=block_size, kv=kv, model_dtype=model_dtype, tp=tp,
             pp=pp, prefix_caching=prefix_caching, max_model_len=max_model_len,
             num_spec=num_spec, attention_kv_heads=shape.num_key_value_heads,
+            async_scheduling=async_scheduling,
         )  # fmt: skip
 
 
@@ -264,9 +308,15 @@ def _cache_mode(version: Version, shape: ModelShape, prefix_caching: bool, num_s
     declared = shape.model_type in MAMBA_PREFIX_CACHING_TYPES and not (
         shape.model_type == "bamba" and since(version, BAMBA_ALIGN_SINCE)
     )
+    if not since(version, MAMBA_CACHE_MODES_SINCE):
+        # MambaModelConfig switches prefix caching off for the models that do not declare it.
+        return "all" if declared else "none"
     if since(version, ALIGN_MODE_ONLY_SINCE) or not declared:
         return "align"
-    return "all" if not num_spec or since(version, ALL_MODE_WITH_SPEC_SINCE) else "align"
+    spec_align = since(version, ALIGN_MODE_WITH_SPEC_SINCE) and not since(
+        version, ALL_MODE_WITH_SPEC_SINCE
+    )
+    return "align" if num_spec and spec_align else "all"
 
 
 def _bytes(kv: KVDtype) -> int:

@@ -251,10 +251,13 @@ SEPARATE_LINES_ASSUMED = "0.19"
 
 # -- state layers (Mamba, gated delta nets, KDA, short convolutions): engines/vllm/hybrid.py ----
 # The two rule sets: 0.10.2–0.11 (prefix caching off for hybrids, one state block per request) and
-# the one read from here on (the platform's block alignment, `mamba_cache_mode`). Releases in
-# between are refused; each release of the range was checked by its own code (tests/oracle).
+# the one read from 0.14 on (`mamba_cache_mode` from 0.15; the block alignment after load from
+# 0.20, whose MambaModelConfig and update_block_size_for_backend are 0.21.0's; before, while the
+# config is built: HYBRID_ALIGN_AFTER_LOAD_SINCE; 0.14 without cache modes:
+# MAMBA_CACHE_MODES_SINCE). 0.12-0.13 are refused; each release of the
+# range was checked by its own code (tests/oracle).
 OLD_STATE_RULES = ((0, 10, 2), (0, 11, 99))
-STATE_RULES_SINCE = (0, 21)
+STATE_RULES_SINCE = (0, 14)
 # Prefix caching is on by default for hybrids as for every model; before, hybrids opt in
 # (EngineArgs._set_default_chunked_prefill_and_prefix_caching_args: `and not is_hybrid` in
 # 0.26 – 0.27, ModelConfig.is_prefix_caching_supported False for "hybrid" before).
@@ -270,9 +273,30 @@ MAMBA_PREFIX_CACHING_TYPES = frozenset(
 )  # fmt: skip
 # BambaForCausalLM no longer declares it (0.24.0's bamba.py).
 BAMBA_ALIGN_SINCE = (0, 24)
-# With speculative decoding too (MambaSpec counts its blocks in "all" mode); 0.21 takes
-# "align" for them when a speculative config is set.
+# With speculative decoding too (MambaSpec counts its blocks in "all" mode); 0.20-0.21 take
+# "align" for them when a speculative config is set (MambaModelConfig, 0.20.2's and 0.21.0's),
+# 0.19 "all" (0.19.1's).
 ALL_MODE_WITH_SPEC_SINCE = (0, 22)
+ALIGN_MODE_WITH_SPEC_SINCE = (0, 20)
+# Before 0.20 the block is raised while the config is built (HybridAttentionMambaModelConfig.
+# verify_and_update_config, read in the 0.18.1 and 0.19.1 wheels): aligned to the kernel block
+# alone (16; 64 for MLA, 128 only with --attention-backend CUTLASS_MLA), where the platform's
+# _align_hybrid_block_size after load (0.20+) aligns to max(kernel block, --block-size). The
+# executor's update_block_size_for_backend then sets a default block back to 16, and
+# unify_kv_cache_spec_page_size multiplies the attention spec back to the padded state page:
+# the attention group runs at the raised block either way (shown by 0.18.1's and 0.19.1's oracles).
+HYBRID_ALIGN_AFTER_LOAD_SINCE = (0, 20)
+# mamba_cache_mode ("none" / "all" / "align"); before, prefix caching keeps a state block for
+# every block of tokens (mamba_block_size = the block, whole Mamba chunks) for the models that
+# declare Mamba prefix caching, and is switched off for the others (MambaModelConfig, read in
+# the 0.14.1 wheel, shown by its oracle).
+MAMBA_CACHE_MODES_SINCE = (0, 15)
+# Async scheduling with Mamba prefix caching (mamba_cache_mode "all" / "align"): 0.16 alone
+# refuses an explicit --async-scheduling ("Currently, async scheduling is not compatible with
+# prefix caching for Mamba models", VllmConfig.__post_init__) and turns the default off; read in
+# the 0.15.1, 0.16.0 and 0.17.1 wheels, shown by their oracles.
+ASYNC_MAMBA_PREFIX_REFUSED = ((0, 16), (0, 17))  # from the first, before the second
+CONFIG_MLA_ALIGNMENT = 64
 # A short convolution's conv state keeps kernel − 1 + speculative-token rows (ShortConv
 # get_state_shape passes num_spec); before, kernel − 1 (read in the 0.21.0–0.29.0 wheels).
 SHORT_CONV_SPEC_ROWS_SINCE = (0, 29)
