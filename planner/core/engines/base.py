@@ -194,8 +194,7 @@ class Engine(EngineFlags):
         num_spec: int = 0,
         async_scheduling: bool | None = None,
     ) -> tuple[ModelShape, int, list[Note]]:
-        """The shape with its state layers sized as this engine sizes them, the block size it
-        then uses, and notes. Engines whose state pools kvplan does not model refuse."""
+        """The shape with its state layers sized by this engine, its block size, and notes."""
         arch = shape.model_type or "this model"
         raise FieldError("engine", "engine.state_layers_unmodelled", label=self.label, arch=arch)
 
