@@ -135,6 +135,22 @@ def running_requests(
 GEMMA4_SWA_SINCE: Version = (0, 5, 21)
 
 
+# A pipeline stage's hybrid SWA pools from 0.5.7 to 0.5.20: the model runner narrows the model
+# config's SWA and full layer ids to range(start_layer, end_layer + 1), one layer past the stage
+# (the next stage's first), and the pools are sized with them (model_runner_components/
+# layer_setup.py adjust_hybrid_swa_layer_ids, sglang-0.5.19 and 0.5.20 wheels and their oracle
+# runs; model_runner.py, the same range, 0.5.7 to 0.5.13 wheels); 0.5.6 took the ids from the
+# built model's own layers, and from 0.5.21 the configurator takes the stage's (ModelLayerInfo).
+SWA_STAGE_NEXT_LAYER_SINCE: Version = (0, 5, 7)
+SWA_STAGE_OWN_LAYERS_SINCE: Version = (0, 5, 21)
+
+
+def swa_stage_takes_next_layer(version: Version) -> bool:
+    return since(version, SWA_STAGE_NEXT_LAYER_SINCE) and not since(
+        version, SWA_STAGE_OWN_LAYERS_SINCE
+    )
+
+
 # managers/tp_worker.py get_worker_info (0.5.23): the longest request SGLang admits is
 # min(context_len − 1, max_total_num_tokens − 1): one token is kept for the output.
 def max_req_len(context_len: int | None, pool_tokens: int) -> int:
@@ -155,6 +171,8 @@ __all__ = [
     "PREFILL_GRAPH_MLA_MIB",
     "RUNNING_CAP_SINCE",
     "RUNNING_CAP_TOKENS_SINCE",
+    "SWA_STAGE_NEXT_LAYER_SINCE",
+    "SWA_STAGE_OWN_LAYERS_SINCE",
     "TRTLLM_MHA_DEFAULT_PAGE",
     "TRTLLM_MHA_PAGES",
     "VERIFIED",
@@ -163,4 +181,5 @@ __all__ = [
     "memory_tier",
     "prefill_graph_sizes",
     "running_requests",
+    "swa_stage_takes_next_layer",
 ]
