@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from planner.core.engines.sglang.budget import sglang_default_fraction
+from planner.core.engines.sglang.multimodal import prefill_graphs_kept
 from planner.core.engines.sglang.releases import (
     max_req_len,
     memory_tier,
@@ -242,3 +243,11 @@ def test_swa_stage_holds_the_next_stages_first_layer_from_0_5_7_to_0_5_20() -> N
         p = _plan(model="openai/gpt-oss-20b", engine_version=version, kv_budget_bytes=8 * GIB,
                   pipeline_parallel_size=2)  # fmt: skip
         assert p.capacity.engine_reported_tokens == int(8 * GIB // (2048 * (6 + 0.8 * sliding)))
+
+
+def test_kda_prefill_graphs_from_0_5_20() -> None:
+    # cuda_graph_hook.disable_breakable_cudagraph_if_incompatible: the "KDA hybrid linear
+    # attention" rule is in the sglang-0.5.20 wheel, not in 0.5.19's, so 0.5.19 keeps the
+    # default prefill graphs for Kimi-Linear (and its MLA reserve of 1.5 GiB).
+    kimi = ("KimiLinearForCausalLM",)
+    assert prefill_graphs_kept(kimi, (0, 5, 19)) and not prefill_graphs_kept(kimi, (0, 5, 20))

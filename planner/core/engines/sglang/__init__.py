@@ -128,7 +128,7 @@ class Sglang(Engine):
             version=self.version,
             is_mla=inp.shape.is_mla,
             max_total_tokens=self.max_total_tokens,
-            prefill_graphs_allowed=mm.prefill_graphs_kept(inp.shape.architectures),
+            prefill_graphs_allowed=mm.prefill_graphs_kept(inp.shape.architectures, self.version),
         )
         if mm.is_multimodal(inp.shape.architectures):
             frac = mm.vlm_fraction(frac, inp.model.config)

@@ -128,6 +128,13 @@ def running_requests(
     return min(per_worker, pool_tokens // 2)
 
 
+# arg_groups/cuda_graph_hook.py disable_breakable_cudagraph_if_incompatible: KDA hybrids
+# (uses_kda_attention, Kimi-Linear) run without the default prefill graphs from 0.5.20
+# (sglang-0.5.20 wheel; 0.5.19's rules have no KDA entry, and its oracle run reserves the
+# MLA 1.5 GiB for them).
+KDA_NO_PREFILL_GRAPHS_SINCE: Version = (0, 5, 20)
+
+
 # configs/model_config.py is_hybrid_swa_model (0.5.21, 0.5.23): Gemma4ForCausalLM and
 # Gemma4ForConditionalGeneration run HybridSWAPoolConfigurator, utils/hf_transformers/config.py
 # giving the full layers global_head_dim / num_global_key_value_heads and the sliding ones
@@ -161,6 +168,7 @@ def max_req_len(context_len: int | None, pool_tokens: int) -> int:
 __all__ = [
     "GEMMA4_SWA_SINCE",
     "GRAPH_BS_RUNNING_CAP_SINCE",
+    "KDA_NO_PREFILL_GRAPHS_SINCE",
     "KV_CACHE_DTYPES",
     "KV_CACHE_DTYPE_CHOICES",
     "MEMORY_TIERS",
