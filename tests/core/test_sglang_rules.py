@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from planner.core.engines.sglang.budget import sglang_default_fraction
+from planner.core.engines.sglang.multimodal import prefill_graphs_kept
 from planner.core.engines.sglang.releases import (
     max_req_len,
     memory_tier,
@@ -230,3 +231,23 @@ def test_plan_follows_the_release() -> None:
     new = _plan(engine_version="0.5.22", **kw).capacity.budget.gpu_memory_utilization
     plain = _plan(gpu="H100-SXM-80GB", weights_bytes=16 * GIB).capacity.budget
     assert old == plain.gpu_memory_utilization < new
+
+
+def test_swa_stage_holds_the_next_stages_first_layer_from_0_5_7_to_0_5_20() -> None:
+    # layer_setup.adjust_hybrid_swa_layer_ids, sglang-0.5.20 wheel (model_runner.py from 0.5.7):
+    # a stage's SWA and full layer ids are range(start_layer, end_layer + 1). gpt-oss-20b (24
+    # layers, sliding ones even, 2,048 B a token each) at PP 2: stage 0 sizes layers 0–12, 7
+    # sliding and 6 full, so 8 GiB holds 8 GiB // (2048 × (6 + 0.8 × 7)) tokens; 0.5.21's stage
+    # holds its own 6 + 6 (ModelLayerInfo), and 0.5.6's its built layers.
+    for version, sliding in (("0.5.6", 6), ("0.5.7", 7), ("0.5.20", 7), ("0.5.21", 6)):
+        p = _plan(model="openai/gpt-oss-20b", engine_version=version, kv_budget_bytes=8 * GIB,
+                  pipeline_parallel_size=2)  # fmt: skip
+        assert p.capacity.engine_reported_tokens == int(8 * GIB // (2048 * (6 + 0.8 * sliding)))
+
+
+def test_kda_prefill_graphs_from_0_5_20() -> None:
+    # cuda_graph_hook.disable_breakable_cudagraph_if_incompatible: the "KDA hybrid linear
+    # attention" rule is in the sglang-0.5.20 wheel, not in 0.5.19's, so 0.5.19 keeps the
+    # default prefill graphs for Kimi-Linear (and its MLA reserve of 1.5 GiB).
+    kimi = ("KimiLinearForCausalLM",)
+    assert prefill_graphs_kept(kimi, (0, 5, 19)) and not prefill_graphs_kept(kimi, (0, 5, 20))

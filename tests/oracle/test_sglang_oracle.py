@@ -40,6 +40,9 @@ pytestmark = pytest.mark.oracle
 HERE = Path(__file__).resolve().parent
 ORACLE_VERSIONS = releases("sglang")
 HARNESS = "sglang_sizing.py"
+# Releases before 0.5.21 keep the older layer bookkeeping (sglang_sizing_0_20.py says which).
+OLD_LAYER_INFO_BEFORE = (0, 5, 21)
+SWITCHES_0_19 = ("sglang_sizing_0_20.py", "sglang_sizing_0_19.py")
 SEED = 20261202
 BASE_CONFIGS = 240
 GIB = 1 << 30
@@ -226,14 +229,30 @@ GRIDS = {
 }
 # The hybrid grid's harness reports the state and SWA pools too (it runs sglang_sizing's path).
 GRID_HARNESS = {"sglang_hybrid": ("sglang_hybrid_sizing.py", ("sglang_sizing.py",))}
+
+
+def _harness(version: str, grid: str) -> tuple[str, tuple[str, ...]]:
+    """(harness, the files it also runs) for one grid at one release: before 0.5.21 the older
+    layer bookkeeping (sglang_sizing_0_20.py), at 0.5.19 also its parallel widths and config
+    registrations (sglang_sizing_0_19.py)."""
+    harness, also_read = GRID_HARNESS.get(grid, (HARNESS, ()))
+    v = tuple(int(x) for x in version.split("."))
+    if v >= OLD_LAYER_INFO_BEFORE:
+        return harness, also_read
+    switches = ("sglang_sizing_0_20.py",) if v >= (0, 5, 20) else SWITCHES_0_19
+    old = harness.replace(".py", switches[-1][len("sglang_sizing") :])
+    files = (harness, *also_read, *switches)
+    return old, tuple(f for f in dict.fromkeys(files) if f != old)
+
+
 BASE_CASES = GRIDS["sglang_sizing"]
-# Cases a release's oracle virtualenv cannot answer for its own code: 0.5.21 asks transformers
-# 5.12.1 and its virtualenv has 5.19.0 (requirements-sglang-0.5.21.txt), whose heterogeneous
-# Gemma-4 config refuses the `text_config.head_dim` that 0.5.21's config parser reads (5.12.1
-# has no per-layer configs and returns it): the refusal would be the newer transformers', so
-# Gemma-4 is left out of 0.5.21's hybrid grid (the planner answers it with the rules read in
+# Cases a release's oracle virtualenv cannot answer for its own code: 0.5.19 to 0.5.21 ask
+# transformers 5.12.1 and their virtualenvs have 5.19.0 (requirements-sglang-0.5.x.txt), whose
+# heterogeneous Gemma-4 config refuses the `text_config.head_dim` that their config parsers read
+# (5.12.1 has no per-layer configs and returns it): the refusal would be the newer transformers', so
+# Gemma-4 is left out of their hybrid grids (the planner answers it with the rules read in
 # 0.5.21's wheel, releases.GEMMA4_SWA_SINCE).
-NOT_ANSWERABLE = {"0.5.21": ("gemma-4-",)}
+NOT_ANSWERABLE = {v: ("gemma-4-",) for v in ("0.5.21", "0.5.20", "0.5.19")}
 CASES = [
     # The whole release in the id: several 0.5.x releases are checked side by side.
     dict(c, sglang=v, grid=g, id=f"v{v}-{c['id']}")
@@ -283,7 +302,7 @@ def oracle() -> Any:
 
     def get(version: str, grid: str = "sglang_sizing") -> dict[str, dict[str, Any]]:
         if (version, grid) not in done:
-            harness, also_read = GRID_HARNESS.get(grid, (HARNESS, ()))
+            harness, also_read = _harness(version, grid)
             done[version, grid] = oracle_results(
                 version,
                 harness,

@@ -5,6 +5,7 @@ python/sglang/srt/mem_cache/memory_pool.py, mem_cache/kv_cache_configurator.py).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from itertools import pairwise
 from typing import Any, ClassVar, Self
 
 from planner.core.budget.terms import BudgetTerms, StartVerdict
@@ -127,7 +128,7 @@ class Sglang(Engine):
             version=self.version,
             is_mla=inp.shape.is_mla,
             max_total_tokens=self.max_total_tokens,
-            prefill_graphs_allowed=mm.prefill_graphs_kept(inp.shape.architectures),
+            prefill_graphs_allowed=mm.prefill_graphs_kept(inp.shape.architectures, self.version),
         )
         if mm.is_multimodal(inp.shape.architectures):
             frac = mm.vlm_fraction(frac, inp.model.config)
@@ -342,7 +343,12 @@ class Sglang(Engine):
         ctx: int,
     ) -> Pool:
         """Pipeline stages take the smallest token capacity (an all-reduce MIN over the ranks,
-        kv_cache_configurator._apply_token_constraints), whatever each admits at `ctx`."""
+        kv_cache_configurator._apply_token_constraints), whatever each admits at `ctx`; from
+        0.5.7 to 0.5.20 a stage's SWA pools also hold the next stage's first layer."""
+        if policy == "sglang_swa_pool" and rel.swa_stage_takes_next_layer(self.version):
+            ordered = stages.ordered()
+            with_next = [st + nxt[:1] for st, nxt in pairwise(ordered)]
+            stages = Stages.from_ordered([*with_next, ordered[-1]])
         state = self._state_pool(stages, budget_bytes)
         kv_bytes = state.kv_bytes if state is not None else budget_bytes
         pools = [

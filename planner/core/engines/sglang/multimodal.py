@@ -19,6 +19,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from planner.core.engines.sglang.releases import KDA_NO_PREFILL_GRAPHS_SINCE, VERIFIED
+from planner.core.engines.versions import Version, since
+
 # The multimodal architectures kvplan's catalog serves through SGLang (of multimodal_model_archs).
 MULTIMODAL_ARCHS = frozenset({
     "Gemma3ForConditionalGeneration", "Gemma4ForConditionalGeneration",
@@ -37,7 +40,7 @@ PREFILL_GRAPH_ARCHS = frozenset({
 MULTIMODAL_OFF_ARCHS = frozenset({
     "Gemma3ForConditionalGeneration", "Llama4ForConditionalGeneration",
 })  # fmt: skip
-# KDA hybrids: prefill CUDA graphs off (uses_kda_attention).
+# KDA hybrids: prefill CUDA graphs off (uses_kda_attention) from KDA_NO_PREFILL_GRAPHS_SINCE.
 NO_PREFILL_GRAPH_ARCHS = frozenset({"KimiLinearForCausalLM"})
 VLM_CACHE_BYTES = 100 << 20  # SGLANG_VLM_CACHE_SIZE_MB
 _BASE_REDUCTION = 0.95
@@ -50,9 +53,10 @@ def is_multimodal(architectures: tuple[str, ...]) -> bool:
     return first in MULTIMODAL_ARCHS and first not in MULTIMODAL_OFF_ARCHS
 
 
-def prefill_graphs_kept(architectures: tuple[str, ...]) -> bool:
+def prefill_graphs_kept(architectures: tuple[str, ...], version: Version = VERIFIED) -> bool:
     """Whether SGLang keeps its default prefill CUDA graphs for this architecture."""
-    if any(a in NO_PREFILL_GRAPH_ARCHS for a in architectures):
+    kda_off = since(version, KDA_NO_PREFILL_GRAPHS_SINCE)
+    if kda_off and any(a in NO_PREFILL_GRAPH_ARCHS for a in architectures):
         return False
     return not is_multimodal(architectures) or any(a in PREFILL_GRAPH_ARCHS for a in architectures)
 

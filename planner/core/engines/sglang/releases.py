@@ -128,11 +128,34 @@ def running_requests(
     return min(per_worker, pool_tokens // 2)
 
 
+# arg_groups/cuda_graph_hook.py disable_breakable_cudagraph_if_incompatible: KDA hybrids
+# (uses_kda_attention, Kimi-Linear) run without the default prefill graphs from 0.5.20
+# (sglang-0.5.20 wheel; 0.5.19's rules have no KDA entry, and its oracle run reserves the
+# MLA 1.5 GiB for them).
+KDA_NO_PREFILL_GRAPHS_SINCE: Version = (0, 5, 20)
+
+
 # configs/model_config.py is_hybrid_swa_model (0.5.21, 0.5.23): Gemma4ForCausalLM and
 # Gemma4ForConditionalGeneration run HybridSWAPoolConfigurator, utils/hf_transformers/config.py
 # giving the full layers global_head_dim / num_global_key_value_heads and the sliding ones
 # swa_* (read in the sglang-0.5.21 wheel, run at 0.5.23; older releases not read for Gemma-4).
 GEMMA4_SWA_SINCE: Version = (0, 5, 21)
+
+
+# A pipeline stage's hybrid SWA pools from 0.5.7 to 0.5.20: the model runner narrows the model
+# config's SWA and full layer ids to range(start_layer, end_layer + 1), one layer past the stage
+# (the next stage's first), and the pools are sized with them (model_runner_components/
+# layer_setup.py adjust_hybrid_swa_layer_ids, sglang-0.5.19 and 0.5.20 wheels and their oracle
+# runs; model_runner.py, the same range, 0.5.7 to 0.5.13 wheels); 0.5.6 took the ids from the
+# built model's own layers, and from 0.5.21 the configurator takes the stage's (ModelLayerInfo).
+SWA_STAGE_NEXT_LAYER_SINCE: Version = (0, 5, 7)
+SWA_STAGE_OWN_LAYERS_SINCE: Version = (0, 5, 21)
+
+
+def swa_stage_takes_next_layer(version: Version) -> bool:
+    return since(version, SWA_STAGE_NEXT_LAYER_SINCE) and not since(
+        version, SWA_STAGE_OWN_LAYERS_SINCE
+    )
 
 
 # managers/tp_worker.py get_worker_info (0.5.23): the longest request SGLang admits is
@@ -145,6 +168,7 @@ def max_req_len(context_len: int | None, pool_tokens: int) -> int:
 __all__ = [
     "GEMMA4_SWA_SINCE",
     "GRAPH_BS_RUNNING_CAP_SINCE",
+    "KDA_NO_PREFILL_GRAPHS_SINCE",
     "KV_CACHE_DTYPES",
     "KV_CACHE_DTYPE_CHOICES",
     "MEMORY_TIERS",
@@ -155,6 +179,8 @@ __all__ = [
     "PREFILL_GRAPH_MLA_MIB",
     "RUNNING_CAP_SINCE",
     "RUNNING_CAP_TOKENS_SINCE",
+    "SWA_STAGE_NEXT_LAYER_SINCE",
+    "SWA_STAGE_OWN_LAYERS_SINCE",
     "TRTLLM_MHA_DEFAULT_PAGE",
     "TRTLLM_MHA_PAGES",
     "VERIFIED",
@@ -163,4 +189,5 @@ __all__ = [
     "memory_tier",
     "prefill_graph_sizes",
     "running_requests",
+    "swa_stage_takes_next_layer",
 ]
