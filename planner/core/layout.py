@@ -47,7 +47,8 @@ _FULL_QK_NORM = {"olmo2"}
 _SHARED_GATE = {"qwen2_moe", "qwen3_next", "qwen3_5_moe", "qwen3_5_moe_text"}
 _QK_NORM = {
     "qwen3", "qwen3_moe", "gemma3", "gemma3_text", "lfm2", "qwen3_next", "qwen3_5", "qwen3_5_moe",
-    "qwen3_5_text", "qwen3_5_moe_text",
+    "qwen3_5_text", "qwen3_5_moe_text", "qwen3_vl", "qwen3_vl_moe", "qwen3_vl_text",
+    "qwen3_vl_moe_text",
 }  # fmt: skip
 # Two-matrix (non-gated) MLPs; every other family uses gate/up/down.
 _NON_GATED = {

@@ -147,6 +147,15 @@ KV_TABLE: list[tuple[str, int, tuple[int, int] | None]] = [
     ("nvidia/NVIDIA-Nemotron-Nano-9B-v2", gqa(4, 8, 128), None),
     ("ai21labs/AI21-Jamba-Mini-1.6", gqa(4, 8, 128), None),
     ("Qwen/Qwen3-Coder-30B-A3B-Instruct", gqa(48, 4, 128), None),
+    # Issue #22, second batch. Qwen3-VL: text_config layers x KV heads x head_dim, every layer
+    # full (no sliding_window, no layer_types).
+    ("Qwen/Qwen3-VL-2B-Instruct", gqa(28, 8, 128), None),
+    ("Qwen/Qwen3-VL-4B-Instruct", gqa(36, 8, 128), None),
+    ("Qwen/Qwen3-VL-8B-Instruct", gqa(36, 8, 128), None),
+    ("Qwen/Qwen3-VL-32B-Instruct", gqa(64, 8, 128), None),
+    ("Qwen/Qwen3-VL-32B-Thinking", gqa(64, 8, 128), None),
+    ("Qwen/Qwen3-VL-30B-A3B-Instruct", gqa(48, 4, 128), None),
+    ("Qwen/Qwen3-VL-235B-A22B-Instruct", gqa(94, 4, 128), None),
 ]
 REFUSED = {
     "deepseek-ai/DeepSeek-V3.2",
