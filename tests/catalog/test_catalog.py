@@ -156,6 +156,10 @@ KV_TABLE: list[tuple[str, int, tuple[int, int] | None]] = [
     ("Qwen/Qwen3-VL-32B-Thinking", gqa(64, 8, 128), None),
     ("Qwen/Qwen3-VL-30B-A3B-Instruct", gqa(48, 4, 128), None),
     ("Qwen/Qwen3-VL-235B-A22B-Instruct", gqa(94, 4, 128), None),
+    # SmolLM3: 36 layers, 4 KV heads, 2048 / 16 = 128 (sliding_window null; no_rope_layers
+    # changes positions, not the cache). granite-3.1 MoE: 24 layers, 8 KV heads, 1024 / 16.
+    ("HuggingFaceTB/SmolLM3-3B", gqa(36, 4, 128), None),
+    ("ibm-granite/granite-3.1-1b-a400m-instruct", gqa(24, 8, 64), None),
 ]
 REFUSED = {
     "deepseek-ai/DeepSeek-V3.2",
