@@ -180,9 +180,9 @@ def decoder(config: Mapping[str, Any]) -> Decoder:
         )
         dense_width = mlp_width(cfg, model_type, _int(cfg, "intermediate_size", lo=1) or 0)
     # granite's shared MLP is `shared_intermediate_size` (GraniteMoeHybrid/SharedConfig).
-    shared_width = (
-        _int(cfg, "shared_expert_intermediate_size", "shared_intermediate_size", lo=0) or 0
-    )
+    shared_keys = ("shared_expert_intermediate_size", "shared_intermediate_size")
+    shared_keys += ("moe_shared_expert_intermediate_size",)  # Nemotron-H (NemotronHConfig)
+    shared_width = _int(cfg, *shared_keys, lo=0) or 0
     n_shared = _int(cfg, "n_shared_experts", "num_shared_experts", hi=1 << 10) or 0
     if shared_width:
         n_shared = max(n_shared, 1)
@@ -342,12 +342,13 @@ def _moe_linears(
             Linear(f"{moe}.{router}", "router", hidden, experts, bias=True, layer=i),
         ]
         return out
+    gated = model_type not in _NON_GATED  # Nemotron-H's experts are up/down (relu2)
     out = [
         Linear(f"{ex}.{names[0]}", "expert", hidden, width, experts, layer=i),
         Linear(f"{ex}.{names[1]}", "expert", hidden, width, experts, layer=i),
         Linear(f"{ex}.{names[2]}", "expert", width, hidden, experts, layer=i),
         Linear(f"{moe}.{router}", "router", hidden, experts, layer=i),
-    ]
+    ][0 if gated else 1 :]
     if shared_width:
         sh = (
             f"{moe}.shared_expert"
@@ -358,7 +359,7 @@ def _moe_linears(
             Linear(f"{sh}.gate_proj", "shared_expert", hidden, shared_width, layer=i),
             Linear(f"{sh}.up_proj", "shared_expert", hidden, shared_width, layer=i),
             Linear(f"{sh}.down_proj", "shared_expert", shared_width, hidden, layer=i),
-        ]
+        ][0 if gated else 1 :]
         if model_type in _SHARED_GATE:
             out.append(Linear(f"{moe}.shared_expert_gate", "router", hidden, 1, layer=i))
     return out

@@ -160,6 +160,8 @@ KV_TABLE: list[tuple[str, int, tuple[int, int] | None]] = [
     # changes positions, not the cache). granite-3.1 MoE: 24 layers, 8 KV heads, 1024 / 16.
     ("HuggingFaceTB/SmolLM3-3B", gqa(36, 4, 128), None),
     ("ibm-granite/granite-3.1-1b-a400m-instruct", gqa(24, 8, 64), None),
+    # Nemotron-3-Nano: 6 "*" in hybrid_override_pattern, 2 KV heads of head_dim 128.
+    ("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", gqa(6, 2, 128), None),
 ]
 REFUSED = {
     "deepseek-ai/DeepSeek-V3.2",

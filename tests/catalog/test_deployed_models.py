@@ -214,12 +214,12 @@ def test_models_named_in_start_up_logs_resolve_offline(model_id: str) -> None:
     assert get_model(model_id).id == model_id
 
 
-# transformers 5.24's Qwen3VLForConditionalGeneration / Qwen3VLMoeForConditionalGeneration built
-# from each published config on the meta device, every parameter counted (tied ones once): the
-# vision tower with its three deepstack mergers, per-head q/k norms, and the MoE's untied LM head
-# (the wrapper's tie_word_embeddings false over the text class default). 8,767,123,696 is also the
-# 8.77 B the Hugging Face page of Qwen3-VL-8B-Instruct shows.
-QWEN3_VL_TRANSFORMERS_COUNTS = {
+# transformers 5.24's model class built from each published config on the meta device, every
+# parameter counted (tied ones once). Qwen3VL(Moe)ForConditionalGeneration: the vision tower with
+# its three deepstack mergers, per-head q/k norms, and the MoE's untied LM head (the wrapper's
+# tie_word_embeddings false over the text class default); 8,767,123,696 is also the 8.77 B the
+# Hugging Face page of Qwen3-VL-8B-Instruct shows.
+TRANSFORMERS_COUNTS = {
     "Qwen/Qwen3-VL-2B-Instruct": 2_127_532_032,
     "Qwen/Qwen3-VL-4B-Instruct": 4_437_815_808,
     "Qwen/Qwen3-VL-8B-Instruct": 8_767_123_696,
@@ -227,10 +227,13 @@ QWEN3_VL_TRANSFORMERS_COUNTS = {
     "Qwen/Qwen3-VL-32B-Thinking": 33_357_390_064,
     "Qwen/Qwen3-VL-30B-A3B-Instruct": 31_070_754_032,
     "Qwen/Qwen3-VL-235B-A22B-Instruct": 235_670_022_896,
+    # NemotronHForCausalLM: the E layers' routed and shared experts are up/down (relu2, no
+    # gate), the shared one moe_shared_expert_intermediate_size wide (the card's 31.6 B).
+    "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16": 31_577_937_344,
 }
 
 
-@pytest.mark.parametrize(("model_id", "count"), sorted(QWEN3_VL_TRANSFORMERS_COUNTS.items()))
-def test_qwen3_vl_counts_are_transformers(model_id: str, count: int) -> None:
+@pytest.mark.parametrize(("model_id", "count"), sorted(TRANSFORMERS_COUNTS.items()))
+def test_counts_are_transformers(model_id: str, count: int) -> None:
     entry = get_model(model_id)
     assert parameter_counts(entry.config).total == entry.num_parameters == count
