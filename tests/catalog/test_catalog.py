@@ -162,6 +162,16 @@ KV_TABLE: list[tuple[str, int, tuple[int, int] | None]] = [
     ("ibm-granite/granite-3.1-1b-a400m-instruct", gqa(24, 8, 64), None),
     # Nemotron-3-Nano: 6 "*" in hybrid_override_pattern, 2 KV heads of head_dim 128.
     ("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", gqa(6, 2, 128), None),
+    # MLC LLM presets: CodeLlama-13b 5120 / 40 = 128, MHA; gemma-2-2b-jpn-it as gemma-2-2b
+    # (alternating, 4096); Qwen2 / Qwen2.5 / Qwen1.5-MoE use_sliding_window false; TinyLlama v0.4
+    # 2048 / 32 = 64.
+    ("codellama/CodeLlama-13b-hf", gqa(40, 40, 128), None),
+    ("google/gemma-2-2b-jpn-it", gqa(26, 4, 256), (13, 4096)),
+    ("Qwen/Qwen2.5-3B-Instruct", gqa(36, 2, 128), None),
+    ("Qwen/Qwen2-0.5B-Instruct", gqa(24, 2, 64), None),
+    ("Qwen/Qwen2-1.5B-Instruct", gqa(28, 2, 128), None),
+    ("Qwen/Qwen1.5-MoE-A2.7B-Chat", gqa(24, 16, 128), None),
+    ("TinyLlama/TinyLlama-1.1B-Chat-v0.4", gqa(22, 4, 64), None),
 ]
 REFUSED = {
     "deepseek-ai/DeepSeek-V3.2",
