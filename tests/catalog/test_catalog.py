@@ -172,6 +172,11 @@ KV_TABLE: list[tuple[str, int, tuple[int, int] | None]] = [
     ("Qwen/Qwen2-1.5B-Instruct", gqa(28, 2, 128), None),
     ("Qwen/Qwen1.5-MoE-A2.7B-Chat", gqa(24, 16, 128), None),
     ("TinyLlama/TinyLlama-1.1B-Chat-v0.4", gqa(22, 4, 64), None),
+    # Phi-3 (Microsoft.ML.GenAI.Phi's copies): sliding_window 2047 on the 4k, the 128k ones'
+    # 131072 / 262144 (at or past their positions); 3072 / 32 = 96, 5120 / 40 = 128.
+    ("microsoft/Phi-3-mini-128k-instruct", gqa(32, 32, 96), (32, 262144)),
+    ("microsoft/Phi-3-medium-4k-instruct", gqa(40, 10, 128), (40, 2047)),
+    ("microsoft/Phi-3-medium-128k-instruct", gqa(40, 10, 128), (40, 131072)),
 ]
 REFUSED = {
     "deepseek-ai/DeepSeek-V3.2",

@@ -230,6 +230,10 @@ TRANSFORMERS_COUNTS = {
     # NemotronHForCausalLM: the E layers' routed and shared experts are up/down (relu2, no
     # gate), the shared one moe_shared_expert_intermediate_size wide (the card's 31.6 B).
     "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16": 31_577_937_344,
+    "microsoft/Phi-3-medium-4k-instruct": 13_960_238_080,
+    # keras-hub's phi3_mini_128k_instruct_en preset publishes the same 3,821,079,552
+    # (keras_hub/src/models/phi3/phi3_presets.py); transformers agrees on the 4k config.
+    "microsoft/Phi-3-mini-128k-instruct": 3_821_079_552,
 }
 
 
