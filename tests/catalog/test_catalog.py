@@ -177,6 +177,9 @@ KV_TABLE: list[tuple[str, int, tuple[int, int] | None]] = [
     ("microsoft/Phi-3-mini-128k-instruct", gqa(32, 32, 96), (32, 262144)),
     ("microsoft/Phi-3-medium-4k-instruct", gqa(40, 10, 128), (40, 2047)),
     ("microsoft/Phi-3-medium-128k-instruct", gqa(40, 10, 128), (40, 131072)),
+    ("meta-llama/Meta-Llama-3-8B-Instruct", gqa(32, 8, 128), None),
+    ("mistralai/Mistral-Nemo-Base-2407", gqa(40, 8, 128), None),
+    ("Qwen/Qwen2-0.5B", gqa(24, 2, 64), None),
 ]
 REFUSED = {
     "deepseek-ai/DeepSeek-V3.2",
