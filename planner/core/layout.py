@@ -35,7 +35,7 @@ _MLA_TYPES = {"deepseek_v2", "deepseek_v3", "deepseek_v32", "kimi_k2", "kimi_vl"
 _TIED_BY_DEFAULT = {"gemma", "gemma2", "gemma3", "gemma3_text", "starcoder2"}
 _QKV_BIAS_ALWAYS = {"qwen2", "qwen2_moe", "qwen2_vl", "qwen2_5_vl", "gpt_oss", "mimo"}
 # Routers with a learned correction bias per expert (DeepSeek-V3 noaux_tc routing and kin).
-_ROUTER_BIAS = {"deepseek_v3", "kimi_k2", "glm4_moe", "minimax_m2", "kimi_linear"}
+_ROUTER_BIAS = {"deepseek_v3", "kimi_k2", "glm4_moe", "minimax_m2", "kimi_linear", "nemotron_h"}
 # gpt-oss biases its output projection too, whatever attention_bias says.
 _O_BIAS_ALWAYS = {"gpt_oss"}
 _FOUR_NORMS = {"gemma2", "gemma3", "gemma3_text", *GEMMA4_TYPES}

@@ -215,7 +215,7 @@ def test_models_named_in_start_up_logs_resolve_offline(model_id: str) -> None:
 
 
 # transformers 5.24's model class built from each published config on the meta device, every
-# parameter counted (tied ones once). Qwen3VL(Moe)ForConditionalGeneration: the vision tower with
+# parameter and persistent buffer counted (tied ones once), as tests/crosscheck does. Qwen3VL(Moe)ForConditionalGeneration: the vision tower with
 # its three deepstack mergers, per-head q/k norms, and the MoE's untied LM head (the wrapper's
 # tie_word_embeddings false over the text class default); 8,767,123,696 is also the 8.77 B the
 # Hugging Face page of Qwen3-VL-8B-Instruct shows.
@@ -228,8 +228,9 @@ TRANSFORMERS_COUNTS = {
     "Qwen/Qwen3-VL-30B-A3B-Instruct": 31_070_754_032,
     "Qwen/Qwen3-VL-235B-A22B-Instruct": 235_670_022_896,
     # NemotronHForCausalLM: the E layers' routed and shared experts are up/down (relu2, no
-    # gate), the shared one moe_shared_expert_intermediate_size wide (the card's 31.6 B).
-    "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16": 31_577_937_344,
+    # gate), the shared one moe_shared_expert_intermediate_size wide, and each router's
+    # e_score_correction_bias (a persistent buffer there, a tensor in the checkpoint): 31.6 B.
+    "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16": 31_577_940_288,
     "microsoft/Phi-3-medium-4k-instruct": 13_960_238_080,
     # keras-hub's phi3_mini_128k_instruct_en preset publishes the same 3,821,079,552
     # (keras_hub/src/models/phi3/phi3_presets.py); transformers agrees on the 4k config.
