@@ -32,6 +32,7 @@ def mla(layers: int, kv_lora_rank: int, rope_dim: int) -> int:
 KV_TABLE: list[tuple[str, int, tuple[int, int] | None]] = [
     ("meta-llama/Llama-3.1-8B", gqa(32, 8, 128), None),
     ("meta-llama/Llama-3.1-70B", gqa(80, 8, 128), None),
+    ("nvidia/Llama-3.1-70B-Instruct-FP8", gqa(80, 8, 128), None),
     ("meta-llama/Llama-3.1-405B", gqa(126, 8, 128), None),
     ("meta-llama/Llama-3.2-1B", gqa(16, 8, 64), None),
     ("meta-llama/Llama-3.2-3B", gqa(28, 8, 128), None),
@@ -68,6 +69,7 @@ KV_TABLE: list[tuple[str, int, tuple[int, int] | None]] = [
     ("google/gemma-2-27b", gqa(46, 16, 128), (23, 4096)),
     ("google/gemma-3-27b-it", gqa(62, 16, 128), (52, 1024)),
     ("deepseek-ai/DeepSeek-V3", mla(61, 512, 64), None),
+    ("nvidia/DeepSeek-V3.1-NVFP4", mla(61, 512, 64), None),
     ("deepseek-ai/DeepSeek-R1", mla(61, 512, 64), None),
     ("moonshotai/Kimi-K2-Instruct", mla(61, 512, 64), None),
     # gpt-oss: layer_types alternate sliding (128) and full.
@@ -124,6 +126,7 @@ KV_TABLE: list[tuple[str, int, tuple[int, int] | None]] = [
     ("nvidia/Gemma-4-26B-A4B-NVFP4", gqa(25, 8, 256) + gqa(5, 2, 512), (25, 1024)),
     ("nvidia/Gemma-4-31B-IT-NVFP4", gqa(50, 16, 256) + gqa(10, 4, 512), (50, 1024)),
     ("nvidia/Qwen3.5-122B-A10B-NVFP4", gqa(12, 2, 256), None),
+    ("nvidia/Qwen3-235B-A22B-NVFP4", gqa(94, 4, 128), None),
     ("nvidia/Qwen3.5-397B-A17B-NVFP4", gqa(15, 2, 256), None),
     ("moonshotai/Kimi-K2.5", mla(61, 512, 64), None),
     ("nvidia/Kimi-K2.5-NVFP4", mla(61, 512, 64), None),
@@ -162,6 +165,7 @@ KV_TABLE: list[tuple[str, int, tuple[int, int] | None]] = [
     ("ibm-granite/granite-3.1-1b-a400m-instruct", gqa(24, 8, 64), None),
     # Nemotron-3-Nano: 6 "*" in hybrid_override_pattern, 2 KV heads of head_dim 128.
     ("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", gqa(6, 2, 128), None),
+    ("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-NVFP4", gqa(6, 2, 128), None),
     # MLC LLM presets: CodeLlama-13b 5120 / 40 = 128, MHA; gemma-2-2b-jpn-it as gemma-2-2b
     # (alternating, 4096); Qwen2 / Qwen2.5 / Qwen1.5-MoE use_sliding_window false; TinyLlama v0.4
     # 2048 / 32 = 64.
