@@ -343,12 +343,22 @@ def _moe_linears(
         ]
         return out
     gated = model_type not in _NON_GATED  # Nemotron-H's experts are up/down (relu2)
+    # Nemotron-H moe_latent_size: routed experts work in a latent width, projected from and
+    # back to hidden by fc1/fc2_latent_proj (transformers 5.24 NemotronHMoE).
+    latent = (_int(cfg, "moe_latent_size", lo=1) if model_type == "nemotron_h" else None) or 0
+    e_dim = latent or hidden
     out = [
-        Linear(f"{ex}.{names[0]}", "expert", hidden, width, experts, layer=i),
-        Linear(f"{ex}.{names[1]}", "expert", hidden, width, experts, layer=i),
-        Linear(f"{ex}.{names[2]}", "expert", width, hidden, experts, layer=i),
+        Linear(f"{ex}.{names[0]}", "expert", e_dim, width, experts, layer=i),
+        Linear(f"{ex}.{names[1]}", "expert", e_dim, width, experts, layer=i),
+        Linear(f"{ex}.{names[2]}", "expert", width, e_dim, experts, layer=i),
         Linear(f"{moe}.{router}", "router", hidden, experts, layer=i),
     ][0 if gated else 1 :]
+    if latent:
+        b = bool(cfg.get("mlp_bias"))
+        out += [
+            Linear(f"{moe}.fc1_latent_proj", "mlp", hidden, latent, bias=b, layer=i),
+            Linear(f"{moe}.fc2_latent_proj", "mlp", latent, hidden, bias=b, layer=i),
+        ]
     if shared_width:
         sh = (
             f"{moe}.shared_expert"

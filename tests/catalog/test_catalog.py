@@ -166,6 +166,7 @@ KV_TABLE: list[tuple[str, int, tuple[int, int] | None]] = [
     # Nemotron-3-Nano: 6 "*" in hybrid_override_pattern, 2 KV heads of head_dim 128.
     ("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", gqa(6, 2, 128), None),
     ("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-NVFP4", gqa(6, 2, 128), None),
+    ("nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16", gqa(12, 2, 128), None),
     # MLC LLM presets: CodeLlama-13b 5120 / 40 = 128, MHA; gemma-2-2b-jpn-it as gemma-2-2b
     # (alternating, 4096); Qwen2 / Qwen2.5 / Qwen1.5-MoE use_sliding_window false; TinyLlama v0.4
     # 2048 / 32 = 64.

@@ -215,8 +215,8 @@ def test_models_named_in_start_up_logs_resolve_offline(model_id: str) -> None:
 
 
 # transformers 5.24's model class built from each published config on the meta device, every
-# parameter and persistent buffer counted (tied ones once), as tests/crosscheck does. Qwen3VL(Moe)ForConditionalGeneration: the vision tower with
-# its three deepstack mergers, per-head q/k norms, and the MoE's untied LM head (the wrapper's
+# parameter and persistent buffer counted (tied ones once), as tests/crosscheck does.
+# Qwen3VL(Moe)ForConditionalGeneration: the vision tower with its three deepstack mergers, per-head q/k norms, and the MoE's untied LM head (the wrapper's
 # tie_word_embeddings false over the text class default); 8,767,123,696 is also the 8.77 B the
 # Hugging Face page of Qwen3-VL-8B-Instruct shows.
 TRANSFORMERS_COUNTS = {
@@ -231,6 +231,10 @@ TRANSFORMERS_COUNTS = {
     # gate), the shared one moe_shared_expert_intermediate_size wide, and each router's
     # e_score_correction_bias (a persistent buffer there, a tensor in the checkpoint): 31.6 B.
     "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16": 31_577_940_288,
+    "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-NVFP4": 31_577_940_288,
+    # layers_block_type without num_hidden_layers (NemotronHConfig derives it: 108 layers) and
+    # moe_latent_size 2048 (experts in the latent width, fc1/fc2_latent_proj around them).
+    "nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16": 549_308_993_536,
     "microsoft/Phi-3-medium-4k-instruct": 13_960_238_080,
     # keras-hub's phi3_mini_128k_instruct_en preset publishes the same 3,821,079,552
     # (keras_hub/src/models/phi3/phi3_presets.py); transformers agrees on the 4k config.
