@@ -66,7 +66,7 @@ def layer_blocks(cfg: Mapping[str, Any], model_type: str, n: int) -> list[Block]
         # (configuration_utils._LEGACY_LAYER_TYPE_REMAP: mamba, attention).
         letter = {"mamba": "M", "linear_attention": "M", "attention": "*"}
         letter |= {"full_attention": "*", "mlp": "-", "moe": "E"}
-        return [kinds[letter[str(w)]] for w in words]
+        return [kinds[letter[str(w)]] for w in words or []]
     slots = _slots(cfg, n, model_type)
     mixers = [tuple("attention" if s.endswith("attention") else s for s in per) for per in slots]
     if model_type == "jamba":

@@ -216,9 +216,10 @@ def test_models_named_in_start_up_logs_resolve_offline(model_id: str) -> None:
 
 # transformers 5.24's model class built from each published config on the meta device, every
 # parameter and persistent buffer counted (tied ones once), as tests/crosscheck does.
-# Qwen3VL(Moe)ForConditionalGeneration: the vision tower with its three deepstack mergers, per-head q/k norms, and the MoE's untied LM head (the wrapper's
-# tie_word_embeddings false over the text class default); 8,767,123,696 is also the 8.77 B the
-# Hugging Face page of Qwen3-VL-8B-Instruct shows.
+# Qwen3VL(Moe)ForConditionalGeneration: the vision tower with its three deepstack mergers,
+# per-head q/k norms, and the MoE's untied LM head (the wrapper's tie_word_embeddings false
+# over the text class default); 8,767,123,696 is also the 8.77 B the Hugging Face page of
+# Qwen3-VL-8B-Instruct shows.
 TRANSFORMERS_COUNTS = {
     "Qwen/Qwen3-VL-2B-Instruct": 2_127_532_032,
     "Qwen/Qwen3-VL-4B-Instruct": 4_437_815_808,
