@@ -83,17 +83,26 @@ def with_hf_quant_config(config: Mapping[str, Any], hf_quant: Any) -> dict[str, 
 
 
 def kv_cache_quant_algo(config: Mapping[str, Any]) -> str | None:
-    """The KV cache dtype a ModelOpt checkpoint's kv_cache_quant_algo makes of
-    `--kv-cache-dtype auto` in vLLM 0.15–0.27 (`resolve_kv_cache_dtype_string`: FP8 is
-    "fp8_e4m3"), or None."""
+    """The KV cache dtype a ModelOpt checkpoint asks for, as vLLM 0.15–0.27
+    `get_kv_cache_quant_algo_string` makes it of `--kv-cache-dtype auto`: kv_cache_scheme
+    {"type": "float", "num_bits": 8, "dynamic": false} or kv_cache_quant_algo "FP8" is
+    "fp8_e4m3", 4-bit float or "NVFP4" is "nvfp4"; None where it asks for none or vLLM falls
+    back to auto."""
     inner = config.get("text_config")
     q = config.get("quantization_config")
     if q is None and isinstance(inner, Mapping):
         q = inner.get("quantization_config")
     if not isinstance(q, Mapping) or not str(q.get("quant_method") or "").startswith("modelopt"):
         return None
-    algo = q.get("kv_cache_quant_algo")
-    return "fp8_e4m3" if isinstance(algo, str) and algo.upper() == "FP8" else None
+    algo = q.get("kv_cache_scheme") or q.get("kv_cache_quant_algo")
+    if isinstance(algo, Mapping):
+        if algo.get("type") != "float":
+            return None
+        if algo.get("num_bits") == 8 and algo.get("dynamic") is False:
+            return "fp8_e4m3"
+        return "nvfp4" if algo.get("num_bits") == 4 else None
+    names = {"fp8": "fp8_e4m3", "nvfp4": "nvfp4"}
+    return names.get(algo.lower()) if isinstance(algo, str) else None
 
 
 __all__ = [

@@ -110,3 +110,21 @@ def test_catalog_nvfp4_entries_read_their_file(model_id: str, total: int) -> Non
     entry = get_model(model_id)
     assert entry.config["quantization_config"]["quant_algo"] == "NVFP4"
     assert entry.resolved_weights_bytes == total
+
+
+@pytest.mark.parametrize(
+    ("quant", "expected"),
+    [
+        ({"kv_cache_scheme": {"dynamic": False, "num_bits": 8, "type": "float"}}, "fp8_e4m3"),
+        ({"kv_cache_scheme": {"num_bits": 4, "type": "float"}}, "nvfp4"),
+        ({"kv_cache_scheme": {"dynamic": True, "num_bits": 8, "type": "float"}}, None),
+        ({"kv_cache_quant_algo": "int8"}, None),  # vLLM falls back to auto
+        ({}, None),
+    ],
+)
+def test_kv_cache_dtype_as_vllm_takes_it(quant: dict[str, object], expected: str | None) -> None:
+    q = {"quant_method": "modelopt", "quant_algo": "NVFP4", **quant}
+    assert kv_cache_quant_algo({**TINY, "quantization_config": q}) == expected
+    assert (
+        kv_cache_quant_algo({**TINY, "quantization_config": {**q, "quant_method": "fp8"}}) is None
+    )
