@@ -8,6 +8,8 @@ Layout (outside the `planner` package, so the wheel ships only the built models.
         model.safetensors.index.json    optional: the published index ({"metadata":
                                         {"total_size": N}} is enough), where weights_bytes is
                                         its total_size
+        hf_quant_config.json            optional: a ModelOpt checkpoint's separate quantization
+                                        file as published (entry.json "hf_quant_config" names it)
         entry.json                      everything else: id, sources, num_parameters, notes,
                                         aliases, refused, in the key order models.json prints
 
@@ -39,6 +41,7 @@ ORDER = "order.json"
 ENTRY = "entry.json"
 CONFIG = "config.json"
 INDEX = "model.safetensors.index.json"
+QUANT = "hf_quant_config.json"
 
 
 class BuildError(ValueError):
@@ -102,9 +105,17 @@ def build_entry(folder: Path) -> dict[str, Any]:
         raise BuildError(f'{where}: {INDEX} is saved but weights_bytes is not "{INDEX}"')
     if from_index and not has_index:
         raise BuildError(f"{where}: weights_bytes names {INDEX}, which is not saved")
+    has_quant = (folder / QUANT).is_file()
+    if has_quant != (meta.get("hf_quant_config") == QUANT):
+        raise BuildError(f"{where}: {QUANT} is saved exactly when entry.json names it")
     out: dict[str, Any] = {}
     for key, value in meta.items():
-        if key == "config":
+        if key == "hf_quant_config":
+            quant = _read(folder / QUANT)
+            if not isinstance(quant, dict):
+                raise BuildError(f"{where}/{QUANT}: not a JSON object")
+            out[key] = quant
+        elif key == "config":
             config = _read(folder / CONFIG)
             if not isinstance(config, dict):
                 raise BuildError(f"{where}/{CONFIG}: not a JSON object")
@@ -171,6 +182,9 @@ def split_entry(entry: dict[str, Any]) -> dict[str, str]:
     for key, value in entry.items():
         if key == "config":
             meta[key] = CONFIG
+        elif key == "hf_quant_config":
+            files[QUANT] = dump(value, indent=2)
+            meta[key] = QUANT
         elif key == "weights_bytes" and _names_total_size(entry):
             files[INDEX] = dump({"metadata": {"total_size": value}}, indent=2)
             meta[key] = INDEX
@@ -211,8 +225,9 @@ def split(models_json: Path = MODELS_JSON, sources: Path = SOURCES) -> int:
         folder = sources / folder_name(entry["id"])
         folder.mkdir(exist_ok=True)
         files = split_entry(entry)
-        if INDEX not in files and (folder / INDEX).exists():  # no longer cited
-            (folder / INDEX).unlink()
+        for optional in (INDEX, QUANT):
+            if optional not in files and (folder / optional).exists():  # no longer cited
+                (folder / optional).unlink()
         for name, text in files.items():
             if not _same_json(folder / name, text):
                 (folder / name).write_text(text, "utf-8")

@@ -19,10 +19,11 @@ from functools import cache
 from importlib import resources
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from planner.core.errors import ModelConfigError, UnknownIdError, did_you_mean
 from planner.core.model import shape_from_config
+from planner.core.modelopt import with_hf_quant_config
 from planner.core.params import parameter_counts, weight_bytes
 
 T = TypeVar("T")
@@ -47,7 +48,11 @@ class CatalogAlias(_Frozen):
 
 class CatalogModel(_Frozen):
     id: str
+    # config.json as published; a ModelOpt hf_quant_config.json saved beside it is read into
+    # its quantization_config as vLLM reads it (planner.core.modelopt), models.json keeping both.
     config: dict[str, Any]
+    hf_quant_config: dict[str, Any] | None = None
+    hf_quant_config_source: str | None = None  # the published hf_quant_config.json (URL)
     num_parameters: int = Field(gt=0)
     # "published: <url>" or "config: counted from the config (planner.core.params)".
     num_parameters_source: str | None = None
@@ -60,6 +65,15 @@ class CatalogModel(_Frozen):
     alias_of: str | None = None  # set on the entry get_model returns for an alias
     refused: str | None = None  # why the planner cannot size this model yet
     notes: list[str] = []
+
+    @model_validator(mode="before")
+    @classmethod
+    def _read_hf_quant_config(cls, data: Any) -> Any:
+        if isinstance(data, Mapping) and isinstance(data.get("config"), Mapping):
+            hf_quant = data.get("hf_quant_config")
+            if hf_quant is not None:
+                return {**data, "config": with_hf_quant_config(data["config"], hf_quant)}
+        return data
 
     @property
     def resolved_weights_bytes(self) -> int:

@@ -31,6 +31,10 @@ def with_class_defaults(cfg: dict[str, Any], wrapper_type: str | None = None) ->
     for public, stored in ATTRIBUTE_MAP.get(kind, {}).items():
         if public not in out and stored in out:
             out[public] = out[stored]
+    # transformers 5.24 NemotronHConfig derives num_hidden_layers from layers_block_type's
+    # length (newer Nemotron configs store no num_hidden_layers).
+    if kind == "nemotron_h" and isinstance(out.get("layers_block_type"), list):
+        out.setdefault("num_hidden_layers", len(out["layers_block_type"]))
     for key, value in DEFAULTS[kind].items():
         if key not in out:
             out[key] = value

@@ -68,6 +68,11 @@ MODEL_ERRORS: dict[str, str] = {
         "ModelOpt quant_algo {algo!r} is not sized (NVFP4 and FP8 are); set weights_bytes to the "
         "checkpoint size"
     ),
+    "model.hf_quant_config_producer": (
+        "hf_quant_config.json from producer {producer!r} is not read (only ModelOpt's is)"
+    ),
+    "model.hf_quant_config_exclude": "must be a list of module names",
+    "model.hf_quant_config_group": "must be a positive integer",
     "model.heads_not_multiple_of_kv_heads": (
         "num_attention_heads {num_heads} is not a multiple of num_key_value_heads {kv_heads}; GQA "
         "needs whole query groups"

@@ -35,7 +35,7 @@ _MLA_TYPES = {"deepseek_v2", "deepseek_v3", "deepseek_v32", "kimi_k2", "kimi_vl"
 _TIED_BY_DEFAULT = {"gemma", "gemma2", "gemma3", "gemma3_text", "starcoder2"}
 _QKV_BIAS_ALWAYS = {"qwen2", "qwen2_moe", "qwen2_vl", "qwen2_5_vl", "gpt_oss", "mimo"}
 # Routers with a learned correction bias per expert (DeepSeek-V3 noaux_tc routing and kin).
-_ROUTER_BIAS = {"deepseek_v3", "kimi_k2", "glm4_moe", "minimax_m2", "kimi_linear"}
+_ROUTER_BIAS = {"deepseek_v3", "kimi_k2", "glm4_moe", "minimax_m2", "kimi_linear", "nemotron_h"}
 # gpt-oss biases its output projection too, whatever attention_bias says.
 _O_BIAS_ALWAYS = {"gpt_oss"}
 _FOUR_NORMS = {"gemma2", "gemma3", "gemma3_text", *GEMMA4_TYPES}
@@ -47,7 +47,8 @@ _FULL_QK_NORM = {"olmo2"}
 _SHARED_GATE = {"qwen2_moe", "qwen3_next", "qwen3_5_moe", "qwen3_5_moe_text"}
 _QK_NORM = {
     "qwen3", "qwen3_moe", "gemma3", "gemma3_text", "lfm2", "qwen3_next", "qwen3_5", "qwen3_5_moe",
-    "qwen3_5_text", "qwen3_5_moe_text",
+    "qwen3_5_text", "qwen3_5_moe_text", "qwen3_vl", "qwen3_vl_moe", "qwen3_vl_text",
+    "qwen3_vl_moe_text",
 }  # fmt: skip
 # Two-matrix (non-gated) MLPs; every other family uses gate/up/down.
 _NON_GATED = {
@@ -179,9 +180,9 @@ def decoder(config: Mapping[str, Any]) -> Decoder:
         )
         dense_width = mlp_width(cfg, model_type, _int(cfg, "intermediate_size", lo=1) or 0)
     # granite's shared MLP is `shared_intermediate_size` (GraniteMoeHybrid/SharedConfig).
-    shared_width = (
-        _int(cfg, "shared_expert_intermediate_size", "shared_intermediate_size", lo=0) or 0
-    )
+    shared_keys = ("shared_expert_intermediate_size", "shared_intermediate_size")
+    shared_keys += ("moe_shared_expert_intermediate_size",)  # Nemotron-H (NemotronHConfig)
+    shared_width = _int(cfg, *shared_keys, lo=0) or 0
     n_shared = _int(cfg, "n_shared_experts", "num_shared_experts", hi=1 << 10) or 0
     if shared_width:
         n_shared = max(n_shared, 1)
@@ -341,12 +342,23 @@ def _moe_linears(
             Linear(f"{moe}.{router}", "router", hidden, experts, bias=True, layer=i),
         ]
         return out
+    gated = model_type not in _NON_GATED  # Nemotron-H's experts are up/down (relu2)
+    # Nemotron-H moe_latent_size: routed experts work in a latent width, projected from and
+    # back to hidden by fc1/fc2_latent_proj (transformers 5.24 NemotronHMoE).
+    latent = (_int(cfg, "moe_latent_size", lo=1) if model_type == "nemotron_h" else None) or 0
+    e_dim = latent or hidden
     out = [
-        Linear(f"{ex}.{names[0]}", "expert", hidden, width, experts, layer=i),
-        Linear(f"{ex}.{names[1]}", "expert", hidden, width, experts, layer=i),
-        Linear(f"{ex}.{names[2]}", "expert", width, hidden, experts, layer=i),
+        Linear(f"{ex}.{names[0]}", "expert", e_dim, width, experts, layer=i),
+        Linear(f"{ex}.{names[1]}", "expert", e_dim, width, experts, layer=i),
+        Linear(f"{ex}.{names[2]}", "expert", width, e_dim, experts, layer=i),
         Linear(f"{moe}.{router}", "router", hidden, experts, layer=i),
-    ]
+    ][0 if gated else 1 :]
+    if latent:
+        b = bool(cfg.get("mlp_bias"))
+        out += [
+            Linear(f"{moe}.fc1_latent_proj", "mlp", hidden, latent, bias=b, layer=i),
+            Linear(f"{moe}.fc2_latent_proj", "mlp", latent, hidden, bias=b, layer=i),
+        ]
     if shared_width:
         sh = (
             f"{moe}.shared_expert"
@@ -357,7 +369,7 @@ def _moe_linears(
             Linear(f"{sh}.gate_proj", "shared_expert", hidden, shared_width, layer=i),
             Linear(f"{sh}.up_proj", "shared_expert", hidden, shared_width, layer=i),
             Linear(f"{sh}.down_proj", "shared_expert", shared_width, hidden, layer=i),
-        ]
+        ][0 if gated else 1 :]
         if model_type in _SHARED_GATE:
             out.append(Linear(f"{moe}.shared_expert_gate", "router", hidden, 1, layer=i))
     return out

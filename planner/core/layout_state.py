@@ -2,8 +2,9 @@
 runs (attention or a state mixer) and which feed-forward (dense MLP, MoE, none), and a state
 mixer's parameters as transformers' modules hold them.
 
-- Nemotron-H (`hybrid_override_pattern`): one block per layer: `M` a Mamba2 mixer, `*`
-  attention, `-` a two-matrix MLP, `E` a MoE; one norm per block (NemotronHBlock).
+- Nemotron-H (`hybrid_override_pattern`, or `layers_block_type` words: mamba, attention, mlp,
+  moe): one block per layer: `M` a Mamba2 mixer, `*` attention, `-` a two-matrix MLP, `E` a
+  MoE; one norm per block (NemotronHBlock).
 - Jamba: attention on `i % attn_layer_period == attn_layer_offset`, else a Mamba mixer, every
   layer with a feed-forward that is a MoE on `i % expert_layer_period == expert_layer_offset`
   and a gated MLP elsewhere (JambaConfig.layers_num_experts).
@@ -49,16 +50,23 @@ def layer_blocks(cfg: Mapping[str, Any], model_type: str, n: int) -> list[Block]
         return None
     if model_type == "nemotron_h":
         pattern = cfg.get("hybrid_override_pattern")
-        if not isinstance(pattern, str):
+        words = cfg.get("layers_block_type")
+        if not isinstance(pattern, str) and not isinstance(words, list):
             return None
-        _slots(cfg, n, model_type)  # the pattern is checked where the KV layers are read
+        _slots(cfg, n, model_type)  # the pattern / words are checked where KV layers are read
         kinds: dict[str, Block] = {
             "M": (("mamba2",), None),
             "*": (("attention",), None),
             "-": ((), "mlp"),
             "E": ((), "moe"),
         }
-        return [kinds[ch] for ch in pattern]
+        if isinstance(pattern, str):
+            return [kinds[ch] for ch in pattern]
+        # transformers 5.24 NemotronHConfig.layers_block_type, legacy words remapped
+        # (configuration_utils._LEGACY_LAYER_TYPE_REMAP: mamba, attention).
+        letter = {"mamba": "M", "linear_attention": "M", "attention": "*"}
+        letter |= {"full_attention": "*", "mlp": "-", "moe": "E"}
+        return [kinds[letter[str(w)]] for w in words or []]
     slots = _slots(cfg, n, model_type)
     mixers = [tuple("attention" if s.endswith("attention") else s for s in per) for per in slots]
     if model_type == "jamba":

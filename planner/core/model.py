@@ -138,7 +138,7 @@ def text_config(config: Mapping[str, Any]) -> dict[str, Any]:
         raise ModelConfigError(("model", "text_config"), "model.not_object")
     merged = dict(inner)
     # Dtype and architecture often live only at the top level of a multimodal config.
-    for key in ("torch_dtype", "dtype", "model_type"):
+    for key in ("torch_dtype", "dtype", "model_type", "tie_word_embeddings"):
         if key not in merged and key in config:
             merged[key] = config[key]
     wrapper = config.get("model_type")

@@ -7,6 +7,9 @@ Exact, as transformers 5.24's modules hold them, for:
   `depth` blocks (two biased LayerNorms, a fused biased qkv, proj, a biased fc1/fc2 MLP) and one
   patch merger (LayerNorm over hidden_size, fc1 over the 2x2-merged width, fc2 into
   out_hidden_size, both biased); no deepstack mergers.
+* Qwen3-VL (`Qwen3VLVisionModel`, also the MoE's): the same encoder and merger, plus one
+  deepstack merger per `deepstack_visual_indexes` entry, whose LayerNorm is over the merged
+  width (`use_postshuffle_norm`).
 * Gemma-3's SigLIP (`SiglipVisionTransformer` + `Gemma3MultiModalProjector`): a biased patch
   convolution, (image_size / patch_size)^2 positions (no class token), the encoder layers,
   `post_layernorm`, the attention-pooling head only where `vision_use_head` is true, then the
@@ -26,6 +29,7 @@ from planner.core.model import text_config
 
 # The vision_config model_type as transformers writes it (later releases add "_vision").
 _QWEN3_5_VISION = {"qwen3_5", "qwen3_5_moe", "qwen3_5_vision", "qwen3_5_moe_vision"}
+_QWEN3_VL_VISION = {"qwen3_vl", "qwen3_vl_moe", "qwen3_vl_vision", "qwen3_vl_moe_vision"}
 
 
 def config_int(cfg: Mapping[str, Any], *keys: str, lo: int = 0, hi: int = 1 << 40) -> int | None:
@@ -65,6 +69,9 @@ def _qwen3_5(v: Mapping[str, Any], text_hidden: int) -> int:
     total = channels * temporal * patch * patch * h + h + positions * h
     total += depth * _encoder_layer(h, width)
     total += 2 * h + merged * merged + merged + merged * out + out
+    deepstack = v.get("deepstack_visual_indexes") or ()
+    if str(v.get("model_type") or "") in _QWEN3_VL_VISION and isinstance(deepstack, list):
+        total += len(deepstack) * (2 * merged + merged * merged + merged + merged * out + out)
     return total
 
 
@@ -92,7 +99,7 @@ def vision_parameters(config: Mapping[str, Any]) -> int:
         return 0
     text_hidden = config_int(text_config(config), "hidden_size", lo=1)
     vision_type = str(v.get("model_type") or "")
-    if text_hidden is not None and vision_type in _QWEN3_5_VISION:
+    if text_hidden is not None and vision_type in _QWEN3_5_VISION | _QWEN3_VL_VISION:
         return _qwen3_5(v, text_hidden)
     if (
         text_hidden is not None

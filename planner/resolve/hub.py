@@ -1,7 +1,8 @@
 """Reading a model from the Hugging Face Hub with the `huggingface_hub` client.
 
 Requests, in order: model info (one bounded GET: the commit, the file list, gating), then
-config.json and, when the repo is sharded, model.safetensors.index.json through the client's
+config.json (and a ModelOpt hf_quant_config.json where config.json has no quantization_config)
+and, when the repo is sharded, model.safetensors.index.json through the client's
 cache (`hf_hub_download`), else the single model.safetensors header by range requests. Offline
 (HF_HUB_OFFLINE), only the cache is read. Every client error becomes a typed FieldError that
 says what to do.
@@ -23,6 +24,8 @@ from huggingface_hub import errors as hf_errors
 
 from planner.core.config_fields import json_constant
 from planner.core.errors import Message
+from planner.core.modelopt import FILE_NAME as QUANT_NAME
+from planner.core.modelopt import with_hf_quant_config
 from planner.resolve.errors import (
     GatedModelError,
     HubUnavailableError,
@@ -367,6 +370,14 @@ def _fetch(repo_id: str, revision: str | None, s: HubSettings) -> HubModel:
             detail = f"{INDEX_NAME} metadata.total_size (cached)" if weights else None
         if not isinstance(config, dict):
             raise ModelFilesError("model", "resolve.repo_config_not_object", repo_id=repo_id)
+        if "quantization_config" not in config:
+            try:
+                quant_path = download(QUANT_NAME, revision, True)
+            except (hf_errors.LocalEntryNotFoundError, hf_errors.EntryNotFoundError, OSError):
+                pass
+            else:
+                quant = _read_json(quant_path, MAX_CONFIG_BYTES, QUANT_NAME, repo_id)
+                config = with_hf_quant_config(config, quant)
         return HubModel(repo_id, revision, config, weights, detail, tuple(notes))
 
     api = HfApi(endpoint=endpoint, token=token)
@@ -397,6 +408,13 @@ def _fetch(repo_id: str, revision: str | None, s: HubSettings) -> HubModel:
     if not isinstance(config, dict):
         _forget(Path(cfg_path))
         raise ModelFilesError("model", "resolve.repo_config_not_object", repo_id=repo_id)
+
+    # ModelOpt ≤ 0.29 checkpoints keep their quantization in hf_quant_config.json, read (as
+    # vLLM reads it) only where config.json has no quantization_config (planner.core.modelopt).
+    if QUANT_NAME in files and "quantization_config" not in config:
+        quant_path = _call(lambda: download(QUANT_NAME, revision, False), repo_id, revision, s)
+        quant = _read_json(quant_path, MAX_CONFIG_BYTES, QUANT_NAME, repo_id)
+        config = with_hf_quant_config(config, quant)
 
     weights = None
     detail = None

@@ -32,6 +32,7 @@ def mla(layers: int, kv_lora_rank: int, rope_dim: int) -> int:
 KV_TABLE: list[tuple[str, int, tuple[int, int] | None]] = [
     ("meta-llama/Llama-3.1-8B", gqa(32, 8, 128), None),
     ("meta-llama/Llama-3.1-70B", gqa(80, 8, 128), None),
+    ("nvidia/Llama-3.1-70B-Instruct-FP8", gqa(80, 8, 128), None),
     ("meta-llama/Llama-3.1-405B", gqa(126, 8, 128), None),
     ("meta-llama/Llama-3.2-1B", gqa(16, 8, 64), None),
     ("meta-llama/Llama-3.2-3B", gqa(28, 8, 128), None),
@@ -68,6 +69,7 @@ KV_TABLE: list[tuple[str, int, tuple[int, int] | None]] = [
     ("google/gemma-2-27b", gqa(46, 16, 128), (23, 4096)),
     ("google/gemma-3-27b-it", gqa(62, 16, 128), (52, 1024)),
     ("deepseek-ai/DeepSeek-V3", mla(61, 512, 64), None),
+    ("nvidia/DeepSeek-V3.1-NVFP4", mla(61, 512, 64), None),
     ("deepseek-ai/DeepSeek-R1", mla(61, 512, 64), None),
     ("moonshotai/Kimi-K2-Instruct", mla(61, 512, 64), None),
     # gpt-oss: layer_types alternate sliding (128) and full.
@@ -124,6 +126,7 @@ KV_TABLE: list[tuple[str, int, tuple[int, int] | None]] = [
     ("nvidia/Gemma-4-26B-A4B-NVFP4", gqa(25, 8, 256) + gqa(5, 2, 512), (25, 1024)),
     ("nvidia/Gemma-4-31B-IT-NVFP4", gqa(50, 16, 256) + gqa(10, 4, 512), (50, 1024)),
     ("nvidia/Qwen3.5-122B-A10B-NVFP4", gqa(12, 2, 256), None),
+    ("nvidia/Qwen3-235B-A22B-NVFP4", gqa(94, 4, 128), None),
     ("nvidia/Qwen3.5-397B-A17B-NVFP4", gqa(15, 2, 256), None),
     ("moonshotai/Kimi-K2.5", mla(61, 512, 64), None),
     ("nvidia/Kimi-K2.5-NVFP4", mla(61, 512, 64), None),
@@ -147,6 +150,41 @@ KV_TABLE: list[tuple[str, int, tuple[int, int] | None]] = [
     ("nvidia/NVIDIA-Nemotron-Nano-9B-v2", gqa(4, 8, 128), None),
     ("ai21labs/AI21-Jamba-Mini-1.6", gqa(4, 8, 128), None),
     ("Qwen/Qwen3-Coder-30B-A3B-Instruct", gqa(48, 4, 128), None),
+    # Issue #22, second batch. Qwen3-VL: text_config layers x KV heads x head_dim, every layer
+    # full (no sliding_window, no layer_types).
+    ("Qwen/Qwen3-VL-2B-Instruct", gqa(28, 8, 128), None),
+    ("Qwen/Qwen3-VL-4B-Instruct", gqa(36, 8, 128), None),
+    ("Qwen/Qwen3-VL-8B-Instruct", gqa(36, 8, 128), None),
+    ("Qwen/Qwen3-VL-32B-Instruct", gqa(64, 8, 128), None),
+    ("Qwen/Qwen3-VL-32B-Thinking", gqa(64, 8, 128), None),
+    ("Qwen/Qwen3-VL-30B-A3B-Instruct", gqa(48, 4, 128), None),
+    ("Qwen/Qwen3-VL-235B-A22B-Instruct", gqa(94, 4, 128), None),
+    # SmolLM3: 36 layers, 4 KV heads, 2048 / 16 = 128 (sliding_window null; no_rope_layers
+    # changes positions, not the cache). granite-3.1 MoE: 24 layers, 8 KV heads, 1024 / 16.
+    ("HuggingFaceTB/SmolLM3-3B", gqa(36, 4, 128), None),
+    ("ibm-granite/granite-3.1-1b-a400m-instruct", gqa(24, 8, 64), None),
+    # Nemotron-3-Nano: 6 "*" in hybrid_override_pattern, 2 KV heads of head_dim 128.
+    ("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", gqa(6, 2, 128), None),
+    ("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-NVFP4", gqa(6, 2, 128), None),
+    ("nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16", gqa(12, 2, 128), None),
+    # MLC LLM presets: CodeLlama-13b 5120 / 40 = 128, MHA; gemma-2-2b-jpn-it as gemma-2-2b
+    # (alternating, 4096); Qwen2 / Qwen2.5 / Qwen1.5-MoE use_sliding_window false; TinyLlama v0.4
+    # 2048 / 32 = 64.
+    ("codellama/CodeLlama-13b-hf", gqa(40, 40, 128), None),
+    ("google/gemma-2-2b-jpn-it", gqa(26, 4, 256), (13, 4096)),
+    ("Qwen/Qwen2.5-3B-Instruct", gqa(36, 2, 128), None),
+    ("Qwen/Qwen2-0.5B-Instruct", gqa(24, 2, 64), None),
+    ("Qwen/Qwen2-1.5B-Instruct", gqa(28, 2, 128), None),
+    ("Qwen/Qwen1.5-MoE-A2.7B-Chat", gqa(24, 16, 128), None),
+    ("TinyLlama/TinyLlama-1.1B-Chat-v0.4", gqa(22, 4, 64), None),
+    # Phi-3 (Microsoft.ML.GenAI.Phi's copies): sliding_window 2047 on the 4k, the 128k ones'
+    # 131072 / 262144 (at or past their positions); 3072 / 32 = 96, 5120 / 40 = 128.
+    ("microsoft/Phi-3-mini-128k-instruct", gqa(32, 32, 96), (32, 262144)),
+    ("microsoft/Phi-3-medium-4k-instruct", gqa(40, 10, 128), (40, 2047)),
+    ("microsoft/Phi-3-medium-128k-instruct", gqa(40, 10, 128), (40, 131072)),
+    ("meta-llama/Meta-Llama-3-8B-Instruct", gqa(32, 8, 128), None),
+    ("mistralai/Mistral-Nemo-Base-2407", gqa(40, 8, 128), None),
+    ("Qwen/Qwen2-0.5B", gqa(24, 2, 64), None),
 ]
 REFUSED = {
     "deepseek-ai/DeepSeek-V3.2",

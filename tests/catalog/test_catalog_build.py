@@ -51,7 +51,7 @@ def test_every_folder_is_one_listed_entry() -> None:
     assert folders == sorted(cb.folder_name(m["id"]) for m in MODELS)
     for folder in folders:
         names = {p.name for p in (SOURCES / folder).iterdir()}
-        assert {cb.ENTRY, cb.CONFIG} <= names <= {cb.ENTRY, cb.CONFIG, cb.INDEX}, folder
+        assert {cb.ENTRY, cb.CONFIG} <= names <= {cb.ENTRY, cb.CONFIG, cb.INDEX, cb.QUANT}, folder
 
 
 @pytest.mark.parametrize("entry", MODELS, ids=[m["id"] for m in MODELS])
@@ -163,7 +163,24 @@ def test_split_then_build_is_the_identity(tmp_path: Path) -> None:
     stale = sources / "org--gone"
     stale.mkdir(parents=True)
     (stale / cb.ENTRY).write_text('{"id": "org/gone"}', "utf-8")
-    assert cb.split(MODELS_JSON, sources) == 2 * len(MODELS) + 2  # + the index, order.json
+    indexes = sum(cb._names_total_size(m) for m in MODELS)  # the saved safetensors indexes
+    quant = sum("hf_quant_config" in m for m in MODELS)  # the saved ModelOpt hf_quant_configs
+    assert cb.split(MODELS_JSON, sources) == 2 * len(MODELS) + indexes + quant + 1  # + order
     assert not stale.exists()
     assert cb.build(sources) == MODELS_JSON.read_text("utf-8")
     assert cb.split(MODELS_JSON, sources) == 0
+
+
+def test_a_modelopt_file_is_read_beside_its_config(tmp_path: Path) -> None:
+    """hf_quant_config.json is saved as published and read into the entry's quantization."""
+    entry = next(m for m in MODELS if m["id"] == "nvidia/Llama-3.1-70B-Instruct-FP8")
+    assert entry["hf_quant_config"]["producer"]["name"] == "modelopt"
+    assert "quantization_config" not in entry["config"]  # config.json stays as published
+    folder = tmp_path / cb.folder_name(entry["id"])
+    folder.mkdir()
+    for name, text in cb.split_entry(entry).items():
+        (folder / name).write_text(text, "utf-8")
+    assert cb.build_entry(folder) == entry
+    (folder / cb.QUANT).unlink()
+    with pytest.raises(cb.BuildError, match=cb.QUANT):
+        cb.build_entry(folder)

@@ -212,3 +212,38 @@ def test_qwen3_coder_30b_total_size_is_its_counted_bf16_parameters() -> None:
 def test_models_named_in_start_up_logs_resolve_offline(model_id: str) -> None:
     # Issue #22: ids from engine start-up logs (tests/fixtures/engine_logs.jsonl, budget_logs).
     assert get_model(model_id).id == model_id
+
+
+# transformers 5.24's model class built from each published config on the meta device, every
+# parameter and persistent buffer counted (tied ones once), as tests/crosscheck does.
+# Qwen3VL(Moe)ForConditionalGeneration: the vision tower with its three deepstack mergers,
+# per-head q/k norms, and the MoE's untied LM head (the wrapper's tie_word_embeddings false
+# over the text class default); 8,767,123,696 is also the 8.77 B the Hugging Face page of
+# Qwen3-VL-8B-Instruct shows.
+TRANSFORMERS_COUNTS = {
+    "Qwen/Qwen3-VL-2B-Instruct": 2_127_532_032,
+    "Qwen/Qwen3-VL-4B-Instruct": 4_437_815_808,
+    "Qwen/Qwen3-VL-8B-Instruct": 8_767_123_696,
+    "Qwen/Qwen3-VL-32B-Instruct": 33_357_390_064,
+    "Qwen/Qwen3-VL-32B-Thinking": 33_357_390_064,
+    "Qwen/Qwen3-VL-30B-A3B-Instruct": 31_070_754_032,
+    "Qwen/Qwen3-VL-235B-A22B-Instruct": 235_670_022_896,
+    # NemotronHForCausalLM: the E layers' routed and shared experts are up/down (relu2, no
+    # gate), the shared one moe_shared_expert_intermediate_size wide, and each router's
+    # e_score_correction_bias (a persistent buffer there, a tensor in the checkpoint): 31.6 B.
+    "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16": 31_577_940_288,
+    "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-NVFP4": 31_577_940_288,
+    # layers_block_type without num_hidden_layers (NemotronHConfig derives it: 108 layers) and
+    # moe_latent_size 2048 (experts in the latent width, fc1/fc2_latent_proj around them).
+    "nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16": 549_308_993_536,
+    "microsoft/Phi-3-medium-4k-instruct": 13_960_238_080,
+    # keras-hub's phi3_mini_128k_instruct_en preset publishes the same 3,821,079,552
+    # (keras_hub/src/models/phi3/phi3_presets.py); transformers agrees on the 4k config.
+    "microsoft/Phi-3-mini-128k-instruct": 3_821_079_552,
+}
+
+
+@pytest.mark.parametrize(("model_id", "count"), sorted(TRANSFORMERS_COUNTS.items()))
+def test_counts_are_transformers(model_id: str, count: int) -> None:
+    entry = get_model(model_id)
+    assert parameter_counts(entry.config).total == entry.num_parameters == count

@@ -54,6 +54,15 @@ def _transformers_count(config: dict[str, Any]) -> int:
     cfg = {k: copy.deepcopy(v) for k, v in config.items() if k != "quantization_config"}
     model_type = ALIASED_TYPES.get(cfg["model_type"], cfg["model_type"])
     cfg["model_type"] = model_type
+    rope = cfg.get("rope_scaling")
+    if (
+        isinstance(rope, dict)
+        and rope.get("type") == "su"
+        and "original_max_position_embeddings" in cfg
+    ):
+        # Phi-3 128k configs of mid-2024 name "su" scaling with the original length at the top
+        # level, where transformers 4.x read it; 5.x wants it inside the rope parameters.
+        rope["original_max_position_embeddings"] = cfg["original_max_position_embeddings"]
     conf = transformers.CONFIG_MAPPING[model_type].from_dict(cfg)
     auto = (
         transformers.AutoModelForImageTextToText

@@ -35,6 +35,21 @@ SINGLE_TENSORS = {
 SINGLE_DATA_BYTES = 128_000 + 8_192 + 8_192 + 256
 
 
+# ModelOpt's separate quantization file (nvidia/Llama-3.1-70B-Instruct-FP8's form).
+MODELOPT_FP8 = {
+    "producer": {"name": "modelopt", "version": "0.23.0"},
+    "quantization": {
+        "quant_algo": "FP8",
+        "kv_cache_quant_algo": "FP8",
+        "exclude_modules": ["lm_head"],
+    },
+}
+MODELOPT_MIXED = {
+    "producer": {"name": "modelopt"},
+    "quantization": {"quant_algo": "MIXED_PRECISION"},
+}
+
+
 def _config(**over: object) -> bytes:
     return json.dumps({**SHARDED_CONFIG, **over}).encode()
 
@@ -85,6 +100,16 @@ def hub() -> Iterator[tuple[str, HubState]]:
         ),
     )
     state.add("acme/no-weights", Repo({"config.json": _config()}))
+    state.add(
+        "acme/modelopt-fp8",
+        Repo({"config.json": _config(), "hf_quant_config.json": json.dumps(MODELOPT_FP8).encode()}),
+    )
+    state.add(
+        "acme/modelopt-mixed",
+        Repo(
+            {"config.json": _config(), "hf_quant_config.json": json.dumps(MODELOPT_MIXED).encode()}
+        ),
+    )
     state.add("acme/not-a-model", Repo({"README.md": b"# datasets only"}))
     with hub_server(state) as url:
         yield url, state

@@ -25,6 +25,7 @@ from planner.resolve import (
     resolve_model,
 )
 from tests.resolve.conftest import (
+    MODELOPT_FP8,
     SHARDED_CONFIG,
     SHARDED_TOTAL_SIZE,
     SINGLE_DATA_BYTES,
@@ -49,6 +50,25 @@ def test_model_not_in_catalog_resolves_with_index_total_size(hub: Hub, tmp_path:
     assert not [q for q in state.requests if "/cdn/" in q.path]
     # The files landed in the HF_HOME cache the settings name.
     assert list((tmp_path / "hub").glob("models--acme--sharded-llama/snapshots/*/config.json"))
+
+
+def test_modelopt_hf_quant_config_is_read_beside_config(hub: Hub, tmp_path: Path) -> None:
+    url, _ = hub
+    r = resolve_model("acme/modelopt-fp8", settings=settings(url, tmp_path))
+    q = dict(r.config)["quantization_config"]
+    assert q["quant_method"] == "modelopt" and q["quant_algo"] == "FP8"
+    assert q["exclude_modules"] == MODELOPT_FP8["quantization"]["exclude_modules"]
+    assert q["kv_cache_quant_algo"] == "FP8"
+    clear_cache()
+    offline = resolve_model("acme/modelopt-fp8", settings=settings(url, tmp_path, offline=True))
+    assert dict(offline.config)["quantization_config"] == q  # from the client's cache
+
+
+def test_unsized_modelopt_algo_is_refused_by_name(hub: Hub, tmp_path: Path) -> None:
+    url, _ = hub
+    with pytest.raises(FieldError) as exc:
+        resolve_model("acme/modelopt-mixed", settings=settings(url, tmp_path))
+    assert exc.value.problems[0].code == "model.modelopt_algo_unsized"
 
 
 def test_single_file_weights_from_the_header_by_range_requests(hub: Hub, tmp_path: Path) -> None:
