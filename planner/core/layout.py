@@ -179,9 +179,13 @@ def decoder(config: Mapping[str, Any]) -> Decoder:
             _int(cfg, "moe_intermediate_size", lo=1) or _int(cfg, "intermediate_size", lo=1) or 0
         )
         dense_width = mlp_width(cfg, model_type, _int(cfg, "intermediate_size", lo=1) or 0)
-    # granite's shared MLP is `shared_intermediate_size` (GraniteMoeHybrid/SharedConfig).
-    shared_keys = ("shared_expert_intermediate_size", "shared_intermediate_size")
-    shared_keys += ("moe_shared_expert_intermediate_size",)  # Nemotron-H (NemotronHConfig)
+    # granite's shared MLP is `shared_intermediate_size` (GraniteMoeHybrid/SharedConfig),
+    # Nemotron-H's `moe_shared_expert_intermediate_size` (NemotronHConfig).
+    shared_keys = (
+        "shared_expert_intermediate_size",
+        "shared_intermediate_size",
+        "moe_shared_expert_intermediate_size",
+    )
     shared_width = _int(cfg, *shared_keys, lo=0) or 0
     n_shared = _int(cfg, "n_shared_experts", "num_shared_experts", hi=1 << 10) or 0
     if shared_width:
