@@ -348,3 +348,45 @@ def test_speculative_config_flag_errors_name_the_field() -> None:
     )
     assert r.exit_code == 2
     assert "speculative_config.model" in r.stderr + r.stdout
+
+
+def test_sglang_state_pool_flags_plan_as_the_request_does() -> None:
+    # --mamba-full-memory-ratio, --max-mamba-cache-size, --mamba-ssm-dtype set the API's fields
+    # of the same names: the CLI answers what --request answers.
+    body = {
+        "model": "Qwen/Qwen3.5-27B",
+        "engine": "sglang",
+        "gpu": "H200-141GB",
+        "context_tokens": 32768,
+        "mamba_full_memory_ratio": 0.5,
+        "max_mamba_cache_size": 64,
+        "mamba_ssm_dtype": "bfloat16",
+    }
+    code, out, _ = plan_json(body)
+    assert code == 0
+    flags = ["plan", "--model", "Qwen/Qwen3.5-27B", "--engine", "sglang", "--gpu", "H200-141GB",
+             "--context", "32k", "--mamba-full-memory-ratio", "0.5",
+             "--max-mamba-cache-size", "64", "--mamba-ssm-dtype", "bfloat16", "--json"]  # fmt: skip
+    r = runner.invoke(app, flags)
+    assert r.exit_code == 0, r.stderr
+    assert json.loads(r.stdout)["capacity"] == json.loads(out)["capacity"]
+    assert json.loads(r.stdout)["capacity"]["state_pool_slots"] == 64
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [
+        ("--mamba-full-memory-ratio", "0"),
+        ("--max-mamba-cache-size", "0"),
+        ("--mamba-ssm-dtype", "fp8"),
+    ],
+)
+def test_a_bad_state_pool_flag_is_named_by_its_flag(flag: str, value: str) -> None:
+    base = ["plan", "--model", "Qwen/Qwen3.5-27B", "--engine", "sglang", "--budget", "48GiB"]
+    r = runner.invoke(app, [*base, flag, value])
+    assert r.exit_code == 2
+    assert r.stderr.startswith(f"kvplan plan: {flag}: ")
+    # With vLLM the flag is refused by its name too (an SGLang setting).
+    r = runner.invoke(app, ["plan", "--model", LLAMA, "--budget", "48GiB", flag, "1"])
+    if flag != "--mamba-ssm-dtype":
+        assert r.exit_code == 2 and f"{flag} is an SGLang setting" in r.stderr

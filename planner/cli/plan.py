@@ -62,6 +62,9 @@ FLAGS: dict[str, str] = {
     "requests": "--mix",
     "shared_prefix_tokens": "--prefix",
     "allow_long_max_model_len": "--allow-long-max-model-len",
+    "mamba_full_memory_ratio": "--mamba-full-memory-ratio",
+    "max_mamba_cache_size": "--max-mamba-cache-size",
+    "mamba_ssm_dtype": "--mamba-ssm-dtype",
 }
 
 
@@ -468,6 +471,26 @@ def register(app: typer.Typer) -> None:
                 '"num_speculative_tokens": 3}\''
             ),
         ] = None,
+        mamba_full_memory_ratio: Annotated[
+            float | None,
+            typer.Option(
+                help="SGLang --mamba-full-memory-ratio: the state pool's bytes per KV-pool byte "
+                "(Mamba / linear-attention hybrids); default 0.9"
+            ),
+        ] = None,
+        max_mamba_cache_size: Annotated[
+            int | None,
+            typer.Option(
+                help="SGLang --max-mamba-cache-size: the state pool's slots, in place of the ratio"
+            ),
+        ] = None,
+        mamba_ssm_dtype: Annotated[
+            str | None,
+            typer.Option(
+                help="SGLang --mamba-ssm-dtype: float32, bfloat16 or float16; default: the "
+                "config's mamba_ssm_dtype, else float32"
+            ),
+        ] = None,
         as_json: Annotated[
             bool, typer.Option("--json", help="print the Plan JSON (and errors as problem+json)")
         ] = False,
@@ -512,6 +535,9 @@ def register(app: typer.Typer) -> None:
             ("gpu_memory_utilization", util),
             ("max_num_seqs", max_num_seqs),
             ("engine_version", engine_version),
+            ("mamba_full_memory_ratio", mamba_full_memory_ratio),
+            ("max_mamba_cache_size", max_mamba_cache_size),
+            ("mamba_ssm_dtype", mamba_ssm_dtype),
         ):
             if value is not None:
                 body[key] = value

@@ -9,6 +9,7 @@ activation peak, non-torch memory, KV budget) come back as reserves and a ready 
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 from planner.core.answer import NoteOut
@@ -22,7 +23,7 @@ from planner.core.logs.parse import engine_hint, parse_log
 from planner.core.model import ModelShape, shape_from_config
 from planner.core.notes import Notes, Param
 from planner.core.reconcile_common import Ctx, Resolved
-from planner.core.reconcile_request import log_inputs
+from planner.core.reconcile_request import log_inputs, logged_flags
 from planner.core.reconcile_schema import LoggedLine, ReconcileRequest, ReconcileResult, Summary
 from planner.core.reconcile_settings import resolve_settings, settings_dtype
 from planner.core.speculative import apply_speculation
@@ -246,7 +247,12 @@ def reconcile(req: ReconcileRequest, *, catalog: Catalog) -> ReconcileResult:
     shape, ref, label, why, notes = _model(req, log, catalog)
     try:
         engine = _engine_at_version(name, log, notes, req.settings.engine_version)
+        flags = logged_flags(engine, log.args)
+        if flags:  # the pools are recomputed, and planned, with the flags the server ran
+            engine = engine.for_request(SimpleNamespace(**flags))
         settings = resolve_settings(engine, req.settings, log, shape, catalog)
+        for flag, value in flags.items():
+            settings.note(flag, value, "log")
         dtype = settings_dtype(settings.dtype_name, shape)
         if shape is not None:
             engine.validate_parallel(shape, settings.tp, settings.pp)
@@ -290,6 +296,7 @@ def reconcile(req: ReconcileRequest, *, catalog: Catalog) -> ReconcileResult:
         settings=settings,
         notes=notes,
     )
+    ctx.plan_extra.update(flags)
     if req.settings.enable_prefix_caching is not None:
         ctx.plan_extra["enable_prefix_caching"] = req.settings.enable_prefix_caching
     if shape is not None and dtype is not None and reads_inputs(engine):

@@ -4,12 +4,49 @@ engine its rules on those `Inputs`, so it keeps no second copy of the resolution
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from functools import cache
 from typing import Any
 
+from pydantic import TypeAdapter, ValidationError
+
+from planner.core.engines import Engine
 from planner.core.errors import Message, PlanError
 from planner.core.inputs import Catalog, Inputs, resolve
 from planner.core.reconcile_common import Ctx
 from planner.core.schema import PlanRequest
+
+
+@cache
+def _field_type(name: str) -> TypeAdapter[Any]:
+    annotation = PlanRequest.model_fields[name].annotation
+    assert annotation is not None
+    return TypeAdapter(annotation)
+
+
+def _logged_value(text: str) -> Any:
+    """A ServerArgs value as Python printed it: an int, a float, or a word."""
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            continue
+    return text
+
+
+def logged_flags(engine: Engine, args: Mapping[str, str]) -> dict[str, Any]:
+    """The request fields the engine's argument dump states (`Engine.logged_flags`), each as
+    PlanRequest takes it: a value the schema refuses, or an unset one (None), is left out."""
+    out: dict[str, Any] = {}
+    for name in engine.logged_flags:
+        text = args.get(name)
+        if text is None or text == "None":
+            continue
+        try:
+            out[name] = _field_type(name).validate_python(_logged_value(text))
+        except ValidationError:
+            continue
+    return out
 
 
 def log_fields(ctx: Ctx) -> dict[str, Any] | None:
@@ -69,4 +106,4 @@ def log_inputs(ctx: Ctx, catalog: Catalog) -> tuple[Inputs | None, Message | str
         return None, problems[0].message if problems else str(exc)
 
 
-__all__ = ["log_fields", "log_inputs", "log_request"]
+__all__ = ["log_fields", "log_inputs", "log_request", "logged_flags"]

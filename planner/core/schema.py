@@ -7,7 +7,7 @@ tooling contract: add, never rename or drop.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -75,10 +75,15 @@ MAX_REQUEST_ENTRIES = 256
 MAX_BANDWIDTH_BYTES_PER_S = 1e15
 MIN_BANDWIDTH_BYTES_PER_S = 1e6  # below it a decode step can overflow a double (null)
 MAX_CONFIG_KEYS = 512
+# SGLang's state-pool flags: --max-mamba-cache-size slots, --mamba-full-memory-ratio.
+MAX_MAMBA_CACHE_SLOTS = 1 << 24
+MAX_MAMBA_FULL_MEMORY_RATIO = 1000.0
 
 # The registry is the one list of engine names; the schema only advertises it.
 ENGINES: tuple[str, ...] = engine_names()
 ModelDtype = Literal["auto", "bfloat16", "float16", "float32", "half"]
+MambaSsmDtype = Literal["float32", "bfloat16", "float16"]  # SGLang --mamba-ssm-dtype choices
+MAMBA_SSM_DTYPES: tuple[str, ...] = get_args(MambaSsmDtype)
 
 Tokens = Annotated[int, Field(ge=1, le=MAX_TOKENS, strict=True)]
 Count = Annotated[int, Field(ge=1, le=MAX_COUNT, strict=True)]
@@ -301,17 +306,21 @@ class PlanRequest(_Strict):
         "full-pool token (default 0.8).",
     )
 
-    mamba_full_memory_ratio: Annotated[float, Field(gt=0, le=1000)] | None = Field(
+    mamba_full_memory_ratio: (
+        Annotated[float, Field(gt=0, le=MAX_MAMBA_FULL_MEMORY_RATIO)] | None
+    ) = Field(
         default=None,
         description="SGLang --mamba-full-memory-ratio: the Mamba/linear-attention state pool's "
         "bytes per byte of KV pool (default 0.9).",
     )
-    max_mamba_cache_size: Annotated[int, Field(ge=1, le=1 << 24, strict=True)] | None = Field(
+    max_mamba_cache_size: (
+        Annotated[int, Field(ge=1, le=MAX_MAMBA_CACHE_SLOTS, strict=True)] | None
+    ) = Field(
         default=None,
         description="SGLang --max-mamba-cache-size: the state pool's slots, in place of "
         "--mamba-full-memory-ratio.",
     )
-    mamba_ssm_dtype: Literal["float32", "bfloat16", "float16"] | None = Field(
+    mamba_ssm_dtype: MambaSsmDtype | None = Field(
         default=None,
         description="SGLang --mamba-ssm-dtype: the recurrent (SSM) state's dtype (default: the "
         "config's mamba_ssm_dtype, else float32).",

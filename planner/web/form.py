@@ -29,9 +29,12 @@ from planner.core.errors import (
 )
 from planner.core.schema import (
     ENGINES,
+    MAMBA_SSM_DTYPES,
     MAX_BANDWIDTH_BYTES_PER_S,
     MAX_BYTES,
     MAX_COUNT,
+    MAX_MAMBA_CACHE_SLOTS,
+    MAX_MAMBA_FULL_MEMORY_RATIO,
     MAX_PARALLEL,
     MAX_REQUEST_ENTRIES,
     MAX_TOKENS,
@@ -78,6 +81,9 @@ QUERY_FIELDS: tuple[str, ...] = (
     "cuda_graph_max_bs",
     "max_total_tokens",
     "swa_full_tokens_ratio",
+    "mamba_full_memory_ratio",
+    "max_mamba_cache_size",
+    "mamba_ssm_dtype",
     "data_parallel_size",
     "enable_dp_attention",
 )
@@ -92,6 +98,9 @@ SGLANG_FIELDS: tuple[str, ...] = (
     "cuda_graph_max_bs",
     "max_total_tokens",
     "swa_full_tokens_ratio",
+    "mamba_full_memory_ratio",
+    "max_mamba_cache_size",
+    "mamba_ssm_dtype",
     "data_parallel_size",
     "enable_dp_attention",
 )
@@ -139,6 +148,7 @@ _INT_FIELDS: dict[str, tuple[int, int]] = {
     "cuda_graph_max_bs": (1, 1 << 16),
     "max_total_tokens": (1, MAX_TOKENS),
     "data_parallel_size": (1, MAX_PARALLEL),
+    "max_mamba_cache_size": (1, MAX_MAMBA_CACHE_SLOTS),
 }
 # Token counts accept k and M (8k = 8192), as the chart ticks print them.
 _TOKEN_FIELDS = frozenset(
@@ -420,6 +430,21 @@ def _numbers(values: Mapping[str, str], state: FormState, _: Gettext) -> dict[st
                     state.add(name, FieldMessage(message))
                 else:
                     body[name] = fraction
+    if values.get("mamba_full_memory_ratio"):
+        hi_ratio = MAX_MAMBA_FULL_MEMORY_RATIO
+        message = _("Enter a number above 0 and at most %(hi)s, e.g. %(example)s.") % {
+            "hi": f"{hi_ratio:,g}",
+            "example": "0.9",
+        }
+        try:
+            ratio = read_number(values["mamba_full_memory_ratio"])
+        except QuantityError as exc:
+            state.add("mamba_full_memory_ratio", FieldMessage(quantity_message(exc, _, message)))
+        else:
+            if not 0 < ratio <= hi_ratio or "%" in values["mamba_full_memory_ratio"]:
+                state.add("mamba_full_memory_ratio", FieldMessage(message))
+            else:
+                body["mamba_full_memory_ratio"] = ratio
     return body
 
 
@@ -451,6 +476,13 @@ def _texts(values: Mapping[str, str], state: FormState, _: Gettext) -> dict[str,
             body["enable_dp_attention"] = _SWITCH_VALUES[switch]
         else:
             state.add("enable_dp_attention", FieldMessage(_("Choose on or off.")))
+    ssm_dtype = values.get("mamba_ssm_dtype")
+    if ssm_dtype:
+        if ssm_dtype in MAMBA_SSM_DTYPES:
+            body["mamba_ssm_dtype"] = ssm_dtype
+        else:
+            message = _("Choose one of: %(list)s.") % {"list": ", ".join(MAMBA_SSM_DTYPES)}
+            state.add("mamba_ssm_dtype", FieldMessage(message))
     method = values.get("speculative_method")
     if method and method not in SPECULATIVE_METHODS:
         state.add(

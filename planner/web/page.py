@@ -38,7 +38,7 @@ from planner.core.engines.registry import (
 from planner.core.errors import FieldError, Message, PlanError
 from planner.core.inputs import CalibrationLike
 from planner.core.recommend_schema import Recommendation, RecommendRequest
-from planner.core.schema import ENGINES, Plan, PlanRequest
+from planner.core.schema import ENGINES, MAMBA_SSM_DTYPES, Plan, PlanRequest
 from planner.cost import page_cost, plan_cost, recommend_cost
 from planner.service import plan, recommend
 from planner.web import form
@@ -151,6 +151,9 @@ def field_labels(_: form.Gettext) -> dict[str, str]:
         "cuda_graph_max_bs": _("CUDA graph max batch (--cuda-graph-max-bs)"),
         "max_total_tokens": _("Max total tokens (--max-total-tokens)"),
         "swa_full_tokens_ratio": _("Sliding-window pool ratio (--swa-full-tokens-ratio)"),
+        "mamba_full_memory_ratio": _("State pool ratio (--mamba-full-memory-ratio)"),
+        "max_mamba_cache_size": _("State pool slots (--max-mamba-cache-size)"),
+        "mamba_ssm_dtype": _("Recurrent state dtype (--mamba-ssm-dtype)"),
         "data_parallel_size": _("Data parallel size (--dp-size)"),
         "enable_dp_attention": _("DP attention (--enable-dp-attention)"),
     }
@@ -240,6 +243,15 @@ def field_hints(_: form.Gettext) -> dict[str, str]:
         "max_total_tokens": _("Caps the token pool below what memory allows; empty: no cap."),
         "swa_full_tokens_ratio": _(
             "Sliding-window pool tokens per full-pool token, above 0 and at most 1; empty: 0.8."
+        ),
+        "mamba_full_memory_ratio": _(
+            "Mamba / linear-attention state pool bytes per KV-pool byte; empty: 0.9."
+        ),
+        "max_mamba_cache_size": _(
+            "State pool slots, in place of the ratio; empty: from the ratio."
+        ),
+        "mamba_ssm_dtype": _(
+            "The SSM state's dtype; empty: the config's mamba_ssm_dtype, else float32."
         ),
         "data_parallel_size": _("Replicas of the model; empty: 1."),
         "enable_dp_attention": _(
@@ -557,6 +569,7 @@ async def render(
             *((m, m) for m in form.SPECULATIVE_METHODS),
         ],
         "switch_options": [("", _("Default")), ("true", _("On")), ("false", _("Off"))],
+        "ssm_dtype_options": [("", _("Default")), *((d, d) for d in MAMBA_SSM_DTYPES)],
         "sglang_fields": form.SGLANG_FIELDS,
         "sglang_open": state.values.get("engine") in flag_engines()
         or any(state.values.get(n) or n in state.errors for n in form.SGLANG_FIELDS),

@@ -160,6 +160,9 @@ def test_sglang_flags_show_with_sglang(session: Session) -> None:
         "cuda_graph_max_bs",
         "max_total_tokens",
         "swa_full_tokens_ratio",
+        "mamba_full_memory_ratio",
+        "max_mamba_cache_size",
+        "mamba_ssm_dtype",
         "data_parallel_size",
         "enable_dp_attention",
     ):
@@ -181,6 +184,37 @@ def test_sglang_flags_show_with_sglang(session: Session) -> None:
             "max_total_tokens": 40960,
         },
     )
+    wait_for_number(session, str(plan["capacity"]["max_requests"]))
+
+
+def test_sglang_state_pool_flags_replan_the_hybrid(session: Session) -> None:
+    # Qwen3.5-27B under SGLang on an H200: its gated delta nets' state pool takes
+    # --max-mamba-cache-size and --mamba-ssm-dtype from the form; the answer is the API's.
+    page = session.page
+    body: dict[str, Any] = {
+        "model": "Qwen/Qwen3.5-27B",
+        "engine": "sglang",
+        "context_tokens": 32768,
+        "gpu": "H200-141GB",
+    }
+    session.goto("/?model=Qwen/Qwen3.5-27B&engine=sglang&context_tokens=32768&gpu=H200-141GB")
+    page.wait_for_selector("#answer[data-answer=yes]")
+    wait_for_number(session, str(api_plan(session, body)["capacity"]["max_requests"]))
+    page.fill("#f-max_mamba_cache_size", "64")
+    page.wait_for_url("**max_mamba_cache_size=64**")
+    page.select_option("#f-mamba_ssm_dtype", "bfloat16")
+    page.wait_for_url("**mamba_ssm_dtype=bfloat16**")
+    plan = api_plan(session, {**body, "max_mamba_cache_size": 64, "mamba_ssm_dtype": "bfloat16"})
+    assert plan["capacity"]["state_pool_slots"] == 64
+    wait_for_number(session, str(plan["capacity"]["max_requests"]))
+    page.wait_for_function(
+        "() => document.querySelector('#answer').textContent.includes('64 slots of')"
+    )
+    # A ratio of 0 is refused next to its field; the last answer stays, marked stale.
+    page.fill("#f-mamba_full_memory_ratio", "0")
+    page.locator("#e-mamba_full_memory_ratio").wait_for(state="visible")
+    assert "above 0" in page.locator("#e-mamba_full_memory_ratio").inner_text()
+    page.locator("#stale-note").wait_for(state="visible")
     wait_for_number(session, str(plan["capacity"]["max_requests"]))
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from planner.core.schema import MAMBA_SSM_DTYPES
 from planner.web import form
 
 GiB = 1 << 30
@@ -266,6 +267,48 @@ def test_sglang_flags_and_the_release_reach_the_request() -> None:
     assert (r.swa_full_tokens_ratio, r.data_parallel_size, r.enable_dp_attention) == (0.5, 2, True)
     bad = form.parse({"model": LLAMA, "enable_dp_attention": "maybe"}, _)
     assert list(bad.errors) == ["enable_dp_attention"]
+
+
+def test_sglang_state_pool_flags_reach_the_request() -> None:
+    # --mamba-full-memory-ratio, --max-mamba-cache-size, --mamba-ssm-dtype: the API's fields.
+    state = form.parse(
+        {
+            "model": LLAMA,
+            "engine": "sglang",
+            "mamba_full_memory_ratio": "1.5",
+            "max_mamba_cache_size": "64",
+            "mamba_ssm_dtype": "bfloat16",
+        },
+        _,
+    )
+    assert state.errors == {} and state.request is not None
+    r = state.request
+    assert (r.mamba_full_memory_ratio, r.max_mamba_cache_size, r.mamba_ssm_dtype) == (
+        1.5,
+        64,
+        "bfloat16",
+    )
+    assert MAMBA_SSM_DTYPES == ("float32", "bfloat16", "float16")
+    # The API's bounds: a ratio above 0 and at most 1,000, 1 to 2^24 slots, SGLang's dtypes.
+    for name, text in (
+        ("mamba_full_memory_ratio", "0"),
+        ("mamba_full_memory_ratio", "1001"),
+        ("mamba_full_memory_ratio", "90%"),
+        ("mamba_full_memory_ratio", "lots"),
+        ("max_mamba_cache_size", "0"),
+        ("max_mamba_cache_size", "2.5"),
+        ("max_mamba_cache_size", str((1 << 24) + 1)),
+        ("mamba_ssm_dtype", "fp8"),
+    ):
+        bad = form.parse({"model": LLAMA, "engine": "sglang", name: text}, _)
+        assert list(bad.errors) == [name], (name, text)
+        assert bad.request is None and bad.partial is not None  # the other fields still asked
+    assert form.parse({"model": LLAMA, "mamba_full_memory_ratio": "1000"}, _).errors == {}
+    # Shared links carry them, in the form's order.
+    query = form.canonical_query(
+        {"model": LLAMA, "mamba_ssm_dtype": "float16", "max_mamba_cache_size": "8"}
+    )
+    assert query == f"model={LLAMA}&max_mamba_cache_size=8&mamba_ssm_dtype=float16"
 
 
 def test_unknown_parameters_are_named_and_last_is_kept_apart() -> None:

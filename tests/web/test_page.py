@@ -515,3 +515,76 @@ def test_no_launch_link_for_a_setup_the_recommender_cannot_carry(client: TestCli
     on_gpu = QUESTION_URL.replace("kv_budget_gib=48", "gpu=H100-SXM-80GB")
     assert "launch=1" in client.get(on_gpu).text
     assert "launch=1" not in client.get(on_gpu + "&engine_version=0.10").text
+
+
+HYBRID_SGLANG_URL = "/?model=Qwen/Qwen3.5-27B&engine=sglang&context_tokens=32768&gpu=H200-141GB"
+
+
+def test_sglang_state_pool_flags_reach_the_answer(client: TestClient) -> None:
+    # The three state-pool flags are inputs of the SGLang fieldset, and the page plans with
+    # them exactly as the API does (the pool rules are pinned to SGLang's code in the oracle).
+    from planner.core.schema import PlanRequest
+    from planner.service import plan
+
+    flags = "&mamba_full_memory_ratio=0.5&max_mamba_cache_size=64&mamba_ssm_dtype=bfloat16"
+    response = client.get(HYBRID_SGLANG_URL + flags)
+    markup = parse(response.text)
+    for name, value in (
+        ("mamba_full_memory_ratio", "0.5"),
+        ("max_mamba_cache_size", "64"),
+    ):
+        field = markup.by_id(f"f-{name}")
+        assert field is not None and field.get("value") == value, name
+    select = re.search(r'<select[^>]*id="f-mamba_ssm_dtype".*?</select>', response.text, re.S)
+    assert select and '<option value="bfloat16" selected' in select.group(0)
+    body = {
+        "model": "Qwen/Qwen3.5-27B",
+        "engine": "sglang",
+        "context_tokens": 32768,
+        "gpu": "H200-141GB",
+        "mamba_full_memory_ratio": 0.5,
+        "max_mamba_cache_size": 64,
+        "mamba_ssm_dtype": "bfloat16",
+    }
+    capacity = plan(PlanRequest.model_validate(body)).capacity
+    assert capacity is not None and capacity.state_pool_slots == 64  # the slots asked
+    said = sentence(response.text)
+    assert said.startswith(f"{capacity.max_requests} requests of 32,768 tokens fit")
+    assert "64 slots of" in html.unescape(response.text)
+    # Without the flags the pool is SGLang's default one: another answer.
+    default = plan(PlanRequest.model_validate({k: body[k] for k in list(body)[:4]})).capacity
+    assert default is not None and default.state_pool_slots != 64
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "says"),
+    [
+        ("mamba_full_memory_ratio", "0", "Enter a number above 0 and at most 1,000"),
+        ("max_mamba_cache_size", "0", "Enter a number from 1 to 16,777,216"),
+        ("mamba_ssm_dtype", "fp8", "Choose one of: float32, bfloat16, float16"),
+    ],
+)
+def test_a_bad_state_pool_flag_marks_its_field_and_keeps_the_answer(
+    client: TestClient, name: str, text: str, says: str
+) -> None:
+    last = quote(HYBRID_SGLANG_URL[2:], safe="/")
+    good = sentence(client.get(HYBRID_SGLANG_URL).text)
+    response = client.get(f"{HYBRID_SGLANG_URL}&{name}={text}&last={last}")
+    assert 'data-answer="stale"' in response.text
+    assert sentence(response.text) == good
+    assert says in error_text(response.text, name)
+    fieldset = parse(response.text).by_id("sglang-fields")
+    assert fieldset is not None and "hidden" not in fieldset
+
+
+def test_state_pool_flags_are_labelled_in_chinese(client: TestClient) -> None:
+    response = client.get(HYBRID_SGLANG_URL, headers={"accept-language": "zh-CN,zh;q=0.9"})
+    text = html.unescape(response.text)
+    assert "状态池比例（--mamba-full-memory-ratio）" in text
+    assert "状态池槽位数（--max-mamba-cache-size）" in text
+    assert "循环状态数据类型（--mamba-ssm-dtype）" in text
+    bad = client.get(
+        HYBRID_SGLANG_URL + "&mamba_full_memory_ratio=0",
+        headers={"accept-language": "zh-CN,zh;q=0.9"},
+    )
+    assert "请输入大于 0 且不超过 1,000 的数" in error_text(bad.text, "mamba_full_memory_ratio")

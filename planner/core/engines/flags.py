@@ -28,6 +28,9 @@ class EngineFlags:
     __slots__ = ()
     label: ClassVar[str]
     takes_sglang_flags: ClassVar[bool] = False  # True where `for_request` reads SGLANG_FLAGS
+    # Request fields its start-up argument dump prints under the same names (SGLang's
+    # ServerArgs line): a reconciled log is planned with them (planner.core.reconcile_request).
+    logged_flags: ClassVar[tuple[str, ...]] = ()
     # Whether scheduling and sampling run in compiled code (TensorRT-LLM's C++ batch manager):
     # the expected step then charges its own per-request cost (planner.core.step_constants).
     compiled_scheduler: ClassVar[bool] = False

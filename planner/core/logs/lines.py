@@ -82,6 +82,11 @@ PLANNING_KEYS = frozenset(
         "num_gpu_blocks_override",
         "kv_cache_memory_bytes",
         "available_gpu_mem",
+        # SGLang's pool flags (engines/sglang/logs.py LOGGED_FLAGS).
+        "swa_full_tokens_ratio",
+        "mamba_full_memory_ratio",
+        "max_mamba_cache_size",
+        "mamba_ssm_dtype",
     }
 )
 

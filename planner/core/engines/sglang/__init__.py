@@ -25,6 +25,7 @@ from planner.core.engines.sglang.logs import (
     LOG_HINTS,
     LOG_RULES,
     LOG_VERSION_MARKERS,
+    LOGGED_FLAGS,
 )
 from planner.core.engines.sglang.pools import (
     StateTokenPool,
@@ -58,6 +59,7 @@ class Sglang(Engine):
     name: ClassVar[str] = "sglang"
     label: ClassVar[str] = "SGLang"
     takes_sglang_flags: ClassVar[bool] = True
+    logged_flags = LOGGED_FLAGS
     # Any 0.5.x: the rules read in 0.5.23, and where an older release differs its own
     # (releases.py `*_SINCE`).
     releases: ClassVar[Releases] = Releases((0, 5, 0), last=rel.VERIFIED, default=rel.VERIFIED)

@@ -93,8 +93,16 @@ LOG_RULES: tuple[Rule, ...] = (
 )
 
 LOG_HINTS = ("sglang",)
+# The pool flags its `server_args=ServerArgs(…)` line prints (server_args.py field names), read
+# into the reconciled request: the SWA pool's ratio and the state pool's three.
+LOGGED_FLAGS = (
+    "swa_full_tokens_ratio",
+    "mamba_full_memory_ratio",
+    "max_mamba_cache_size",
+    "mamba_ssm_dtype",
+)
 LOG_VERSION_MARKERS = ("sglang version",)
 
 LOG_EXAMPLE = "'KV Cache is allocated. #tokens: …'"
 
-__all__ = ["LOG_EXAMPLE", "LOG_HINTS", "LOG_RULES", "LOG_VERSION_MARKERS"]
+__all__ = ["LOGGED_FLAGS", "LOG_EXAMPLE", "LOG_HINTS", "LOG_RULES", "LOG_VERSION_MARKERS"]
