@@ -106,7 +106,7 @@ def _note_entry(item: Note) -> s.NoteOut:
 _note_out = memo_by_identity(4096)(_note_entry)  # kept per note object
 
 # A note raised afresh (for the plan's own context or budget) kept per value: its code and its
-# params in order, each with its type (1, 1.0 and True format apart) and floats by their bits
+# params in order, each with its type (1, 1.0 and True answer apart) and floats by their bits
 # (0.0 and -0.0 too), so an entry is only ever reused for a note that formats the same.
 _NOTES_BY_VALUE: IdentityMemo[s.NoteOut] = IdentityMemo(4096)
 _BY_VALUE = object()  # the one object the memo above is pinned to
@@ -115,7 +115,7 @@ _BY_VALUE = object()  # the one object the memo above is pinned to
 def _note_by_value(item: Note) -> s.NoteOut:
     key = (
         item.code,
-        *[(k, v.__class__, v.hex() if v.__class__ is float else v) for k, v in item.params.items()],
+        *[(k, v.__class__, v.hex() if isinstance(v, float) else v) for k, v in item.params.items()],
     )
     try:
         hit = _NOTES_BY_VALUE.get((_BY_VALUE,), key)
