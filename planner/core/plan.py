@@ -67,7 +67,7 @@ def plan_inputs(inp: Inputs) -> s.Plan:
     per_token, formula = _per_token(inp.shape, inp.kv_dtype)
     engine = inp.engine
     # Each note's text formatted once, for both lists; a settled note's entry once per note.
-    listed = [_note_out(n) if i < settled else _note_entry(n) for i, n in enumerate(notes)]
+    listed = [_note_out(n) if i < settled else _note_by_value(n) for i, n in enumerate(notes)]
     return s.Plan(
         engine=engine.name,
         engine_version=engine.version_text,
@@ -104,6 +104,24 @@ def _note_entry(item: Note) -> s.NoteOut:
 
 
 _note_out = memo_by_identity(4096)(_note_entry)  # kept per note object
+
+# A note raised afresh (for the plan's own context or budget) kept per value: its code and its
+# params in order, each with its type (1, 1.0 and True answer apart) and floats by their bits
+# (0.0 and -0.0 too), so an entry is only ever reused for a note that formats the same.
+_NOTES_BY_VALUE: IdentityMemo[s.NoteOut] = IdentityMemo(4096)
+_BY_VALUE = object()  # the one object the memo above is pinned to
+
+
+def _note_by_value(item: Note) -> s.NoteOut:
+    key = (
+        item.code,
+        *[(k, v.__class__, v.hex() if isinstance(v, float) else v) for k, v in item.params.items()],
+    )
+    try:
+        hit = _NOTES_BY_VALUE.get((_BY_VALUE,), key)
+    except TypeError:  # a param that cannot be hashed: formatted afresh
+        return _note_entry(item)
+    return hit or _NOTES_BY_VALUE.put((_BY_VALUE,), key, _note_entry(item))
 
 
 # The remark the MLA formula ends with, and the words between a hybrid's two sums.

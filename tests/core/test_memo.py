@@ -185,3 +185,24 @@ def test_pasted_answers_after_other_plans_are_the_answers_with_nothing_kept() ->
     clear_memos()
     for _ in range(2):
         assert [answer(b) for b in bodies] == alone
+
+
+def test_note_kept_by_value_formats_as_afresh() -> None:
+    """A note raised afresh is kept per value: params equal in Python but formatted apart
+    (1, 1.0 and True; 0.0 and -0.0) get their own entries, each the one formatted afresh."""
+    from planner.core import plan as plan_module
+    from planner.core.notes import note
+
+    clear_memos()
+    base = {"reported": 1.5, "num_blocks": 10, "need": 3, "fit": 1}
+    asked = [
+        note("capacity.null_block", ctx=ctx, **base) for ctx in (1, 1.0, True, 0.0, -0.0, 1, 1.0)
+    ]
+    asked.append(note("capacity.null_block", **{**base, "fit": 2}, ctx=1))  # another order
+    kept = [plan_module._note_by_value(n) for n in asked]
+    assert kept == [plan_module._note_entry(n) for n in asked]
+    assert [k.text for k in kept][:5] == [plan_module._note_entry(n).text for n in asked[:5]]
+    assert len({k.text for k in kept[:5]}) == 4  # 1 and True format alike, the rest apart
+    assert kept[2].params["ctx"] is True and kept[0].params["ctx"] is not True  # JSON apart
+    assert kept[5] is kept[0] and kept[6] is kept[1]  # the same value: the kept entry
+    assert list(kept[7].params) == [*base, "ctx"]  # params keep the order they came in
