@@ -55,6 +55,10 @@ ENGINE_ERRORS: dict[str, str] = {
     "sglang.memory_fraction_range": (
         "mem_fraction_static must be in (0, 1) (got {mem_fraction_static:g})"
     ),
+    "sglang.hybrid_pipeline_unmodelled": (
+        "kvplan does not yet split a hybrid model with attention-free MLP layers ({arch}) across "
+        "SGLang pipeline stages; use pipeline_parallel_size 1"
+    ),
     "sglang.memory_not_positive": "needs a positive GPU memory and weights ≥ 0",
     "sglang.context_length_above_derived": (
         "User-specified context_length ({requested}) is greater than the derived context_length "

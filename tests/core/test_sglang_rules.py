@@ -251,3 +251,19 @@ def test_kda_prefill_graphs_from_0_5_20() -> None:
     # default prefill graphs for Kimi-Linear (and its MLA reserve of 1.5 GiB).
     kimi = ("KimiLinearForCausalLM",)
     assert prefill_graphs_kept(kimi, (0, 5, 19)) and not prefill_graphs_kept(kimi, (0, 5, 20))
+
+
+@pytest.mark.parametrize(
+    "model", ["nvidia/NVIDIA-Nemotron-Nano-9B-v2", "nvidia/Nemotron-H-56B-Base-8K"]
+)
+def test_nemotron_h_across_pipeline_stages_is_refused_not_a_crash(model: str) -> None:
+    """Nemotron-H's hybrid_override_pattern has MLP-only layers ("-"), which hold no cache, so its
+    cache layers (31 of the Nano's 56) do not index SGLang's per-stage split of the 56; this used
+    to end in an IndexError (a 500 over the API). PP 1 still plans."""
+    body = {"model": model, "engine": "sglang", "gpu": "B200-180GB", "tensor_parallel_size": 4,
+            "context_tokens": 8192}  # fmt: skip
+    assert plan(PlanRequest.model_validate(body)).capacity.max_requests > 0
+    with pytest.raises(FieldError) as e:
+        plan(PlanRequest.model_validate({**body, "pipeline_parallel_size": 2}))
+    assert e.value.problems[0].field == "pipeline_parallel_size"
+    assert e.value.problems[0].code == "sglang.hybrid_pipeline_unmodelled"

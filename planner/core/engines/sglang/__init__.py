@@ -196,8 +196,7 @@ class Sglang(Engine):
         num_spec: int = 0,
         async_scheduling: bool | None = None,
     ) -> tuple[ModelShape, int, list[Note]]:
-        """Mamba2, gated-delta-net and KDA layers: a state slot a request (state.py), each
-        running request holding `slots_per_request` of them (bound as `held_blocks`)."""
+        """Mamba2/GDN/KDA layers: each running request holds `slots_per_request` state slots."""
         specs = [g.spec for g in shape.groups if isinstance(g.spec, StateSpec)]
         if num_spec or not all(isinstance(x, st.MODELLED) for x in specs):
             return super().bind_state(
@@ -205,6 +204,10 @@ class Sglang(Engine):
                 prefix_caching=prefix_caching, max_model_len=max_model_len, num_spec=num_spec,
             )  # fmt: skip
         arch = shape.architectures[0] if shape.architectures else None
+        if pp > 1 and len(shape.layers) != shape.num_hidden_layers:  # Nemotron-H's MLP layers
+            raise FieldError(
+                "pipeline_parallel_size", "sglang.hybrid_pipeline_unmodelled", arch=arch
+            )
         held = st.slots_per_request(arch, self.radix_cache)
         bound = {
             x: x.bind(model_dtype="bf16", held_blocks=held) for x in specs
