@@ -6,6 +6,10 @@ add new ones, never rename one."""
 from __future__ import annotations
 
 MODEL_ERRORS: dict[str, str] = {
+    "model.checkpoint_kv_unmodelled": (
+        "{engine} runs the KV cache this checkpoint declares ({declared}) for kv_cache_dtype "
+        "{asked}, which kvplan does not size"
+    ),
     "model.attn_layer_indices_unknown_mixer": (
         "attn_layer_indices given, but kvplan does not know {model_type!r}'s mixer"
     ),

@@ -20,6 +20,7 @@ from planner.core import schema as s
 from planner.core.calibration import CalibrationLike
 from planner.core.context_limit import long_context_refusal
 from planner.core.engines import Engine, Scheduling, get_engine
+from planner.core.engines.kv_checkpoint import checkpoint_kv_dtype
 from planner.core.errors import FieldError, ModelConfigError, UnknownIdError
 from planner.core.hardware import Gpu
 from planner.core.memo import IdentityMemo
@@ -38,7 +39,10 @@ from planner.core.resolved import (
 from planner.core.sharing import layer_form_notes
 from planner.core.specs import WindowPolicy
 from planner.core.speculative import Speculation, apply_speculation
+from planner.core.units import DTYPE_NAMES as KV_DTYPE_NAMES
 from planner.core.units import KVDtype, kv_dtype
+
+QUANT_FIELD = ("model", "quantization_config")
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,9 +91,17 @@ def _context(request: s.PlanRequest, max_model_len: int | None) -> int:
 
 
 def _kv_dtype(
-    asked_kv: str, asked_dtype: str | None, shape: ModelShape, model_dtype: str
+    engine: Engine, asked_kv: str, asked_dtype: str | None, shape: ModelShape, model_dtype: str
 ) -> tuple[KVDtype, list[Note]]:
-    if asked_kv.strip().lower() != "auto":
+    explicit = asked_kv.strip().lower() != "auto"
+    d, declared = shape.kv_declared, checkpoint_kv_dtype(engine, shape, explicit)
+    if declared is not None and d is not None:
+        said = {"engine": engine.label, "declared": d.text, "asked": asked_kv}
+        if declared not in KV_DTYPE_NAMES:  # nvfp4, or a scheme the engine does not load
+            raise ModelConfigError(QUANT_FIELD, "model.checkpoint_kv_unmodelled", **said)
+        code = "dtype.kv_checkpoint_overrides" if explicit else "dtype.kv_from_checkpoint"
+        return kv_dtype(declared), [note(code, dtype=declared, **said)]
+    if explicit:
         return kv_dtype(asked_kv), []
     notes: list[Note] = []
     if not shape.dtype_from_config and asked_dtype in (None, "auto"):
@@ -295,7 +307,7 @@ def _settle(
     model_dtype, dtype_notes = engine.model_dtype(shape, ask.dtype)
     model, more = served_model(model, model_dtype)  # weights in the dtype served
     dtype_notes += more
-    kv, more = _kv_dtype(ask.kv_cache_dtype, ask.dtype, shape, model_dtype)
+    kv, more = _kv_dtype(engine, ask.kv_cache_dtype, ask.dtype, shape, model_dtype)
     dtype_notes += more
     explicit_kv = ask.kv_cache_dtype.strip().lower() != "auto"
     max_len = engine.max_model_len(shape)

@@ -16,6 +16,7 @@ from typing import Any
 from planner.core.config_defaults import with_class_defaults
 from planner.core.config_fields import int_field as _int_field
 from planner.core.errors import ModelConfigError
+from planner.core.kv_declared import KVDeclared, kv_declared
 from planner.core.model_hybrid import PURE_STATE, hybrid_layers, is_hybrid, mamba_chunk_tokens
 from planner.core.model_layers import (
     _GEMMA3,
@@ -92,6 +93,7 @@ class ModelShape:
     rope_scaling: tuple[str, float, int | None] | None = None  # (type, factor, original max)
     model_max_length: int | None = None
     quant_method: str | None = None  # the checkpoint's quantization_config.quant_method
+    kv_declared: KVDeclared | None = None  # the KV cache quantization it declares
     architectures: tuple[str, ...] = ()  # config.json's "architectures" (model classes)
     mamba_chunk_tokens: int | None = None  # a hybrid's Mamba chunk size (vLLM aligns blocks to it)
 
@@ -258,6 +260,7 @@ def shape_from_config(
         rope_scaling=_rope_scaling(cfg),
         model_max_length=_int_field(cfg, "model_max_length", hi=1 << 30),
         quant_method=_quant_method(config),
+        kv_declared=kv_declared(config),
         architectures=_architectures(config),
         mamba_chunk_tokens=mamba_chunk_tokens(cfg, model_type) if hybrid is not None else None,
         groups=group_layers(layers),

@@ -9,7 +9,8 @@ kv_cache_quant_algo, group_size and exclude_modules from its "quantization" obje
 and kv_cache_quant_algo upper-cased. The planner takes the file as that flat quantization_config
 ({"quant_method": "modelopt", ...}), which `planner.core.quant` sizes (FP8: one byte per weight
 plus a float32 weight and input scale per tensor; NVFP4: half a byte plus an FP8 scale per group
-of 16 and two float32 global scales, excluded modules at the model dtype).
+of 16 and two float32 global scales, excluded modules at the model dtype). Its kv_cache_quant_algo
+is kept: what each engine makes of it is planner.core.kv_declared, engines/<engine>/kv_checkpoint.
 """
 
 from __future__ import annotations
@@ -82,32 +83,8 @@ def with_hf_quant_config(config: Mapping[str, Any], hf_quant: Any) -> dict[str, 
     return out
 
 
-def kv_cache_quant_algo(config: Mapping[str, Any]) -> str | None:
-    """The KV cache dtype a ModelOpt checkpoint asks for, as vLLM 0.15–0.27
-    `get_kv_cache_quant_algo_string` makes it of `--kv-cache-dtype auto`: kv_cache_scheme
-    {"type": "float", "num_bits": 8, "dynamic": false} or kv_cache_quant_algo "FP8" is
-    "fp8_e4m3", 4-bit float or "NVFP4" is "nvfp4"; None where it asks for none or vLLM falls
-    back to auto."""
-    inner = config.get("text_config")
-    q = config.get("quantization_config")
-    if q is None and isinstance(inner, Mapping):
-        q = inner.get("quantization_config")
-    if not isinstance(q, Mapping) or not str(q.get("quant_method") or "").startswith("modelopt"):
-        return None
-    algo = q.get("kv_cache_scheme") or q.get("kv_cache_quant_algo")
-    if isinstance(algo, Mapping):
-        if algo.get("type") != "float":
-            return None
-        if algo.get("num_bits") == 8 and algo.get("dynamic") is False:
-            return "fp8_e4m3"
-        return "nvfp4" if algo.get("num_bits") == 4 else None
-    names = {"fp8": "fp8_e4m3", "nvfp4": "nvfp4"}
-    return names.get(algo.lower()) if isinstance(algo, str) else None
-
-
 __all__ = [
     "FILE_NAME",
-    "kv_cache_quant_algo",
     "quantization_from_file",
     "with_hf_quant_config",
 ]

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from planner.core.notes_bounds import BOUNDS_TEMPLATES
+from planner.core.notes_dtype import DTYPE_TEMPLATES
 from planner.core.notes_versions import VERSION_TEMPLATES
 
 Param = str | int | float | bool
@@ -87,11 +88,7 @@ TEMPLATES: dict[str, str] = {
     "model.hub_weights": ("Weights from the checkpoint's safetensors ({source}): {weights:,} B."),
     # A catalog entry's own remark (its text is data, shipped with the entry).
     "model.catalog_note": "{text}",
-    "dtype.auto_assumed_bf16": "The config gives no torch_dtype; kv_cache_dtype auto assumed bf16.",
-    "dtype.fp32_served_16bit": (
-        "{engine} serves float32 checkpoints in {dtype}, so kv_cache_dtype auto resolves to "
-        "{dtype} here."
-    ),
+    **DTYPE_TEMPLATES,  # the model and KV cache dtypes (notes_dtype)
     "weights.served_dtype": (
         "Weights as served in {dtype}: {weights:,} B (the {stored_dtype} checkpoint stores "
         "{stored:,} B)."

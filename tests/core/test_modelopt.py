@@ -5,7 +5,8 @@ config.json has no quantization_config; `ModelOptQuantConfigBase.from_config` ta
 kv_cache_quant_algo, group_size and exclude_modules from its "quantization" object;
 `model_arch_config_convertor._normalize_quantization_config` needs producer.name "modelopt";
 `utils/torch_utils.resolve_kv_cache_dtype_string` maps kv_cache_quant_algo FP8 to "fp8_e4m3"
-for --kv-cache-dtype auto. The files are nvidia's, as aiconfigurator saves them
+for --kv-cache-dtype auto (0.33: planner.core.engines.vllm.kv_checkpoint; by release:
+tests/core/test_kv_checkpoint.py). The files are nvidia's, as aiconfigurator saves them
 (ai-dynamo/aiconfigurator @ 095f58a5, aic-core/src/aiconfigurator_core/model_configs/).
 The byte counts are the formats' arithmetic (FP8: 1 byte per weight, fp32 weight_scale and
 input_scale per tensor; NVFP4: 4 bits per weight, an fp8 scale per 16 inputs, fp32
@@ -17,9 +18,19 @@ from __future__ import annotations
 import pytest
 
 from planner.catalog import get_model
+from planner.core.engines.vllm.kv_checkpoint import checkpoint_kv_dtype
 from planner.core.errors import ModelConfigError
-from planner.core.modelopt import kv_cache_quant_algo, with_hf_quant_config
+from planner.core.model import shape_from_config
+from planner.core.modelopt import with_hf_quant_config
 from planner.core.quant import weight_bytes
+
+V033 = (0, 33, 0)
+
+
+def kv_cache_quant_algo(config: dict[str, object]) -> str | None:
+    """The KV cache dtype vLLM 0.33 runs for kv_cache_dtype auto (engines/vllm/kv_checkpoint)."""
+    return checkpoint_kv_dtype(V033, shape_from_config(config), False)
+
 
 TINY = {
     "architectures": ["LlamaForCausalLM"],

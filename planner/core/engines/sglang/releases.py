@@ -191,3 +191,11 @@ __all__ = [
     "running_requests",
     "swa_stage_takes_next_layer",
 ]
+
+# --kv-cache-dtype auto runs an fp8_e4m3 cache when the model's quant_config has
+# kv_cache_quant_algo "FP8" (mem_cache/kv_cache_dtype.py configure_kv_cache_dtype, 0.5.19–0.5.23
+# alike): ModelOpt FP8/FP4/mixed configs (modelopt_quant.py from_config: a kv_cache_scheme dict
+# is FP8 when type float and num_bits 8, else kv_cache_quant_algo), Fp8Config
+# (kv_cache_quant_algo) and compressed-tensors (CompressedTensorsConfig.kv_cache_quant_algo:
+# FP8 for a static symmetric per-tensor float 8-bit scheme, `is_supported_scheme`).
+KV_FP8_METHODS = ("modelopt", "fp8", "compressed-tensors")

@@ -318,3 +318,19 @@ MAMBA2_CHECKPOINT_SINCE = (0, 32)
 # GDN layers export prefill checkpoints (FlashInfer prefill on SM90) and the platform aligns to
 # them (QwenGatedDeltaNetAttention._exports_checkpoints, get_mamba_prefill_checkpoint_alignment).
 GDN_CHECKPOINT_SINCE = (0, 33)
+# --kv-cache-dtype auto takes a ModelOpt checkpoint's KV cache dtype: EngineArgs.
+# create_engine_config passes it through utils/torch_utils.resolve_kv_cache_dtype_string /
+# get_kv_cache_quant_algo_string (quant_method modelopt*: kv_cache_scheme {type float,
+# num_bits 8, dynamic false} or kv_cache_quant_algo "fp8" → fp8_e4m3, anything else → auto);
+# 0.9.2–0.13.0 have neither function (read in every wheel of tests/oracle/versions.txt).
+MODELOPT_KV_AUTO_SINCE = (0, 14)
+# ... and from 0.20 also "nvfp4" (MODELOPT_TO_VLLM_KV_CACHE_DTYPE_MAP) and a 4-bit float scheme
+# → nvfp4; before, those fall back to auto (0.19.1 and 0.20.2 torch_utils.py).
+MODELOPT_KV_NVFP4_SINCE = (0, 20)
+# A compressed-tensors kv_cache_scheme sets the Attention layer's cache to "fp8" (float8_e4m3fn)
+# in its constructor (attention.py `kv_cache_scheme = getattr(quant_config, ...)`, 0.15.1
+# attention/layer.py, 0.16.0+ model_executor/layers/attention/attention.py; MLAAttention has no
+# such rule); 0.9.2–0.14.1 have none. Until 0.21 whatever --kv-cache-dtype asked; ...
+CT_KV_SCHEME_SINCE = (0, 15)
+# ... from 0.22 only for auto ("an explicit choice (e.g. bfloat16) must win", 0.22.1).
+CT_KV_SCHEME_AUTO_ONLY_SINCE = (0, 22)
