@@ -35,19 +35,8 @@ from planner.core.errors import FieldError
 from planner.core.kv_declared import kv_declared
 from planner.core.model import ModelShape, shape_from_config
 from planner.service import plan
+from tests.core.test_modelopt import TINY  # the same two-layer Llama config
 
-TINY = {
-    "architectures": ["LlamaForCausalLM"],
-    "model_type": "llama",
-    "hidden_size": 64,
-    "intermediate_size": 128,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
-    "vocab_size": 1000,
-    "max_position_embeddings": 4096,
-    "torch_dtype": "bfloat16",
-}
 FP8_SCHEME = {"type": "float", "num_bits": 8, "dynamic": False}
 CT_SCHEME = {**FP8_SCHEME, "strategy": "tensor", "symmetric": True}
 
