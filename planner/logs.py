@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import Any
@@ -18,10 +19,32 @@ request_id_var: ContextVar[str | None] = ContextVar("kvplan_request_id", default
 _FIELDS = ("method", "route", "path", "status", "duration_ms", "config")
 
 
+# (whole second, its "YYYY-MM-DDTHH:MM:SS" text): every line of the same second reuses it.
+_second: tuple[float, str] = (math.nan, "")
+
+
+def timestamp(created: float) -> str:
+    """`datetime.fromtimestamp(created, UTC).isoformat(timespec="milliseconds")`, the same text
+    (datetime's round-half-even to microseconds, then truncation to milliseconds), with the
+    calendar part formatted once per second: it was a third of an access line's cost."""
+    global _second
+    fraction, whole = math.modf(created)
+    micros = round(fraction * 1e6)
+    if micros >= 1_000_000:
+        whole, micros = whole + 1, micros - 1_000_000
+    elif micros < 0:  # before 1970: modf keeps the sign
+        whole, micros = whole - 1, micros + 1_000_000
+    cached_whole, text = _second  # one tuple read: safe across threads
+    if whole != cached_whole:
+        text = datetime.fromtimestamp(whole, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+        _second = (whole, text)
+    return f"{text}.{micros // 1000:03d}+00:00"
+
+
 class JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         line: dict[str, Any] = {
-            "ts": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "ts": timestamp(record.created),
             "level": record.levelname.lower(),
             "logger": record.name,
             "msg": record.getMessage(),
