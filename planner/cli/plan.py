@@ -16,6 +16,7 @@ from typing import Annotated, Any, NoReturn
 import typer
 from pydantic import TypeAdapter, ValidationError
 
+from planner.cli import engine_flags as ef
 from planner.cli.output import (
     EXIT_WONT_START,
     emit_problem,
@@ -65,6 +66,7 @@ FLAGS: dict[str, str] = {
     "mamba_full_memory_ratio": "--mamba-full-memory-ratio",
     "max_mamba_cache_size": "--max-mamba-cache-size",
     "mamba_ssm_dtype": "--mamba-ssm-dtype",
+    **ef.FLAGS,
 }
 
 
@@ -491,6 +493,13 @@ def register(app: typer.Typer) -> None:
                 "config's mamba_ssm_dtype, else float32"
             ),
         ] = None,
+        context_length: ef.ContextLength = None,
+        chunked_prefill_size: ef.ChunkedPrefillSize = None,
+        cuda_graph_max_bs: ef.CudaGraphMaxBs = None,
+        max_total_tokens: ef.MaxTotalTokens = None,
+        swa_full_tokens_ratio: ef.SwaFullTokensRatio = None,
+        data_parallel_size: ef.DpSize = None,
+        enable_dp_attention: ef.EnableDpAttention = None,
         as_json: Annotated[
             bool, typer.Option("--json", help="print the Plan JSON (and errors as problem+json)")
         ] = False,
@@ -562,6 +571,19 @@ def register(app: typer.Typer) -> None:
             if reserve is not None:
                 body["reserve_bytes"] = parse_size(reserve, "reserve_bytes")
             body.update(_workload(batch, mix, prefix, body.get("context_tokens")))
+            body.update(
+                ef.engine_body(
+                    {
+                        "context_length": context_length,
+                        "chunked_prefill_size": chunked_prefill_size,
+                        "cuda_graph_max_bs": cuda_graph_max_bs,
+                        "max_total_tokens": max_total_tokens,
+                        "swa_full_tokens_ratio": swa_full_tokens_ratio,
+                        "data_parallel_size": data_parallel_size,
+                        "enable_dp_attention": enable_dp_attention,
+                    }
+                )
+            )
             req = PlanRequest.model_validate(body)
         except PlanError as exc:
             fail(exc)
