@@ -6,12 +6,10 @@ option is and its default, and `--help` lists them under their own panel.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
-
-from planner.core.errors import FieldError
-from planner.quantities import QuantityError, read_tokens
 
 _PANEL = "SGLang engine flags"
 
@@ -87,9 +85,11 @@ FLAGS: dict[str, str] = {
 _TOKEN_FIELDS = frozenset({"context_length", "chunked_prefill_size", "max_total_tokens"})
 
 
-def engine_body(values: dict[str, Any]) -> dict[str, Any]:
+def engine_body(
+    values: dict[str, Any], parse_tokens: Callable[[str, str], int]
+) -> dict[str, Any]:
     """The request fields the given flags set (unset ones are left out, so the engine's
-    defaults apply); token-valued text is read as --context reads it."""
+    defaults apply); token-valued text is read by `parse_tokens`, plan's reader for --context."""
     body: dict[str, Any] = {}
     for field, value in values.items():
         if field not in FLAGS:
@@ -97,9 +97,6 @@ def engine_body(values: dict[str, Any]) -> dict[str, Any]:
         if value is None:
             continue
         if field in _TOKEN_FIELDS:
-            try:
-                value = read_tokens(value)
-            except QuantityError as exc:
-                raise FieldError(field, "cli.tokens_unreadable", reason=exc.message) from None
+            value = parse_tokens(value, field)
         body[field] = value
     return body

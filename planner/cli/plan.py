@@ -581,7 +581,8 @@ def register(app: typer.Typer) -> None:
                         "swa_full_tokens_ratio": swa_full_tokens_ratio,
                         "data_parallel_size": data_parallel_size,
                         "enable_dp_attention": enable_dp_attention,
-                    }
+                    },
+                    parse_tokens,
                 )
             )
             req = PlanRequest.model_validate(body)
